@@ -1,0 +1,88 @@
+"""`gcntrain` entry point: a click group whose commands load lazily (one module each)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from gcntrain import __version__
+from gcntrain.errors import InputError
+
+#: command name -> "module:attribute"
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("gcntrain.cli.info_cmd:info", "Versions, MPI library, Numba threads, CPU."),
+    "generate": ("gcntrain.cli.generate_cmd:generate", "Generate a synthetic graph (R-MAT, SBM)."),
+    "convert": ("gcntrain.cli.convert_cmd:convert", "Convert Planetoid/SNAP/MTX/NPZ/CSV to HDF5."),
+    "inspect": ("gcntrain.cli.inspect_cmd:inspect", "Validate a graph or shard store; counts."),
+    "shard": ("gcntrain.cli.shard_cmd:shard", "Write a sharded store (1D row blocks or 2D)."),
+    "partition": ("gcntrain.cli.partition_cmd:partition", "Partition a graph; report quality."),
+    "train": ("gcntrain.cli.train_cmd:train", "Train GCN/GraphSAGE full-batch (serial or MPI)."),
+}
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[name]
+        mod, attr = target.split(":")
+        return getattr(importlib.import_module(mod), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "-V", "--version", prog_name="gcntrain")
+def cli() -> None:
+    """Distributed full-batch GCN training and simulation for HPC clusters.
+
+    Run a command with -h for its options; `mpiexec -n P gcntrain train` trains on P ranks.
+    """
+
+
+def _error_line(msg: str) -> None:
+    from gcntrain.cli.display import is_printer
+
+    if is_printer():
+        sys.stderr.write(f"gcntrain: error: {msg}\n")
+        sys.stderr.flush()
+
+
+def entry(argv: list[str] | None = None) -> None:
+    """Console-script entry: maps errors to exit codes (2 bad input, 1 internal)."""
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
+        return 0
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.exceptions.Abort:
+        _error_line("aborted")
+        return 130
+    except click.ClickException as e:
+        _error_line(e.format_message().replace("\n", " "))
+        return 2
+    except InputError as e:
+        _error_line(str(e).replace("\n", " "))
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # internal error: full traceback helps a bug report
+        from gcntrain.comm.errors import handle_internal_error
+
+        return handle_internal_error(e)

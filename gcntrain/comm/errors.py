@@ -1,0 +1,42 @@
+"""What happens when something escapes a command: one report, the same exit status everywhere."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+
+class MPIUnavailable(Exception):
+    """No MPI library could be loaded."""
+
+
+def mpi_initialized_world():
+    """COMM_WORLD if mpi4py is loaded and MPI is initialised, else None (never initialises)."""
+    mod = sys.modules.get("mpi4py.MPI")
+    if mod is None:
+        return None
+    try:
+        if mod.Is_initialized() and not mod.Is_finalized():
+            return mod.COMM_WORLD
+    except Exception:
+        return None
+    return None
+
+
+def handle_internal_error(exc: BaseException) -> int:
+    """Report an unexpected exception and return exit status 1.
+
+    Inside a multi-rank job an error on one rank cannot be agreed collectively (the other
+    ranks may be blocked in a collective), so the job is aborted: MPI_Abort kills every rank
+    with status 1 instead of leaving them hanging.
+    """
+    world = mpi_initialized_world()
+    size = world.Get_size() if world is not None else 1
+    rank = world.Get_rank() if world is not None else 0
+    head = f"[rank {rank}] " if size > 1 else ""
+    sys.stderr.write(f"gcntrain: internal error: {head}{type(exc).__name__}: {exc}\n")
+    traceback.print_exception(exc, file=sys.stderr)
+    sys.stderr.flush()
+    if size > 1:
+        world.Abort(1)
+    return 1
