@@ -17,3 +17,14 @@ class InputError(Exception):
 
 class FormatError(InputError):
     """A graph/shard/partition file that fails validation."""
+
+
+class AgreedError(Exception):
+    """An error every rank of a job agreed on: same message, same exit status everywhere.
+
+    Raised on all ranks by `gcntrain.comm.agree.agree`; the CLI prints it once (rank 0).
+    """
+
+    def __init__(self, message: str, status: int):
+        self.status = int(status)
+        super().__init__(message)

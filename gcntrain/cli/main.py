@@ -8,7 +8,7 @@ import sys
 import click
 
 from gcntrain import __version__
-from gcntrain.errors import InputError
+from gcntrain.errors import AgreedError, InputError
 
 #: command name -> "module:attribute"
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -78,6 +78,9 @@ def run(argv: list[str] | None = None) -> int:
     except InputError as e:
         _error_line(str(e).replace("\n", " "))
         return 2
+    except AgreedError as e:  # every rank raised it; rank 0 prints it
+        _error_line(str(e))
+        return e.status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

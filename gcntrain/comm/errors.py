@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -30,12 +31,16 @@ def handle_internal_error(exc: BaseException) -> int:
     ranks may be blocked in a collective), so the job is aborted: MPI_Abort kills every rank
     with status 1 instead of leaving them hanging.
     """
+    want_tb = os.environ.get("GCNTRAIN_TRACEBACK", "") not in ("", "0")
     world = mpi_initialized_world()
     size = world.Get_size() if world is not None else 1
     rank = world.Get_rank() if world is not None else 0
-    head = f"[rank {rank}] " if size > 1 else ""
-    sys.stderr.write(f"gcntrain: internal error: {head}{type(exc).__name__}: {exc}\n")
-    traceback.print_exception(exc, file=sys.stderr)
+    head = f"rank {rank}: " if size > 1 else ""
+    text = str(exc).replace("\n", " ")
+    sys.stderr.write(f"gcntrain: error: {head}{type(exc).__name__}: {text}"
+                     f"{'' if want_tb else ' (set GCNTRAIN_TRACEBACK=1 for the traceback)'}\n")
+    if want_tb:
+        traceback.print_exception(exc, file=sys.stderr)
     sys.stderr.flush()
     if size > 1:
         world.Abort(1)

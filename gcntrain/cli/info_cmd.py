@@ -1,0 +1,79 @@
+"""`gcntrain info`: versions, MPI library and vendor, Numba threads, CPU."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import click
+
+from gcntrain import __version__
+from gcntrain.cli.display import emit
+from gcntrain.cli.options import json_option
+
+
+def _version(mod: str) -> str | None:
+    try:
+        m = __import__(mod)
+    except Exception:
+        return None
+    return getattr(m, "__version__", "unknown")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") or line.startswith("CPU part"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def collect_info() -> dict:
+    """Everything `gcntrain info` reports, as a dict (MPI errors are reported, not raised)."""
+    from gcntrain.comm.mpi import MPIUnavailableError, load_mpi
+
+    out: dict = {
+        "gcntrain": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+    }
+    for mod in ("numpy", "scipy", "numba", "h5py", "mpi4py", "pymetis", "networkx", "click",
+                "mtkahypar"):
+        out[mod] = _version(mod)
+    try:
+        import numba
+
+        out["numba_threads"] = numba.get_num_threads()
+        out["numba_threading_layer_config"] = numba.config.THREADING_LAYER
+    except Exception as e:  # pragma: no cover
+        out["numba_threads"] = f"unavailable ({e})"
+    try:
+        MPI = load_mpi()
+        vendor, ver = MPI.get_vendor()
+        out["mpi_vendor"] = f"{vendor} {'.'.join(map(str, ver))}"
+        out["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+        out["mpi_standard"] = "{}.{}".format(*MPI.Get_version())
+        out["mpi_world_size"] = MPI.COMM_WORLD.Get_size()
+    except MPIUnavailableError as e:
+        out["mpi_library"] = None
+        out["mpi_error"] = str(e)
+    try:
+        from gcntrain.kernels import gpu
+
+        out["gpu_available"] = bool(gpu.available())
+    except Exception:
+        out["gpu_available"] = False
+    return out
+
+
+@click.command("info", context_settings={"help_option_names": ["-h", "--help"]})
+@json_option
+def info(as_json: bool) -> None:
+    """Show versions, the MPI library and vendor, Numba threads and the CPU."""
+    emit(collect_info(), as_json)

@@ -1,0 +1,165 @@
+"""`gcntrain shard GRAPH.h5 -o DIR`: write a sharded store (1D row blocks or 2D blocks)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from gcntrain.cli.display import emit
+from gcntrain.cli.options import json_option, seed_option
+from gcntrain.errors import FormatError, InputError
+
+
+def block_partition(n: int, num_parts: int) -> np.ndarray:
+    """Contiguous ranges of original ids: ``part[u] = floor(u P / n)``."""
+    return (np.arange(n, dtype=np.int64) * num_parts) // max(n, 1)
+
+
+def random_partition(n: int, num_parts: int, rng: np.random.Generator) -> np.ndarray:
+    """Balanced random assignment: part sizes differ by at most one."""
+    part = np.empty(n, dtype=np.int64)
+    part[rng.permutation(n)] = block_partition(n, num_parts)
+    return part
+
+
+def parse_grid(text: str) -> tuple[int, int]:
+    """``"RxC"`` -> (R, C), both >= 1."""
+    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not match or min(int(match[1]), int(match[2])) < 1:
+        raise click.BadParameter(
+            f"'{text}' is not RxC with R, C >= 1 (e.g. 2x4)", param_hint="--grid"
+        )
+    return int(match[1]), int(match[2])
+
+
+def read_partition_file(
+    path: str, graph_hash: str, n: int, num_parts: int | None
+) -> tuple[np.ndarray, int]:
+    """Read dataset `part` and attribute `graph_content_hash` of a partition file.
+
+    Returns
+    -------
+    (part, P) with P from `num_parts`, else the file's `num_parts` attribute, else max + 1.
+    """
+    from gcntrain.data.store import int_attr, open_h5, read_dataset, str_attr
+    from gcntrain.data.validate import validate_partition
+
+    with open_h5(path, "partition file") as f:
+        ghash = str_attr(f.attrs, "graph_content_hash", path)
+        file_parts = int_attr(f.attrs, "num_parts", path, default=-1)
+        part = read_dataset(f, "part", path)
+    if ghash != graph_hash:
+        raise FormatError(
+            f"partition was computed for a different graph (hash {ghash[:12]}..., "
+            f"this graph has {graph_hash[:12]}...)",
+            path,
+        )
+    if num_parts is not None and file_parts >= 0 and file_parts != num_parts:
+        raise FormatError(f"partition has {file_parts} parts but --parts is {num_parts}", path)
+    if num_parts is None:
+        if file_parts >= 0:
+            num_parts = file_parts
+        else:
+            num_parts = int(part.max()) + 1 if part.size and part.dtype.kind in "iu" else 1
+    validate_partition(part, n, num_parts, path)
+    return part.astype(np.int64), num_parts
+
+
+@click.command("shard")
+@click.argument("graph", metavar="GRAPH.h5")
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    required=True,
+    metavar="OUT_DIR",
+    help="Output directory (written under a temporary name, then renamed).",
+)
+@click.option("--parts", type=int, default=None, help="1D row blocks: number of parts P.")
+@click.option(
+    "--partition",
+    default=None,
+    metavar="block|random|PART.h5",
+    help="How nodes are assigned to the P parts (default: block).",
+)
+@click.option("--grid", default=None, metavar="RxC", help="2D blocks: an R x C grid.")
+@click.option(
+    "--permute",
+    type=click.Choice(["none", "random", "double"]),
+    default=None,
+    help="2D: none, one random permutation of rows and columns, or independent "
+    "row and column permutations (default: none).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an existing shard store at OUT_DIR.")
+@seed_option
+@json_option
+def shard(
+    graph: str,
+    out: str,
+    parts: int | None,
+    partition: str | None,
+    grid: str | None,
+    permute: str | None,
+    overwrite: bool,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Write GRAPH.h5 as a sharded store in OUT_DIR (format: docs/format.md).
+
+    Either --parts P (1D row blocks; --partition block, random or a partition file PART.h5)
+    or --grid RxC (2D blocks; --permute none, random or double).
+    """
+    from gcntrain.data.shards import write_block_shards, write_row_shards
+    from gcntrain.data.store import read_graph
+
+    part_file = partition not in (None, "block", "random")
+    if grid is not None and (parts is not None or partition is not None):
+        raise click.UsageError("--grid cannot be combined with --parts/--partition")
+    if grid is None and parts is None and not part_file:
+        raise click.UsageError("give --parts P (1D row blocks) or --grid RxC (2D blocks)")
+    if grid is None and permute is not None:
+        raise click.UsageError("--permute applies to --grid only")
+    if parts is not None and parts < 1:
+        raise click.BadParameter("must be >= 1", param_hint="--parts")
+    rc = parse_grid(grid) if grid is not None else None
+    if part_file and not Path(partition).exists():
+        raise InputError("no such partition file (expected block, random or PART.h5)", partition)
+
+    t0 = time.perf_counter()
+    g = read_graph(graph)
+    t_read = time.perf_counter() - t0
+    rng = np.random.default_rng(seed)
+    t1 = time.perf_counter()
+    info: dict = {"graph": graph, "out": out}
+    if rc is None:
+        if part_file:
+            part, parts = read_partition_file(partition, g.content_hash(), g.n, parts)
+        elif partition == "random":
+            part = random_partition(g.n, parts, rng)
+        else:
+            part = block_partition(g.n, parts)
+        manifest = write_row_shards(g, part, out, num_parts=parts, overwrite=overwrite)
+        info.update(kind="rows", parts=parts, partition=partition or "block")
+    else:
+        mode = permute or "none"
+        row_perm = col_perm = None
+        if mode == "random":
+            row_perm = col_perm = rng.permutation(g.n)
+        elif mode == "double":
+            row_perm, col_perm = rng.permutation(g.n), rng.permutation(g.n)
+        manifest = write_block_shards(g, rc[0], rc[1], out, row_perm, col_perm, overwrite=overwrite)
+        info.update(kind="blocks2d", grid=list(rc), permute=mode)
+
+    from gcntrain.cli.inspect_cmd import human_summary, store_summary
+    from gcntrain.data.shards import open_manifest
+
+    m = open_manifest(manifest)
+    info.update(seed=seed, manifest=str(manifest), num_nodes=m.n, nnz=m.nnz)
+    info.update({k: v for k, v in store_summary(m).items() if k not in info})
+    info["seconds_read"] = round(t_read, 4)
+    info["seconds_write"] = round(time.perf_counter() - t1, 4)
+    emit(info, as_json, human_summary)

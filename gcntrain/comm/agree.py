@@ -1,0 +1,55 @@
+"""Collective error agreement: a failure on any rank becomes the same error on every rank.
+
+Use `agree(comm, fn)` around work that may fail on some ranks only (loading a shard, checking
+input): every rank runs `fn`; then one 24-byte Allreduce (phase ``"control"``) tells all ranks
+whether any failed and which rank failed first; that rank's one-line message is broadcast and
+every rank raises `AgreedError` with the same status (2 for bad input, 1 otherwise).
+
+Failures inside a collective exchange cannot be agreed (the other ranks are blocked in the
+exchange); those go through `gcntrain.comm.errors.handle_internal_error`, which aborts the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
+
+from gcntrain.errors import AgreedError, InputError
+
+T = TypeVar("T")
+
+
+def _status_of(exc: BaseException) -> int:
+    return 2 if isinstance(exc, InputError) else 1
+
+
+def agree(comm, fn: Callable[[], T]) -> T:
+    """Run `fn()` on every rank of `comm`; raise the same `AgreedError` everywhere on failure."""
+    status, msg, err = 0, "", None
+    try:
+        result = fn()
+    except AgreedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - every failure must reach the agreement
+        status, err = _status_of(e), e
+        msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
+        msg = msg.replace("\n", " ")
+        result = None
+    flags = np.array([status, -(comm.rank if status else comm.size), -(1 if status else 0)],
+                     dtype=np.int64)
+    flags = comm.allreduce(flags, "control", op="max")
+    worst, first = int(flags[0]), int(-flags[1])
+    some_ok = int(flags[2]) == 0  # max of -1/0 is 0 when at least one rank succeeded
+    if worst == 0:
+        return result  # type: ignore[return-value]
+    length = np.array([len(msg.encode()) if comm.rank == first else 0], dtype=np.int64)
+    comm.bcast(length, first, "control")
+    buf = np.zeros(int(length[0]), dtype=np.uint8)
+    if comm.rank == first:
+        buf[:] = np.frombuffer(msg.encode(), dtype=np.uint8)
+    comm.bcast(buf, first, "control")
+    text = bytes(buf).decode(errors="replace")
+    prefix = f"rank {first}: " if comm.size > 1 and some_ok else ""
+    raise AgreedError(prefix + text, worst) from err

@@ -1,0 +1,175 @@
+"""Counted wrappers over mpi4py buffer collectives: the only module that moves data over MPI.
+
+Every call names a *phase* (e.g. ``"L0.fwd"``, ``"L1.wgrad"``, ``"setup"``); bytes and messages
+are tallied per phase with the conventions of `gcntrain.comm.volume`, seconds per collective
+kind.  Sub-communicators made with `split` share the tally of their parent, so a rank's tally
+covers everything it sent on any communicator.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from gcntrain.comm import volume as V
+from gcntrain.comm.counters import Tally
+from gcntrain.comm.mpi import load_mpi
+
+
+class Comm:
+    """A counted communicator.
+
+    Parameters
+    ----------
+    mpicomm : mpi4py communicator, optional
+        Defaults to ``MPI.COMM_WORLD``.
+    tally : Tally, optional
+        Shared tally (sub-communicators pass their parent's).
+    """
+
+    def __init__(self, mpicomm=None, tally: Tally | None = None):
+        self.MPI = load_mpi()
+        self.comm = self.MPI.COMM_WORLD if mpicomm is None else mpicomm
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self.tally = Tally() if tally is None else tally
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def _count(self, phase: str, kind: str, vol: np.ndarray, t0: float) -> None:
+        self.tally.add(phase, vol, kind, time.perf_counter() - t0)
+
+    @staticmethod
+    def _nbytes(a: np.ndarray) -> int:
+        return int(a.nbytes)
+
+    # -- communicators -----------------------------------------------------------------
+    def split(self, color: int, key: int | None = None) -> Comm:
+        sub = self.comm.Split(int(color), self.rank if key is None else int(key))
+        return Comm(sub, self.tally)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    # -- collectives ---------------------------------------------------------------------
+    def bcast(self, buf: np.ndarray, root: int, phase: str) -> np.ndarray:
+        """In-place broadcast of a contiguous array from `root`."""
+        t0 = time.perf_counter()
+        if self.size > 1 and buf.size:
+            self.comm.Bcast(buf, root=root)
+        self._count(phase, "bcast", V.bcast(self._nbytes(buf), self.rank, self.size, root), t0)
+        return buf
+
+    def allreduce(self, sendbuf: np.ndarray, phase: str, out: np.ndarray | None = None,
+                  op: str = "sum") -> np.ndarray:
+        t0 = time.perf_counter()
+        sendbuf = np.ascontiguousarray(sendbuf)
+        if out is None:
+            out = np.empty_like(sendbuf)
+        mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
+        if self.size > 1:
+            self.comm.Allreduce(sendbuf, out, op=mop)
+        else:
+            out[...] = sendbuf
+        vol = V.allreduce(sendbuf.size, sendbuf.itemsize, self.rank, self.size)
+        self._count(phase, "allreduce", vol, t0)
+        return out
+
+    def allgatherv(self, sendbuf: np.ndarray, counts: Sequence[int], phase: str,
+                   out: np.ndarray | None = None) -> np.ndarray:
+        """Gather variable-size blocks along axis 0 (`counts` = rows per rank)."""
+        t0 = time.perf_counter()
+        sendbuf = np.ascontiguousarray(sendbuf)
+        counts = np.asarray(counts, dtype=np.int64)
+        row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
+        if out is None:
+            out = np.empty((int(counts.sum()),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
+        elems = counts * row
+        if self.size > 1:
+            displ = np.concatenate(([0], np.cumsum(elems)[:-1]))
+            self.comm.Allgatherv(sendbuf, [out, (elems, displ)])
+        else:
+            out[...] = sendbuf
+        vol = V.allgatherv(elems * sendbuf.itemsize, self.rank)
+        self._count(phase, "allgather", vol, t0)
+        return out
+
+    def gatherv(self, sendbuf: np.ndarray, counts: Sequence[int], root: int, phase: str):
+        """Gather variable-size blocks (rows) at `root`; other ranks get None."""
+        t0 = time.perf_counter()
+        sendbuf = np.ascontiguousarray(sendbuf)
+        counts = np.asarray(counts, dtype=np.int64)
+        row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
+        elems = counts * row
+        out = None
+        if self.rank == root:
+            out = np.empty((int(counts.sum()),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
+        if self.size > 1:
+            displ = np.concatenate(([0], np.cumsum(elems)[:-1]))
+            self.comm.Gatherv(sendbuf, [out, (elems, displ)] if out is not None else None,
+                              root=root)
+        else:
+            out[...] = sendbuf
+        self._count(phase, "gather", V.gatherv(elems * sendbuf.itemsize, self.rank, root), t0)
+        return out
+
+    def alltoallv(self, sendbuf: np.ndarray, sendcounts: Sequence[int],
+                  recvcounts: Sequence[int], phase: str,
+                  out: np.ndarray | None = None) -> np.ndarray:
+        """Personalised exchange along axis 0 (counts in rows per destination/source)."""
+        t0 = time.perf_counter()
+        sendbuf = np.ascontiguousarray(sendbuf)
+        row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
+        sc = np.asarray(sendcounts, dtype=np.int64) * row
+        rc = np.asarray(recvcounts, dtype=np.int64) * row
+        if out is None:
+            out = np.empty((int(rc.sum()) // max(row, 1),) + sendbuf.shape[1:],
+                           dtype=sendbuf.dtype)
+        if self.size > 1:
+            sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
+            rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
+            self.comm.Alltoallv([sendbuf, (sc, sd)], [out, (rc, rd)])
+        else:
+            out[...] = sendbuf
+        vol = V.alltoallv(sc * sendbuf.itemsize, rc * sendbuf.itemsize, self.rank)
+        self._count(phase, "alltoall", vol, t0)
+        return out
+
+    def alltoall_counts(self, counts: np.ndarray, phase: str) -> np.ndarray:
+        """Exchange one int64 per rank pair (how much each will send to each)."""
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        return self.alltoallv(counts, np.ones(self.size, np.int64), np.ones(self.size, np.int64),
+                              phase)
+
+    # -- point to point ------------------------------------------------------------------
+    def isend(self, buf: np.ndarray, dest: int, tag: int, phase: str):
+        t0 = time.perf_counter()
+        req = self.comm.Isend(buf, dest=dest, tag=tag)
+        self._count(phase, "p2p", V.send(self._nbytes(buf)), t0)
+        return req
+
+    def irecv(self, buf: np.ndarray, source: int, tag: int, phase: str):
+        t0 = time.perf_counter()
+        req = self.comm.Irecv(buf, source=source, tag=tag)
+        self._count(phase, "p2p", V.recv(self._nbytes(buf)), t0)
+        return req
+
+    def waitany(self, reqs: list, phase: str) -> int:
+        t0 = time.perf_counter()
+        idx = self.MPI.Request.Waitany(reqs)
+        self.tally.add(phase, V.zero(), "wait", time.perf_counter() - t0)
+        return idx
+
+    def waitall(self, reqs: list, phase: str) -> None:
+        t0 = time.perf_counter()
+        if reqs:
+            self.MPI.Request.Waitall(reqs)
+        self.tally.add(phase, V.zero(), "wait", time.perf_counter() - t0)
+
+    # -- small helpers (objects; counted by their pickled size is not exact, so these are
+    #    reserved for control data and counted under the phase "control") ------------------
+    def bcast_flag(self, flag: bool, root: int = 0) -> bool:
+        buf = np.array([1 if flag else 0], dtype=np.int8)
+        self.bcast(buf, root, "control")
+        return bool(buf[0])

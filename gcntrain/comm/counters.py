@@ -1,0 +1,83 @@
+"""Per-rank, per-phase communication tallies (pure data; shared by runtime and plans)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from gcntrain.comm.volume import FIELDS
+
+
+class Tally:
+    """bytes/messages per phase plus seconds per collective kind.
+
+    `phases[name]` is an int64 array laid out as `volume.FIELDS`.  A plan is a `Tally` built
+    without MPI; the runtime fills one through the counted communicator; equality of the two
+    (`same_volume`) is the exactness test.
+    """
+
+    def __init__(self) -> None:
+        self.phases: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4, dtype=np.int64))
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+
+    def add(self, phase: str, vol: np.ndarray, kind: str | None = None, seconds: float = 0.0,
+            times: int = 1) -> None:
+        self.phases[phase] += np.asarray(vol, dtype=np.int64) * times
+        if kind is not None:
+            self.seconds[kind] += seconds
+            self.calls[kind] += times
+
+    def total(self, prefix: str | None = None, exclude: tuple[str, ...] = ()) -> np.ndarray:
+        out = np.zeros(4, dtype=np.int64)
+        for name, v in self.phases.items():
+            if prefix is not None and not name.startswith(prefix):
+                continue
+            if any(name.startswith(e) for e in exclude):
+                continue
+            out += v
+        return out
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {p: dict(zip(FIELDS, map(int, v))) for p, v in sorted(self.phases.items())
+                if v.any()}
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        return {k: v.copy() for k, v in self.phases.items()}
+
+    def since(self, snap: dict[str, np.ndarray]) -> Tally:
+        """Tally of the volume added after `snap` was taken (seconds/calls: cumulative)."""
+        t = Tally()
+        for k, v in self.phases.items():
+            d = v - snap.get(k, 0)
+            if d.any():
+                t.phases[k] = d
+        t.seconds.update(self.seconds)
+        t.calls.update(self.calls)
+        return t
+
+    def scaled(self, factor: int) -> Tally:
+        t = Tally()
+        for k, v in self.phases.items():
+            t.phases[k] = v * factor
+        return t
+
+    def merged(self, other: Tally) -> Tally:
+        t = Tally()
+        for src in (self, other):
+            for k, v in src.phases.items():
+                t.phases[k] = t.phases[k] + v
+        return t
+
+
+def same_volume(a: Tally, b: Tally) -> list[str]:
+    """Differences between two tallies, as human-readable lines (empty when equal)."""
+    diffs = []
+    for name in sorted(set(a.phases) | set(b.phases)):
+        va = a.phases.get(name, np.zeros(4, np.int64))
+        vb = b.phases.get(name, np.zeros(4, np.int64))
+        if not np.array_equal(va, vb):
+            diffs.append(f"{name}: {dict(zip(FIELDS, va.tolist()))} != "
+                         f"{dict(zip(FIELDS, vb.tolist()))}")
+    return diffs

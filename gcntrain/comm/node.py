@@ -1,0 +1,38 @@
+"""Node-level facts of a job: ranks sharing a node, and the Numba thread count per rank."""
+
+from __future__ import annotations
+
+import os
+
+
+def ranks_on_node(comm) -> int:
+    """Number of ranks of `comm` (a counted Comm) on this rank's shared-memory node."""
+    if comm.size == 1:
+        return 1
+    local = comm.comm.Split_type(comm.MPI.COMM_TYPE_SHARED)
+    try:
+        return local.Get_size()
+    finally:
+        local.Free()
+
+
+def auto_threads(comm, requested: int | None = None) -> int:
+    """Set and return Numba's thread count for this rank.
+
+    `requested` (``--threads``) wins, then ``NUMBA_NUM_THREADS``; otherwise cores / ranks on
+    the node (at least 1), so oversubscribed ranks do not each spin up threads on every core.
+    """
+    import numba
+
+    cap = numba.config.NUMBA_NUM_THREADS
+    if requested is not None:
+        n = requested
+    elif os.environ.get("NUMBA_NUM_THREADS"):
+        n = cap
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+        n = max(1, cores // max(1, ranks_on_node(comm)))
+    n = max(1, min(int(n), cap))
+    numba.set_num_threads(n)
+    return n

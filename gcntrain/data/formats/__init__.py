@@ -1,0 +1,1 @@
+"""One reader per input format; each returns a `gcntrain.data.graph.Graph`."""

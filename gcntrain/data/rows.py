@@ -1,0 +1,104 @@
+"""Read selected rows of a single-file graph store (each MPI rank reads only its rows).
+
+Rows are read in contiguous windows: runs of wanted rows separated by gaps shorter than
+`gap` rows are fetched together and the unwanted rows dropped, so a block partition costs one
+read per array and a scattered partition a bounded number of reads.  What is read is validated
+like a whole file (monotone indptr, column range, finite features, label range, disjoint
+masks); the content hash, which needs every array, is checked only by whole-file reads.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from gcntrain.data.store import int_attr, open_h5, read_mask, to_mask
+from gcntrain.data.validate import check_format, validate_csr, validate_node_data
+from gcntrain.errors import FormatError
+
+GRAPH_FORMAT = "gcntrain-graph"
+
+
+def windows(rows: np.ndarray, gap: int) -> list[tuple[int, int]]:
+    """Cover sorted `rows` with [start, stop) windows, merging runs closer than `gap`."""
+    if rows.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(rows) > gap)
+    starts = np.concatenate(([rows[0]], rows[breaks + 1]))
+    stops = np.concatenate((rows[breaks], [rows[-1]])) + 1
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 4096) -> dict:
+    """Rows `rows` (sorted original ids) of the graph file at `path`.
+
+    Returns
+    -------
+    dict with n, num_classes, directed, name, content_hash, and for the selected rows:
+    indptr (local), indices (original column ids), data or None, features or None, labels or
+    None, train_mask / val_mask / test_mask or None.
+    """
+    where = str(path)
+    rows = np.asarray(rows, dtype=np.int64)
+    with open_h5(path, "graph file") as f:
+        check_format(f.attrs, GRAPH_FORMAT, where)
+        n = int_attr(f.attrs, "n", where)
+        nc = int_attr(f.attrs, "num_classes", where, default=-1)
+        out = {"n": n, "num_classes": None if nc < 0 else nc,
+               "directed": bool(int_attr(f.attrs, "directed", where, default=0)),
+               "name": str(f.attrs.get("name", os.path.basename(where))),
+               "content_hash": str(f.attrs.get("content_hash", ""))}
+        if rows.size and (rows[0] < 0 or rows[-1] >= n):
+            raise FormatError(f"requested rows outside 0..{n - 1}", where)
+        ip_ds, ix_ds = f["indptr"], f["indices"]
+        if ip_ds.shape != (n + 1,):
+            raise FormatError(f"indptr has {ip_ds.shape[0]} entries, expected n+1 = {n + 1}",
+                              where)
+        has = {k: k in f for k in ("data", "features", "labels")}
+        counts, idx_parts, data_parts, feat_parts, lab_parts = [], [], [], [], []
+        mask_parts = {m: [] for m in ("train_mask", "val_mask", "test_mask")}
+        masks_full = {m: read_mask(f, m, where) for m in mask_parts}
+        for a, b in windows(rows, gap):
+            ip = ip_ds[a:b + 1].astype(np.int64)
+            if np.any(np.diff(ip) < 0):
+                raise FormatError(f"indptr is not monotone (decreases near row {a})", where)
+            sel = rows[(rows >= a) & (rows < b)] - a
+            lo, hi = int(ip[0]), int(ip[-1])
+            ix = ix_ds[lo:hi].astype(np.int64)
+            dv = f["data"][lo:hi] if has["data"] else None
+            starts, ends = ip[sel] - lo, ip[sel + 1] - lo
+            take = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)]) if sel.size \
+                else np.zeros(0, np.int64)
+            counts.append(ends - starts)
+            idx_parts.append(ix[take])
+            if dv is not None:
+                data_parts.append(dv[take])
+            if has["features"]:
+                feat_parts.append(f["features"][a:b][sel])
+            if has["labels"]:
+                lab_parts.append(f["labels"][a:b][sel])
+            for m in mask_parts:
+                if masks_full[m] is not None:
+                    mask_parts[m].append(masks_full[m][a:b][sel])
+        nf = f["features"].shape[1] if has["features"] else 0
+    cnt = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    indptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(cnt, out=indptr[1:])
+    indices = np.concatenate(idx_parts) if idx_parts else np.zeros(0, np.int64)
+    validate_csr(indptr, indices, n, where, n_rows=rows.size, nnz=int(indptr[-1]))
+    out.update(indptr=indptr, indices=indices,
+               data=np.concatenate(data_parts) if has["data"] and data_parts else (
+                   np.zeros(0, np.float32) if has["data"] else None),
+               features=(np.concatenate(feat_parts) if feat_parts else np.zeros((0, nf),
+                                                                                 np.float32))
+               if has["features"] else None,
+               labels=(np.concatenate(lab_parts) if lab_parts else np.zeros(0, np.int64))
+               if has["labels"] else None)
+    for m, parts in mask_parts.items():
+        out[m] = to_mask(np.concatenate(parts)) if masks_full[m] is not None and parts else (
+            np.zeros(0, bool) if masks_full[m] is not None else None)
+    validate_node_data(rows.size, where, features=out["features"], labels=out["labels"],
+                       num_classes=out["num_classes"], train_mask=out["train_mask"],
+                       val_mask=out["val_mask"], test_mask=out["test_mask"])
+    return out

@@ -1,0 +1,59 @@
+"""Row-parallel elementwise kernels that beat NumPy or avoid its temporaries.
+
+All take C-contiguous 2-D float32/float64 arrays and write in place or into a caller-given
+``out`` (which may be the same array as an input).  Measured against the NumPy formulas in
+docs/kernels.md.
+"""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def relu_inplace(X):  # pragma: no cover - jitted
+    """X = max(X, 0) in place (NaN stays NaN, like ``np.maximum``); returns X."""
+    n = X.shape[0]
+    f = X.shape[1]
+    for i in prange(n):
+        for j in range(f):
+            x = X[i, j]
+            if x < 0:
+                X[i, j] = 0
+    return X
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def relu_backward(dH, Z, out):  # pragma: no cover - jitted
+    """out = dH where Z > 0, else 0 (gradient of ReLU); one pass, no boolean temporary.
+
+    ``Z`` may be the pre-activation or the activation ``relu(Z)`` itself (both are > 0 at the
+    same places), so a caller may keep only ``H = relu_inplace(Z)``.  ``out`` may be ``dH``.
+    Returns ``out``.
+    """
+    n = dH.shape[0]
+    f = dH.shape[1]
+    for i in prange(n):
+        for j in range(f):
+            out[i, j] = dH[i, j] if Z[i, j] > 0 else 0
+    return out
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def row_normalize_inplace(X):  # pragma: no cover - jitted
+    """Divide every row by its L1 norm ``sum_j |X[i, j]|`` in place; all-zero rows stay 0.
+
+    The norm is accumulated in float64.  For non-negative features (bag of words) this is the
+    usual "rows sum to 1" feature normalisation.  Returns X.
+    """
+    n = X.shape[0]
+    f = X.shape[1]
+    for i in prange(n):
+        s = 0.0
+        for j in range(f):
+            s += abs(X[i, j])
+        if s > 0:
+            inv = 1.0 / s
+            for j in range(f):
+                X[i, j] = X[i, j] * inv
+    return X

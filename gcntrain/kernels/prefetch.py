@@ -1,0 +1,84 @@
+"""Software prefetch of a dense row from jitted code (an LLVM ``llvm.prefetch`` intrinsic).
+
+Sparse-times-dense kernels gather rows ``X[indices[k], :]`` in random order; the hardware
+prefetchers cannot guess the next row, so each gathered row is a cache miss.  Prefetching the
+row needed ``d`` nonzeros ahead overlaps those misses (measured in docs/kernels.md).
+
+A prefetch is a hint: it never faults and never changes results.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+#: bytes per cache line assumed when stepping through a row
+CACHE_LINE = 64
+#: at most this many cache lines of one row are prefetched (hardware streams the rest)
+MAX_LINES = 8
+
+
+def _make_prefetch(rw: int):
+    """Build an intrinsic ``f(arr, row, col)`` prefetching ``arr[row, col]`` (rw: 0 read, 1 write).
+
+    LLVM requires the read/write flag to be an immediate, hence one intrinsic per flag.
+    """
+
+    @intrinsic
+    def _prefetch(typingctx, arr, row, col):
+        if not (isinstance(arr, types.Array) and arr.ndim == 2):
+            return None
+        sig = types.void(arr, row, col)
+
+        def codegen(context, builder, signature, args):
+            aty = signature.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            r = context.cast(builder, args[1], signature.args[1], types.intp)
+            c = context.cast(builder, args[2], signature.args[2], types.intp)
+            ptr = cgutils.get_item_pointer(context, builder, aty, ary, [r, c], wraparound=False)
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+            # locality 3 = keep in all cache levels; cache type 1 = data cache
+            builder.call(fn, [builder.bitcast(ptr, i8p), i32(rw), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _prefetch
+
+
+#: ``prefetch_read(arr, row, col)``: hint a coming read of ``arr[row, col]`` (2-D arrays)
+prefetch_read = _make_prefetch(0)
+#: ``prefetch_write(arr, row, col)``: hint a coming write of ``arr[row, col]`` (2-D arrays)
+prefetch_write = _make_prefetch(1)
+
+
+@njit(nogil=True, cache=True)
+def prefetch_row_read(X, r):  # pragma: no cover - jitted
+    """Prefetch for reading the first cache lines (at most `MAX_LINES`) of row ``r`` of X."""
+    f = X.shape[1]
+    if f == 0:
+        return
+    step = max(1, CACHE_LINE // X.itemsize)
+    stop = min(f, MAX_LINES * step)
+    for j in range(0, stop, step):
+        prefetch_read(X, r, j)
+    # a row rarely starts on a line boundary: also touch its last element in range
+    prefetch_read(X, r, stop - 1)
+
+
+@njit(nogil=True, cache=True)
+def prefetch_row_write(X, r):  # pragma: no cover - jitted
+    """Prefetch for writing the first cache lines (at most `MAX_LINES`) of row ``r`` of X."""
+    f = X.shape[1]
+    if f == 0:
+        return
+    step = max(1, CACHE_LINE // X.itemsize)
+    stop = min(f, MAX_LINES * step)
+    for j in range(0, stop, step):
+        prefetch_write(X, r, j)
+    prefetch_write(X, r, stop - 1)

@@ -1,0 +1,82 @@
+"""Element-wise and row-wise math used by the layers: activations, dropout, init, features.
+
+Node-wise matrices are row blocks (local rows, global ids in ``rows``); nothing here needs the
+other rows.  The first layer's input may be a scipy CSR row block (sparse features).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.kernels.dropout import dropout_apply_csr_rows, dropout_apply_rows
+
+
+def relu(Z: np.ndarray) -> np.ndarray:
+    """max(Z, 0) (new array)."""
+    return np.maximum(Z, 0)
+
+
+def relu_backward(dH: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Gradient through ReLU: dH where Z > 0, else 0 (subgradient 0 at Z = 0)."""
+    return np.where(Z > 0, dH, 0).astype(dH.dtype, copy=False)
+
+
+def dropout_forward(
+    H: np.ndarray | sp.csr_matrix, rows: np.ndarray, seed: int, stream: int, p: float
+) -> np.ndarray | sp.csr_matrix:
+    """Inverted dropout of a row block with the counter-based mask of (seed, stream).
+
+    A CSR block is dropped on its stored entries only (same mask, zeros stay zero).
+    ``p == 0`` returns `H` itself.
+    """
+    if p <= 0.0:
+        return H
+    if sp.issparse(H):
+        H = sp.csr_matrix(H)
+        out = np.empty_like(H.data)
+        dropout_apply_csr_rows(H.indptr, H.indices, H.data, rows, seed, stream, p, out)
+        return sp.csr_matrix((out, H.indices, H.indptr), shape=H.shape)
+    H = np.ascontiguousarray(H)
+    return dropout_apply_rows(H, rows, seed, stream, p, np.empty_like(H))
+
+
+def dropout_backward(
+    dHd: np.ndarray, rows: np.ndarray, seed: int, stream: int, p: float
+) -> np.ndarray:
+    """Gradient through `dropout_forward`: the same mask and scale (recomputed, not stored)."""
+    if p <= 0.0:
+        return dHd
+    dHd = np.ascontiguousarray(dHd)
+    return dropout_apply_rows(dHd, rows, seed, stream, p, np.empty_like(dHd))
+
+
+def glorot_uniform(
+    rng: np.random.Generator, fan_in: int, fan_out: int, dtype: np.dtype | type = np.float64
+) -> np.ndarray:
+    """Glorot/Xavier uniform init: U(-r, r), r = sqrt(6 / (fan_in + fan_out)).
+
+    Drawn in float64 from `rng` and cast, so float32 and float64 runs start from the same
+    values (up to rounding).
+    """
+    r = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-r, r, size=(fan_in, fan_out)).astype(dtype)
+
+
+def row_normalize(X: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
+    """Divide every row by its L1 norm; rows with norm 0 stay 0 (reference preprocessing).
+
+    The norm is accumulated in float64; the result keeps X's dtype (and CSR-ness).
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        norms = np.asarray(abs(X).sum(axis=1, dtype=np.float64)).ravel()
+        inv = np.zeros_like(norms)
+        inv[norms > 0] = 1.0 / norms[norms > 0]
+        out = sp.csr_matrix(X, copy=True)
+        out.data = (out.data * np.repeat(inv, np.diff(out.indptr))).astype(X.dtype)
+        return out
+    norms = np.abs(X).sum(axis=1, dtype=np.float64)
+    inv = np.zeros_like(norms)
+    inv[norms > 0] = 1.0 / norms[norms > 0]
+    return (X * inv[:, None]).astype(X.dtype, copy=False)

@@ -1,0 +1,133 @@
+"""A stack of graph layers: ReLU between layers, a linear last layer (logits)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcntrain.model.functional import relu, relu_backward
+from gcntrain.model.layers import GCNLayer, Layer, SAGEMeanLayer
+from gcntrain.model.ops import Ops
+
+#: stream id = epoch * STREAMS_PER_EPOCH + layer index (dropout masks)
+STREAMS_PER_EPOCH = 1024
+
+
+def dropout_stream(epoch: int, layer: int) -> int:
+    """The dropout-mask stream of `layer` in `epoch` (0-based both)."""
+    return int(epoch) * STREAMS_PER_EPOCH + int(layer)
+
+
+class Network:
+    """Layers applied in order; ``H_{l+1} = relu(Z_l)`` except after the last layer.
+
+    Parameters
+    ----------
+    layers : list of Layer
+        Already sized so that ``layers[l].f_out == layers[l + 1].f_in``.
+    """
+
+    def __init__(self, layers: list[Layer]):
+        if not layers:
+            raise ValueError("a network needs at least one layer")
+        for a, b in zip(layers[:-1], layers[1:]):
+            if a.f_out != b.f_in:
+                raise ValueError(
+                    f"layer {a.index} outputs {a.f_out} but layer {b.index} expects {b.f_in}"
+                )
+        self.layers = layers
+        self._Z: list[np.ndarray] = []
+
+    def init_params(self, seed: int, dtype: np.dtype | type) -> None:
+        """All weights from ``np.random.default_rng(seed)``, layer by layer, in a fixed order."""
+        rng = np.random.default_rng(seed)
+        for layer in self.layers:
+            layer.init_params(rng, dtype)
+
+    def forward(self, ops: Ops, X, seed: int | None = None, epoch: int | None = None) -> np.ndarray:
+        """Logits of the local rows.  Dropout is on when `seed` and `epoch` are given."""
+        self._Z = []
+        H = X
+        last = len(self.layers) - 1
+        for layer in self.layers:
+            key = (
+                None
+                if seed is None or epoch is None
+                else (seed, dropout_stream(epoch, layer.index))
+            )
+            Z = layer.forward(ops, H, key)
+            if layer.index != last:
+                self._Z.append(Z)
+                H = relu(Z)
+            else:
+                H = Z
+        return H
+
+    def backward(self, ops: Ops, dlogits: np.ndarray) -> list[dict[str, np.ndarray]]:
+        """Reduced (global) gradients of every layer's parameters, given d loss / d logits."""
+        grads: list[dict[str, np.ndarray]] = [{} for _ in self.layers]
+        dH = dlogits
+        for layer in reversed(self.layers):
+            if layer.index != len(self.layers) - 1:
+                dH = relu_backward(dH, self._Z[layer.index])
+            dH, grads[layer.index] = layer.backward(ops, dH, need_input_grad=layer.index > 0)
+        self._Z = []
+        return grads
+
+    def weights(self) -> list[dict[str, np.ndarray]]:
+        """The parameter arrays themselves (not copies), one dict per layer."""
+        return [layer.params for layer in self.layers]
+
+    def describe(self) -> list[dict]:
+        """Per layer: kind, sizes, order, bias, dropout (for outputs and logs)."""
+        return [
+            {
+                "kind": lyr.kind,
+                "f_in": lyr.f_in,
+                "f_out": lyr.f_out,
+                "order": lyr.order,
+                "bias": lyr.bias,
+                "dropout": lyr.dropout,
+            }
+            for lyr in self.layers
+        ]
+
+
+def build_network(
+    model: str,
+    num_features: int,
+    hidden: list[int],
+    num_classes: int,
+    *,
+    aggregator: str = "mean",
+    dropout: float = 0.5,
+    bias: bool | None = None,
+    order: str = "auto",
+) -> Network:
+    """Build (without initialising) a GCN or GraphSAGE network.
+
+    Parameters
+    ----------
+    model : "gcn" | "sage"
+    num_features, num_classes : input and output widths.
+    hidden : hidden widths; ``len(hidden) + 1`` layers.
+    aggregator : for "sage": "mean" (`SAGEMeanLayer`) or "gcn" (`GCNLayer` over the sage-gcn
+        support).
+    dropout : rate on every layer's input.
+    bias : default False for "gcn", True for "sage".
+    order : "auto" (cheaper aggregation order) or force "mm_first" / "agg_first".
+    """
+    if model not in ("gcn", "sage"):
+        raise ValueError(f"unknown model {model!r}; expected gcn or sage")
+    if model == "sage" and aggregator not in ("mean", "gcn"):
+        raise ValueError(f"unknown aggregator {aggregator!r}; expected mean or gcn")
+    if bias is None:
+        bias = model == "sage"
+    sizes = [int(num_features), *[int(h) for h in hidden], int(num_classes)]
+    if min(sizes) < 1:
+        raise ValueError(f"layer widths must be >= 1, got {sizes}")
+    cls = SAGEMeanLayer if model == "sage" and aggregator == "mean" else GCNLayer
+    layers = [
+        cls(i, sizes[i], sizes[i + 1], dropout=dropout, bias=bias, order=order)
+        for i in range(len(sizes) - 1)
+    ]
+    return Network(layers)

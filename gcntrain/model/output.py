@@ -1,0 +1,143 @@
+"""Training outputs: metrics.jsonl, config.json, weights.h5, predictions.h5.
+
+Each file is written to a temporary name in the output directory and renamed when complete,
+so a reader never sees a partial file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5")
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)`` on a temporary name beside `path`, then rename it to `path`."""
+    tmp = str(path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write_text(path: Path, text: str) -> None:
+    def w(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    _atomic_write(path, w)
+
+
+def write_metrics(path: Path, history: Iterable) -> None:
+    """One JSON object per epoch (records with ``to_dict`` or plain dicts)."""
+    lines = [
+        json.dumps(r.to_dict() if hasattr(r, "to_dict") else r, default=_json_default)
+        for r in history
+    ]
+    _write_text(path, "".join(line + "\n" for line in lines))
+
+
+def write_weights(
+    path: Path, weights: list[dict[str, np.ndarray]], layers: list[dict] | None = None
+) -> None:
+    """HDF5 with one group per layer (``layer0``, ``layer1``, ...), one dataset per parameter;
+    layer descriptions (kind, sizes, ...) as group attributes."""
+
+    def w(tmp: str) -> None:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["num_layers"] = len(weights)
+            for i, lw in enumerate(weights):
+                g = f.create_group(f"layer{i}")
+                for k, a in lw.items():
+                    g.create_dataset(k, data=np.asarray(a))
+                for k, v in (layers[i] if layers else {}).items():
+                    g.attrs[k] = v
+
+    _atomic_write(path, w)
+
+
+def write_predictions(
+    path: Path, node_ids: np.ndarray, predictions: np.ndarray, labels: np.ndarray | None = None
+) -> None:
+    """HDF5 with datasets ``node_ids`` (int64), ``predicted`` (int64) and ``label`` (int64,
+    -1 = unlabeled; all -1 when labels are not given)."""
+    node_ids = np.asarray(node_ids, dtype=np.int64)
+    predictions = np.asarray(predictions, dtype=np.int64)
+    if node_ids.shape != predictions.shape:
+        raise ValueError("node_ids and predictions must have the same length")
+    lab = (
+        np.full(node_ids.shape, -1, dtype=np.int64)
+        if labels is None
+        else np.asarray(labels, dtype=np.int64)
+    )
+
+    def w(tmp: str) -> None:
+        with h5py.File(tmp, "w") as f:
+            f.create_dataset("node_ids", data=node_ids)
+            f.create_dataset("predicted", data=predictions)
+            f.create_dataset("label", data=lab)
+
+    _atomic_write(path, w)
+
+
+def write_outputs(
+    out_dir: str | os.PathLike,
+    config_dict: dict,
+    history: Iterable,
+    weights: list[dict[str, np.ndarray]],
+    predictions: np.ndarray,
+    node_ids: np.ndarray,
+    labels: np.ndarray | None = None,
+    layers: list[dict] | None = None,
+) -> dict[str, str]:
+    """Write the four output files into `out_dir` (created if missing).
+
+    Parameters
+    ----------
+    out_dir : output directory.
+    config_dict : resolved configuration (JSON-serialisable).
+    history : per-epoch records (``EpochRecord`` or dicts).
+    weights : final parameters, one {name: array} per layer.
+    predictions, node_ids : predicted class per node and the node's global id.
+    labels : true labels of those nodes (-1 unlabeled), optional.
+    layers : per-layer descriptions stored as attributes in weights.h5, optional.
+
+    Returns
+    -------
+    {file name: path}
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: out / name for name in FILES}
+    write_metrics(paths["metrics.jsonl"], history)
+    _write_text(
+        paths["config.json"],
+        json.dumps(config_dict, default=_json_default, indent=2, sort_keys=True) + "\n",
+    )
+    write_weights(paths["weights.h5"], weights, layers)
+    write_predictions(paths["predictions.h5"], node_ids, predictions, labels)
+    return {k: str(v) for k, v in paths.items()}

@@ -1,0 +1,380 @@
+"""Full-batch training loop (the reference GCN procedure), written against `Ops` only.
+
+Per epoch, as the reference code does: a training forward pass with dropout, the loss and
+training accuracy, the backward pass, one Adam step; then an evaluation forward pass without
+dropout for the validation loss/accuracy and the test accuracy (after the update).  Early
+stopping follows the reference code: stop when more than `window` epochs have run and the
+validation loss exceeds the mean of the previous `window` ones (or, alternatively, after
+`patience` epochs without improvement).  The final metrics come from the final weights.
+
+Every reported loss is the mean cross-entropy over the mask plus the weight-decay term, as the
+reference's ``model.loss`` (also for the validation loss that drives early stopping).  A mask
+that selects no labelled node (e.g. no validation mask) reports None and, for validation,
+disables the stopping rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from time import perf_counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.errors import InputError
+from gcntrain.model.functional import row_normalize
+from gcntrain.model.loss import (
+    add_weight_decay_grads,
+    effective_mask,
+    masked_counts,
+    mean_xent,
+    softmax_xent_sums,
+    weight_decay_value,
+)
+from gcntrain.model.network import Network, build_network
+from gcntrain.model.ops import Ops
+from gcntrain.model.optim import Adam
+from gcntrain.model.timing import TimedOps
+
+#: CSR features are used for the first layer when the global density is below this (auto)
+SPARSE_DENSITY = 0.2
+
+
+@dataclass
+class TrainConfig:
+    """Model and training hyperparameters; the defaults are the reference GCN's.
+
+    Attributes
+    ----------
+    model : "gcn" | "sage"
+    aggregator : GraphSAGE aggregator, "mean" | "gcn" (ignored for gcn)
+    hidden : hidden layer widths (``len(hidden) + 1`` layers)
+    dropout : dropout rate on every layer's input
+    lr : Adam learning rate
+    weight_decay : L2 coefficient, ``weight_decay * sum(W^2) / 2`` added to the loss
+    weight_decay_all : apply it to every layer (default: first layer only, as the reference)
+    optimizer : "adam" | "adamw"
+    adamw_decay : AdamW's decoupled decay (used only with optimizer "adamw")
+    epochs : maximum number of epochs
+    early_stopping : window of the reference rule (0 = off)
+    patience : stop after this many epochs without a lower validation loss (replaces the
+        window rule when set)
+    seed : weights init and dropout masks
+    dtype : "float32" | "float64"
+    normalize_features : row-L1 normalise the features (zero rows stay zero)
+    eval_every : evaluate (validation/test) every this many epochs, and at the last one
+    bias : layer bias (None: False for gcn, True for sage)
+    sparse_features : first-layer input as CSR (None: when the density is below 0.2)
+    order : "auto" | "mm_first" | "agg_first", evaluation order of S·H·W
+    """
+
+    model: str = "gcn"
+    aggregator: str = "mean"
+    hidden: list[int] = field(default_factory=lambda: [16])
+    dropout: float = 0.5
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    weight_decay_all: bool = False
+    optimizer: str = "adam"
+    adamw_decay: float = 0.01
+    epochs: int = 200
+    early_stopping: int = 10
+    patience: int | None = None
+    seed: int = 0
+    dtype: str = "float32"
+    normalize_features: bool = True
+    eval_every: int = 1
+    bias: bool | None = None
+    sparse_features: bool | None = None
+    order: str = "auto"
+
+    def validate(self) -> TrainConfig:
+        """Raise `InputError` naming the first bad value; return self."""
+        checks = [
+            (self.model in ("gcn", "sage"), f"model must be gcn or sage, got {self.model!r}"),
+            (
+                self.aggregator in ("mean", "gcn"),
+                f"aggregator must be mean or gcn, got {self.aggregator!r}",
+            ),
+            (all(int(h) >= 1 for h in self.hidden), f"hidden widths must be >= 1: {self.hidden}"),
+            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
+            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
+            (self.weight_decay >= 0, f"weight decay must be >= 0, got {self.weight_decay}"),
+            (
+                self.optimizer in ("adam", "adamw"),
+                f"optimizer must be adam or adamw, got {self.optimizer!r}",
+            ),
+            (self.adamw_decay >= 0, f"adamw decay must be >= 0, got {self.adamw_decay}"),
+            (self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}"),
+            (self.early_stopping >= 0, f"early stopping must be >= 0, got {self.early_stopping}"),
+            (
+                self.patience is None or self.patience >= 1,
+                f"patience must be >= 1, got {self.patience}",
+            ),
+            (
+                self.dtype in ("float32", "float64"),
+                f"dtype must be float32 or float64, got {self.dtype!r}",
+            ),
+            (self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}"),
+            (self.order in ("auto", "mm_first", "agg_first"), f"unknown order {self.order!r}"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise InputError(msg)
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EpochRecord:
+    """One epoch: training loss/accuracy (with dropout), evaluation metrics, time split.
+
+    ``val_loss``, ``val_acc`` and ``test_acc`` are None on epochs without evaluation.
+    ``t_other`` is the epoch's wall time minus aggregation and dense time.
+    """
+
+    epoch: int
+    loss: float
+    train_acc: float
+    val_loss: float | None
+    val_acc: float | None
+    test_acc: float | None
+    seconds: float
+    t_aggregation: float
+    t_dense: float
+    t_other: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    """Outcome of `fit`.
+
+    Attributes
+    ----------
+    history : one `EpochRecord` per epoch run
+    weights : final parameters, one {name: array} per layer (copies)
+    final : metrics of the final weights without dropout (train/val/test loss and accuracy),
+        plus ``loss`` and ``train_acc`` of the last training step
+    predictions : int64 argmax of the final logits of the local rows
+    rows : global ids of those rows
+    stopped_early : whether a stopping rule ended training before `epochs`
+    layers : per-layer description (kind, sizes, order, bias, dropout)
+    """
+
+    history: list[EpochRecord]
+    weights: list[dict[str, np.ndarray]]
+    final: dict[str, float]
+    predictions: np.ndarray
+    rows: np.ndarray
+    stopped_early: bool
+    layers: list[dict]
+
+    @property
+    def epochs(self) -> int:
+        return len(self.history)
+
+
+def prepare_features(ops: Ops, X, config: TrainConfig):
+    """Cast, optionally row-normalise, and choose dense or CSR storage for the first layer."""
+    dtype = np.dtype(config.dtype)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=dtype)
+    else:
+        X = np.ascontiguousarray(X, dtype=dtype)
+    if config.normalize_features:
+        X = row_normalize(X)
+    use_sparse = config.sparse_features
+    if use_sparse is None:
+        nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
+        tot = ops.allreduce_sum(
+            np.array([nnz, X.shape[0] * X.shape[1]], dtype=np.float64), "metrics"
+        )
+        use_sparse = bool(tot[1] > 0 and tot[0] / tot[1] < SPARSE_DENSITY)
+    if use_sparse and not sp.issparse(X):
+        X = sp.csr_matrix(X)
+    elif not use_sparse and sp.issparse(X):
+        X = np.ascontiguousarray(X.toarray())
+    if sp.issparse(X):
+        X.sort_indices()
+    return X
+
+
+def make_network(config: TrainConfig, num_features: int, num_classes: int) -> Network:
+    """Build and initialise the network of `config` (same weights on every rank)."""
+    net = build_network(
+        config.model,
+        num_features,
+        list(config.hidden),
+        num_classes,
+        aggregator=config.aggregator,
+        dropout=config.dropout,
+        bias=config.bias,
+        order=config.order,
+    )
+    net.init_params(config.seed, np.dtype(config.dtype))
+    return net
+
+
+def evaluate(
+    ops: Ops,
+    net: Network,
+    X,
+    labels: np.ndarray,
+    masks: dict[str, np.ndarray],
+    counts: dict[str, int],
+    wd: float,
+) -> tuple[dict[str, float | None], np.ndarray]:
+    """Forward without dropout; mean loss (+ `wd`) and accuracy per mask (one allreduce).
+
+    Returns
+    -------
+    ({"<mask>_loss": ..., "<mask>_acc": ...}, logits of the local rows)
+        Both None for a mask that selects no labelled node.
+    """
+    logits = net.forward(ops, X)
+    names = list(masks)
+    local = []
+    for k in names:
+        s, c, _ = softmax_xent_sums(logits, labels, masks[k], need_grad=False)
+        local += [s, c]
+    tot = ops.allreduce_sum(np.array(local, dtype=np.float64), "metrics")
+    out: dict[str, float | None] = {}
+    for i, k in enumerate(names):
+        d = counts[k]
+        out[f"{k}_loss"] = float(tot[2 * i]) / d + wd if d else None
+        out[f"{k}_acc"] = float(tot[2 * i + 1]) / d if d else None
+    return out, logits
+
+
+def should_stop(val_losses: list[float], window: int, patience: int | None) -> bool:
+    """The stopping rule on the validation losses so far (this epoch's last).
+
+    With `patience`: the best loss is at least `patience` evaluations old.  Otherwise the
+    reference rule: more than ``window + 1`` losses and the last one above the mean of the
+    `window` before it (``window == 0``: never).
+    """
+    if patience is not None:
+        best = int(np.argmin(val_losses))
+        return len(val_losses) - 1 - best >= patience
+    if window <= 0 or len(val_losses) <= window + 1:
+        return False
+    return val_losses[-1] > float(np.mean(val_losses[-(window + 1) : -1]))
+
+
+def fit(
+    ops: Ops,
+    X_local,
+    labels_local: np.ndarray,
+    masks_local: dict[str, np.ndarray],
+    num_classes: int,
+    config: TrainConfig,
+    callback: Callable[[EpochRecord], None] | None = None,
+) -> TrainResult:
+    """Train a GCN/GraphSAGE model full-batch on the local rows ``ops.rows``.
+
+    Parameters
+    ----------
+    ops : the distribution scheme's operations (`SerialOps` for one process).
+    X_local : (m, f) features of the local rows, dense or scipy sparse.
+    labels_local : int64 (m,), -1 = unlabeled.
+    masks_local : {"train": bool (m,), "val": ..., "test": ...}; "val"/"test" may be missing.
+    num_classes : number of output classes.
+    config : hyperparameters.
+    callback : called with each `EpochRecord` after the epoch (progress, fault injection).
+
+    Returns
+    -------
+    TrainResult
+    """
+    config.validate()
+    if "train" not in masks_local or masks_local["train"] is None:
+        raise InputError("training needs a train mask")
+    labels = np.asarray(labels_local, dtype=np.int64)
+    m = int(np.asarray(ops.rows).shape[0])
+    if labels.shape[0] != m or X_local.shape[0] != m:
+        raise ValueError(
+            f"features ({X_local.shape[0]}) and labels ({labels.shape[0]}) must "
+            f"have one row per local row ({m})"
+        )
+    masks = {k: effective_mask(labels, masks_local.get(k)) for k in ("train", "val", "test")}
+    counts = masked_counts(ops, labels, masks)
+    if counts["train"] == 0:
+        raise InputError("the train mask selects no labelled node")
+    if labels.size and int(labels.max(initial=-1)) >= num_classes:
+        raise InputError(
+            f"a label ({int(labels.max())}) is >= the number of classes ({num_classes})"
+        )
+    tops = TimedOps(ops)
+    X = prepare_features(ops, X_local, config)
+    net = make_network(config, X.shape[1], num_classes)
+    weights = net.weights()
+    decay = config.adamw_decay if config.optimizer == "adamw" else 0.0
+    opt = Adam(weights, lr=config.lr, decoupled_decay=decay)
+    eval_masks = {k: masks[k] for k in ("val", "test")}
+
+    history: list[EpochRecord] = []
+    val_losses: list[float] = []
+    stopped = False
+    for epoch in range(config.epochs):
+        t0 = perf_counter()
+        tops.reset()
+        logits = net.forward(tops, X, seed=config.seed, epoch=epoch)
+        xent, train_acc, dlogits = mean_xent(tops, logits, labels, masks["train"], counts["train"])
+        loss = xent + weight_decay_value(weights, config.weight_decay, config.weight_decay_all)
+        grads = net.backward(tops, dlogits)
+        add_weight_decay_grads(grads, weights, config.weight_decay, config.weight_decay_all)
+        opt.step(grads)
+        do_eval = (epoch + 1) % config.eval_every == 0 or epoch == config.epochs - 1
+        val_loss = val_acc = test_acc = None
+        if do_eval:
+            wd = weight_decay_value(weights, config.weight_decay, config.weight_decay_all)
+            ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd)
+            val_loss, val_acc, test_acc = ev["val_loss"], ev["val_acc"], ev["test_acc"]
+        secs = perf_counter() - t0
+        rec = EpochRecord(
+            epoch=epoch + 1,
+            loss=loss,
+            train_acc=train_acc,
+            val_loss=val_loss,
+            val_acc=val_acc,
+            test_acc=test_acc,
+            seconds=secs,
+            t_aggregation=tops.t_aggregation,
+            t_dense=tops.t_dense,
+            t_other=max(secs - tops.t_aggregation - tops.t_dense, 0.0),
+        )
+        history.append(rec)
+        if callback is not None:
+            callback(rec)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"training loss is {loss} at epoch {epoch + 1}")
+        if do_eval and val_loss is not None:
+            val_losses.append(val_loss)
+            if ops.agree(should_stop(val_losses, config.early_stopping, config.patience)):
+                stopped = epoch < config.epochs - 1
+                break
+
+    wd = weight_decay_value(weights, config.weight_decay, config.weight_decay_all)
+    ev, logits = evaluate(ops, net, X, labels, masks, counts, wd)
+    final = {
+        "loss": history[-1].loss,
+        "train_acc": history[-1].train_acc,
+        **{k if not k.startswith("train_") else "eval_" + k: v for k, v in ev.items()},
+    }
+    preds = np.argmax(logits, axis=1).astype(np.int64) if logits.size else np.zeros(m, np.int64)
+    return TrainResult(
+        history=history,
+        weights=[{k: w.copy() for k, w in lw.items()} for lw in weights],
+        final=final,
+        predictions=preds,
+        rows=np.asarray(ops.rows, dtype=np.int64).copy(),
+        stopped_early=stopped,
+        layers=net.describe(),
+    )

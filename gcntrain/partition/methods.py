@@ -1,0 +1,125 @@
+"""Dispatch by method name: CSR arrays + options -> timed `PartitionResult`."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gcntrain.errors import InputError
+from gcntrain.partition.basic import block_partition, check_parts, random_partition
+from gcntrain.partition.csr import check_csr
+from gcntrain.partition.hypergraph import hypergraph_partition
+from gcntrain.partition.libra import libra_partition
+from gcntrain.partition.metis import metis_partition
+from gcntrain.partition.mvc import mvc_split
+from gcntrain.partition.permute import double_permutation, near_square_grid
+from gcntrain.partition.result import PartitionResult
+
+#: methods of `run_method` (and of ``gcntrain partition --method``)
+METHODS = ("block", "random", "double-perm", "metis", "hypergraph", "libra", "mvc")
+#: vertex-partition methods usable as the base of "mvc"
+BASE_METHODS = ("block", "random", "metis", "hypergraph")
+#: default imbalance per method (METIS' own default ufactor 30; the paper's eps for KM1)
+DEFAULT_IMBALANCE = {"metis": 0.03, "hypergraph": 0.01}
+
+
+def _vertex_partition(method, indptr, indices, P, seed, imbalance, threads, vweights,
+                      train_mask) -> tuple[np.ndarray, dict]:
+    n = len(indptr) - 1
+    if method == "block":
+        return block_partition(n, P), {}
+    if method == "random":
+        return random_partition(n, P, seed), {"balanced": True}
+    eps = DEFAULT_IMBALANCE[method] if imbalance is None else float(imbalance)
+    if method == "metis":
+        part = metis_partition(indptr, indices, P, vweights=vweights, train_mask=train_mask,
+                               imbalance=eps, seed=seed)
+        return part, {"imbalance": eps, "vweights": vweights or "none"}
+    if method == "hypergraph":
+        if vweights not in (None, "none", "degree"):
+            raise InputError("hypergraph vertex weights are the row nonzero counts "
+                             f"('degree'); --vweights {vweights} is not supported")
+        part = hypergraph_partition(indptr, indices, P, eps=eps, seed=seed, threads=threads)
+        return part, {"imbalance": eps, "objective": "km1", "vweights": "degree"}
+    raise InputError(f"unknown vertex partitioning method {method!r}")
+
+
+def run_method(
+    method: str,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    P: int,
+    *,
+    seed: int = 0,
+    imbalance: float | None = None,
+    threads: int | None = None,
+    vweights: str | None = None,
+    train_mask: np.ndarray | None = None,
+    grid: tuple[int, int] | None = None,
+    base: str | np.ndarray = "metis",
+    graph_hash: str = "",
+) -> PartitionResult:
+    """Partition with `method`; time it; return the result record.
+
+    Parameters
+    ----------
+    method : one of `METHODS`
+    indptr, indices : CSR pattern of the matrix whose rows (or nonzeros) are partitioned
+    P : number of parts, ``1 <= P <= n`` (for double-perm: the grid's r * c)
+    seed : random seed
+    imbalance : allowed imbalance eps (metis, hypergraph; default `DEFAULT_IMBALANCE`)
+    threads : threads for Mt-KaHyPar
+    vweights : "none", "degree" or "train" (metis)
+    train_mask : training vertices for ``vweights="train"``
+    grid : (r, c) for double-perm (default: the most square factorisation of P)
+    base : for mvc: a vertex partition (int array) or a name from `BASE_METHODS`
+    graph_hash : content hash stored with the result
+    """
+    n = check_csr(indptr, indices)
+    check_parts(n, P)
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+    t0 = time.perf_counter()
+    res = PartitionResult(method=method, parts=int(P), seed=int(seed),
+                          graph_content_hash=graph_hash)
+    if method in ("block", "random", "metis", "hypergraph"):
+        res.part, res.params = _vertex_partition(
+            method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask)
+    elif method == "double-perm":
+        r, c = grid if grid is not None else near_square_grid(P)
+        if r * c != P:
+            raise InputError(f"grid {r}x{c} has {r * c} blocks, not --parts {P}")
+        if r > n or c > n:
+            raise InputError(f"grid {r}x{c} does not fit a graph with {n} vertices")
+        res.row_perm, res.col_perm = double_permutation(n, seed)
+        res.grid = (int(r), int(c))
+        res.params = {"grid": [int(r), int(c)]}
+    elif method == "libra":
+        vc = libra_partition(indptr, indices, P, seed=seed)
+        res.edge_part, res.replica_ptr = vc.edge_part, vc.replica_ptr
+        res.replica_parts, res.root = vc.replica_parts, vc.root
+        res.params = {"rule": "libra", "order": "random"}
+    else:  # mvc
+        if isinstance(base, str):
+            if base not in BASE_METHODS:
+                raise InputError(f"unknown base partition {base!r} for mvc "
+                                 f"(a partition file or one of {', '.join(BASE_METHODS)})")
+            part, base_params = _vertex_partition(
+                base, indptr, indices, P, seed, imbalance, threads, vweights, train_mask)
+            res.params = {"base": base, "base_params": base_params}
+        else:
+            part = np.asarray(base, dtype=np.int64)
+            res.params = {"base": "file"}
+        split = mvc_split(indptr, indices, part, P)
+        res.part = part
+        res.mvc = {
+            "edge_mode": split.edge_mode,
+            "pair_src": split.pair_src,
+            "pair_dst": split.pair_dst,
+            "pre_volume": split.pre_volume,
+            "post_volume": split.post_volume,
+            "hybrid_volume": split.hybrid_volume,
+        }
+    res.seconds = time.perf_counter() - t0
+    return res

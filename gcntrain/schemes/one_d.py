@@ -1,0 +1,115 @@
+"""CAGNET 1D block-row scheme (Algorithm 1 of the CAGNET paper).
+
+S and H are distributed in block rows (ragged blocks allowed: any partition renumbered part by
+part).  ``S @ X``: for every block q in turn, its owner broadcasts X_q (stage q) and every rank
+adds ``S_pq @ X_q``; stages of empty blocks are skipped.  ``S^T @ X`` runs the same algorithm
+on the rows of ``S^T`` (equal to S when S is symmetric; built once by an Alltoallv otherwise,
+as CAGNET stores A and A^T).  Weight gradients and metrics: Allreduce over all ranks.
+
+Words received per aggregation by rank p: ``(n - n_p) * f`` (the (P-1)/P * n * f of the paper
+for equal blocks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gcntrain.comm import volume as V
+from gcntrain.comm.counters import Tally
+from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
+from gcntrain.schemes.layout import column_blocks
+from gcntrain.schemes.schedule import Call
+
+
+@dataclass
+class Layout1D:
+    """offsets: block row boundaries (P+1); symmetric: S == S^T (no transposed copy)."""
+
+    offsets: np.ndarray
+    symmetric: bool
+
+    @property
+    def size(self) -> int:
+        return self.offsets.shape[0] - 1
+
+
+def aggregate_volume(offsets: np.ndarray, rank: int, width: int, itemsize: int) -> np.ndarray:
+    """Bytes/messages of one 1D aggregation for `rank` (a broadcast per non-empty block)."""
+    P = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    vol = V.zero()
+    for q in range(P):
+        if sizes[q]:
+            vol += V.bcast(int(sizes[q]) * width * itemsize, rank, P, q)
+    return vol
+
+
+def call_volume(layout: Layout1D, rank: int, call: Call) -> np.ndarray:
+    P = layout.size
+    if call.op in ("aggregate", "aggregate_t"):
+        return aggregate_volume(layout.offsets, rank, call.width, call.itemsize)
+    if call.op in ("reduce_weight_grad", "allreduce_sum"):
+        return V.allreduce(call.width, call.itemsize, rank, P)
+    if call.op == "agree":
+        return V.bcast(1, rank, P, 0)
+    raise ValueError(f"unknown call {call.op}")
+
+
+def plan(layout: Layout1D, rank: int, calls: list[Call]) -> Tally:
+    """Exact per-phase tally of `calls` for `rank` (training only; setup: `setup_plan`)."""
+    t = Tally()
+    for c in calls:
+        t.add(c.phase, call_volume(layout, rank, c))
+    return t
+
+
+class OneDOps(RowOps):
+    """Runtime of the 1D scheme for one rank.
+
+    Parameters
+    ----------
+    world : Comm
+    offsets : int64 (P+1) block boundaries in the new numbering.
+    fwd : (indptr, indices, data) local rows of S (global new-numbering column ids).
+    bwd : same for S^T, or None when S is symmetric.
+    rows : original ids of the local rows.
+    """
+
+    def __init__(self, world, offsets, fwd, bwd, rows):
+        super().__init__(world, world, rows, int(offsets[-1]))
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self._blocks = {"f": column_blocks(*fwd, self.offsets)}
+        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd,
+                                                                                self.offsets)
+        self._typed: dict = {}
+
+    def _blocks_for(self, which: str, dtype) -> list:
+        key = (which, np.dtype(dtype).str)
+        if key not in self._typed:
+            self._typed[key] = as_dtype(self._blocks[which], dtype)
+        return self._typed[key]
+
+    def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
+        X = np.ascontiguousarray(X)
+        blocks = self._blocks_for(which, X.dtype)
+        sizes = np.diff(self.offsets)
+        me = self.world.rank
+        out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
+        buf = np.empty((int(sizes.max()), X.shape[1]), dtype=X.dtype)
+        for q in range(self.world.size):
+            nq = int(sizes[q])
+            if nq == 0:
+                continue
+            Hq = X if q == me else buf[:nq]
+            self.world.bcast(Hq, q, phase)
+            if blocks[q].nnz:
+                csr_apply(blocks[q], Hq, out, accumulate=True)
+        return out
+
+    def aggregate(self, X, phase=""):
+        return self._product("f", X, phase)
+
+    def aggregate_t(self, X, phase=""):
+        return self._product("t", X, phase)

@@ -1,0 +1,137 @@
+"""CAGNET 1.5D block-row scheme (Algorithm 2 of the CAGNET paper), general P and c.
+
+Ranks form a (P/c) x c grid, rank r at (i, j) = (r // c, r % c).  There are B = P/c block rows;
+every rank of process row i holds block row i of S (and S^T) and of H (replication c).  The B
+column blocks are dealt to the c process columns in chunks of s = B // c consecutive blocks;
+the last column takes the remainder when c does not divide B ("more stages on the last
+process column").  ``S @ X`` on rank (i, j): for each block k of chunk j, rank (k, j)
+broadcasts X_k down process column j and every rank adds ``S_ik @ X_k``; the partial sums are
+then Allreduced along process row i.  Weight gradients and metrics are summed over a process
+column (one copy of every block row).  c = 1 is the 1D algorithm on B = P blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gcntrain.comm import volume as V
+from gcntrain.comm.counters import Tally
+from gcntrain.comm.grid import check_grid, coords
+from gcntrain.errors import InputError
+from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
+from gcntrain.schemes.layout import column_blocks
+from gcntrain.schemes.schedule import Call
+
+
+def check_replication(P: int, c: int) -> int:
+    """Validate c for P ranks; return the number of block rows B = P / c."""
+    if c < 1:
+        raise InputError(f"--replication must be >= 1, got {c}")
+    if P % c:
+        raise InputError(f"--replication {c} does not divide the number of ranks {P}")
+    check_grid(P, (P // c, c), "1.5D grid")
+    return P // c
+
+
+def stage_blocks(B: int, c: int, j: int) -> range:
+    """Block columns handled by process column j (the last one takes the remainder)."""
+    s = B // c
+    start = j * s
+    stop = B if j == c - 1 else (j + 1) * s
+    return range(start, stop)
+
+
+@dataclass
+class Layout15D:
+    offsets: np.ndarray  # B+1 block-row boundaries
+    c: int
+    symmetric: bool
+
+    @property
+    def blocks(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    @property
+    def size(self) -> int:
+        return self.blocks * self.c
+
+    def coords(self, rank: int) -> tuple[int, int]:
+        return coords(rank, (self.blocks, self.c))
+
+
+def call_volume(layout: Layout15D, rank: int, call: Call) -> np.ndarray:
+    B, c = layout.blocks, layout.c
+    i, j = layout.coords(rank)
+    sizes = np.diff(layout.offsets)
+    if call.op in ("aggregate", "aggregate_t"):
+        vol = V.zero()
+        for k in stage_blocks(B, c, j):
+            if sizes[k]:
+                vol += V.bcast(int(sizes[k]) * call.width * call.itemsize, i, B, k)
+        return vol + V.allreduce(int(sizes[i]) * call.width, call.itemsize, j, c)
+    if call.op in ("reduce_weight_grad", "allreduce_sum"):
+        return V.allreduce(call.width, call.itemsize, i, B)
+    if call.op == "agree":
+        return V.bcast(1, rank, layout.size, 0)
+    raise ValueError(f"unknown call {call.op}")
+
+
+def plan(layout: Layout15D, rank: int, calls: list[Call]) -> Tally:
+    t = Tally()
+    for c in calls:
+        t.add(c.phase, call_volume(layout, rank, c))
+    return t
+
+
+class OneFiveDOps(RowOps):
+    """Runtime of the 1.5D scheme for one rank (see module docstring).
+
+    Parameters
+    ----------
+    world : Comm
+    grid : Grid2D with pr = B, pc = c (row = process row, col = process column).
+    offsets : B+1 block-row boundaries.
+    fwd, bwd : local rows of S and S^T (bwd None when symmetric).
+    rows : original ids of the local rows.
+    """
+
+    def __init__(self, world, grid, offsets, fwd, bwd, rows):
+        super().__init__(world, grid.col, rows, int(offsets[-1]))
+        self.grid = grid
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.stages = stage_blocks(grid.pr, grid.pc, grid.j)
+        self._blocks = {"f": column_blocks(*fwd, self.offsets)}
+        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd,
+                                                                                self.offsets)
+        self._typed: dict = {}
+
+    def _blocks_for(self, which: str, dtype) -> list:
+        key = (which, np.dtype(dtype).str)
+        if key not in self._typed:
+            self._typed[key] = as_dtype(self._blocks[which], dtype)
+        return self._typed[key]
+
+    def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
+        X = np.ascontiguousarray(X)
+        blocks = self._blocks_for(which, X.dtype)
+        sizes = np.diff(self.offsets)
+        i = self.grid.i
+        partial = np.zeros((int(sizes[i]), X.shape[1]), dtype=X.dtype)
+        buf = np.empty((int(sizes.max()), X.shape[1]), dtype=X.dtype)
+        for k in self.stages:
+            nk = int(sizes[k])
+            if nk == 0:
+                continue
+            Hk = X if k == i else buf[:nk]
+            self.grid.col.bcast(Hk, k, phase)
+            if blocks[k].nnz:
+                csr_apply(blocks[k], Hk, partial, accumulate=True)
+        return self.grid.row.allreduce(partial, phase)
+
+    def aggregate(self, X, phase=""):
+        return self._product("f", X, phase)
+
+    def aggregate_t(self, X, phase=""):
+        return self._product("t", X, phase)

@@ -1,0 +1,321 @@
+"""Numba kernels against scipy / numpy references computed independently."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import log_softmax
+
+from gcntrain.errors import InputError
+from gcntrain.kernels import gpu
+from gcntrain.kernels.elementwise import relu_backward, relu_inplace, row_normalize_inplace
+from gcntrain.kernels.softmax import softmax_xent_grad, softmax_xent_rows
+from gcntrain.kernels.spmm import (
+    balanced_row_splits,
+    spmm,
+    spmm_csr_dense,
+    spmm_csr_dense_balanced,
+)
+from gcntrain.kernels.threads import advised_threads, get_threads, max_threads, set_threads
+from gcntrain.kernels.transpose import csr_transpose, spmm_csr_t_dense
+
+HEAVY = 10_000  # nonzeros in the one heavy row
+
+
+@pytest.fixture(autouse=True)
+def _restore_threads():
+    before = numba.get_num_threads()
+    yield
+    numba.set_num_threads(before)
+
+
+def random_csr(n, m, seed, heavy_row=None, dtype=np.float64, index_dtype=np.int32):
+    """CSR n x m: degrees 0..12 (about a fifth of rows empty), distinct sorted columns per row,
+    positive values; optionally one row with HEAVY nonzeros."""
+    rng = np.random.default_rng(seed)
+    deg = rng.integers(0, 13, size=n)
+    deg[rng.random(n) < 0.2] = 0
+    if heavy_row is not None:
+        deg[heavy_row] = HEAVY
+    cols = [np.sort(rng.choice(m, size=d, replace=False)) for d in deg]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    indices = np.concatenate(cols).astype(index_dtype)
+    data = rng.uniform(0.1, 1.0, size=indptr[-1]).astype(dtype)
+    return indptr.astype(index_dtype), indices, data
+
+
+CASES = [  # (rows, cols, heavy row): non-square with a heavy row, square, more rows than cols
+    (1500, 12_000, 700),
+    (2000, 2000, None),
+    (3000, 500, None),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("case", CASES)
+def test_spmm_and_transpose_match_scipy(dtype, index_dtype, case):
+    n, m, heavy = case
+    indptr, indices, data = random_csr(n, m, seed=n + m, heavy_row=heavy, dtype=dtype,
+                                       index_dtype=index_dtype)
+    A = sp.csr_matrix((data, indices, indptr), shape=(n, m))
+    At = A.T.tocsr()
+    At.sort_indices()
+    rng = np.random.default_rng(1)
+    ip_t, ix_t, d_t = csr_transpose(indptr, indices, data, m)
+    np.testing.assert_array_equal(ip_t, At.indptr)
+    np.testing.assert_array_equal(ix_t, At.indices)
+    np.testing.assert_array_equal(d_t, At.data)
+    assert ix_t.dtype == indices.dtype and d_t.dtype == data.dtype
+    for f in (1, 3, 16, 64):
+        X = rng.uniform(0.0, 1.0, size=(m, f)).astype(dtype)
+        ref = A @ X
+        out = np.full((n, f), np.nan, dtype=dtype)  # garbage must be overwritten
+        spmm_csr_dense(indptr, indices, data, X, out)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
+        for parts in (1, 7, n + 5):
+            out[:] = np.nan
+            spmm_csr_dense_balanced(indptr, indices, data, X, out,
+                                    balanced_row_splits(indptr, parts))
+            np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
+        Y = rng.uniform(0.0, 1.0, size=(n, f)).astype(dtype)
+        ref_t = A.T @ Y
+        out_t = np.full((m, f), np.nan, dtype=dtype)
+        spmm_csr_dense(ip_t, ix_t, d_t, Y, out_t)  # the model's way: explicit transpose
+        np.testing.assert_allclose(out_t, ref_t, rtol=1e-5, atol=0)
+        for threads in (1, 2):  # serial scatter, and private buffers + reduction
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            out_t[:] = np.nan
+            spmm_csr_t_dense(indptr, indices, data, Y, out_t)
+            np.testing.assert_allclose(out_t, ref_t, rtol=1e-5, atol=0)
+
+
+def test_spmm_row_block_with_offset_indptr():
+    """A row block sliced from raw CSR arrays (indptr[0] != 0) is handled as is."""
+    indptr, indices, data = random_csr(400, 300, seed=3)
+    A = sp.csr_matrix((data, indices, indptr), shape=(400, 300))
+    X = np.random.default_rng(2).uniform(size=(300, 5))
+    block = indptr[100:251]
+    out = np.empty((150, 5))
+    spmm_csr_dense(block, indices, data, X, out)
+    np.testing.assert_allclose(out, (A[100:250] @ X), rtol=1e-12)
+    splits = balanced_row_splits(block, 4)
+    assert splits[0] == 0 and splits[-1] == 150
+    spmm_csr_dense_balanced(block, indices, data, X, out, splits)
+    np.testing.assert_allclose(out, (A[100:250] @ X), rtol=1e-12)
+
+
+def test_spmm_empty_and_zero_width():
+    indptr = np.zeros(4, dtype=np.int64)  # 3 empty rows
+    indices = np.zeros(0, dtype=np.int32)
+    data = np.zeros(0, dtype=np.float32)
+    X = np.ones((5, 2), dtype=np.float32)
+    np.testing.assert_array_equal(spmm(indptr, indices, data, X), np.zeros((3, 2)))
+    assert spmm(indptr, indices, data, np.ones((5, 0), np.float32)).shape == (3, 0)
+    none = spmm(np.zeros(1, np.int64), indices, data, X)  # no rows at all
+    assert none.shape == (0, 2)
+
+
+def test_spmm_wrapper_casts_and_checks():
+    indptr, indices, data = random_csr(50, 40, seed=5)
+    A = sp.csr_matrix((data, indices, indptr), shape=(50, 40))
+    X = np.asfortranarray(np.random.default_rng(0).uniform(size=(40, 3)).astype(np.float32))
+    out = spmm(indptr, indices, data, X)  # float64 data cast to float32; X made C-contiguous
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, A @ X.astype(np.float64), rtol=1e-5)
+    with pytest.raises(ValueError, match="out must be"):
+        spmm(indptr, indices, data, X, out=np.empty((50, 4), np.float32))
+    with pytest.raises(ValueError, match="out must be"):
+        spmm(indptr, indices, data, X, out=np.empty((50, 3), np.float64))
+    splits = balanced_row_splits(indptr, 3)
+    np.testing.assert_allclose(spmm(indptr, indices, data, X, row_splits=splits), out, rtol=0)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 16, 999, 5000])
+def test_balanced_splits_cover_rows_once(parts):
+    indptr, _, _ = random_csr(1000, 12_000, seed=parts, heavy_row=10)
+    splits = balanced_row_splits(indptr, parts)
+    assert splits.dtype == np.int64 and splits.shape == (parts + 1,)
+    assert splits[0] == 0 and splits[-1] == 1000
+    assert np.all(np.diff(splits) >= 0)
+    covered = np.concatenate([np.arange(splits[p], splits[p + 1]) for p in range(parts)])
+    np.testing.assert_array_equal(covered, np.arange(1000))  # every row exactly once
+    # balance: a chunk exceeds the fair share only by (at most) one row's work
+    work = np.diff(indptr) + 1
+    chunk_work = np.add.reduceat(np.append(work, 0), splits[:-1])
+    chunk_work[np.diff(splits) == 0] = 0
+    assert chunk_work.max() <= work.sum() / parts + work.max()
+    if parts == 16:  # the heavy row is alone (or nearly) in its chunk
+        heavy_chunk = np.searchsorted(splits, 10, side="right") - 1
+        assert splits[heavy_chunk + 1] - splits[heavy_chunk] < 50
+
+
+def test_balanced_splits_rejects_bad_parts():
+    with pytest.raises(ValueError, match="parts"):
+        balanced_row_splits(np.array([0, 1, 2]), 0)
+
+
+def test_csr_transpose_trailing_empty_columns():
+    indptr = np.array([0, 2, 2, 3], dtype=np.int64)
+    indices = np.array([0, 2, 0], dtype=np.int64)
+    data = np.array([1.0, 2.0, 3.0])
+    ip, ix, d = csr_transpose(indptr, indices, data, 5)
+    T = sp.csr_matrix((data, indices, indptr), shape=(3, 5)).T.tocsr()
+    T.sort_indices()
+    np.testing.assert_array_equal(ip, T.indptr)
+    np.testing.assert_array_equal(ix, T.indices)
+    np.testing.assert_array_equal(d, T.data)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_kernels_match_numpy(dtype):
+    rng = np.random.default_rng(7)
+    Z = rng.standard_normal((301, 17)).astype(dtype)
+    Z[0, :3] = [0.0, -0.0, np.nan]
+    dH = rng.standard_normal((301, 17)).astype(dtype)
+    H = relu_inplace(Z.copy())
+    np.testing.assert_array_equal(H, np.maximum(Z, 0))
+    expected = np.where(Z > 0, dH, 0).astype(dtype)
+    out = np.full_like(dH, np.nan)
+    np.testing.assert_array_equal(relu_backward(dH, Z, out), expected)
+    np.testing.assert_array_equal(relu_backward(dH, H, np.empty_like(dH)), expected)
+    d2 = dH.copy()
+    relu_backward(d2, Z, d2)  # in place
+    np.testing.assert_array_equal(d2, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_normalize_matches_formula(dtype):
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-1, 3, size=(200, 9)).astype(dtype)
+    X[5] = 0
+    X[6, :] = [1, -1, 0, 0, 0, 0, 0, 0, 0]  # sums to 0 but L1 norm 2
+    norm = np.abs(X.astype(np.float64)).sum(axis=1, keepdims=True)
+    expected = np.divide(X, norm, out=np.zeros(X.shape), where=norm > 0)
+    got = row_normalize_inplace(X)
+    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    assert np.all(got[5] == 0)
+    np.testing.assert_allclose(np.abs(got[norm[:, 0] > 0]).sum(axis=1), 1.0, rtol=1e-6)
+
+
+def _xent_case(dtype, n=120, c=7, seed=9):
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal((n, c)) * 5).astype(dtype)
+    logits[0] = 1000.0  # overflow without the max shift
+    logits[1, 0] = -1000.0
+    logits[2] = np.array([900, -900, 0, 0, 0, 0, 0][:c], dtype=dtype)
+    labels = rng.integers(0, c, size=n)
+    labels[rng.random(n) < 0.1] = -1
+    mask = rng.random(n) < 0.6
+    mask[:3] = True
+    labels[2] = 1  # probability ~ e^-1800: loss 1800, still finite
+    return logits, labels, mask
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_xent_matches_scipy(dtype):
+    logits, labels, mask = _xent_case(dtype)
+    logp = log_softmax(logits.astype(np.float64), axis=1)
+    counted = mask & (labels >= 0)
+    expected_loss = -logp[counted, labels[counted]].sum()
+    probs = np.full_like(logits, np.nan)
+    loss = softmax_xent_rows(logits, labels, mask, probs)
+    assert np.isfinite(loss)
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-6)
+    np.testing.assert_allclose(probs, np.exp(logp), rtol=1e-5, atol=1e-7)
+    # in place (probs_out is logits) gives the same
+    inplace = logits.copy()
+    np.testing.assert_allclose(softmax_xent_rows(inplace, labels, mask, inplace), loss, rtol=1e-12)
+    np.testing.assert_array_equal(inplace, probs)
+    # gradient: scale * (p - onehot) on counted rows, 0 elsewhere
+    scale = 1.0 / counted.sum()
+    onehot = np.zeros(logits.shape)
+    onehot[np.flatnonzero(counted), labels[counted]] = 1.0
+    expected_grad = np.where(counted[:, None], scale * (np.exp(logp) - onehot), 0.0)
+    grad = np.full_like(probs, np.nan)
+    softmax_xent_grad(probs, labels, mask, scale, grad)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-8)
+    softmax_xent_grad(probs, labels, mask, scale, probs)  # in place
+    np.testing.assert_array_equal(probs, grad)
+
+
+def test_softmax_xent_grad_finite_differences():
+    logits, labels, mask = _xent_case(np.float64, n=12, c=4, seed=11)
+    logits[:3] = np.random.default_rng(0).standard_normal((3, 4))  # keep the check smooth
+    probs = np.empty_like(logits)
+    softmax_xent_rows(logits, labels, mask, probs)
+    grad = softmax_xent_grad(probs, labels, mask, 0.5, np.empty_like(logits))
+    eps = 1e-6
+    numeric = np.zeros_like(logits)
+    scratch = np.empty_like(logits)
+    for i in range(logits.shape[0]):
+        for j in range(logits.shape[1]):
+            up, down = logits.copy(), logits.copy()
+            up[i, j] += eps
+            down[i, j] -= eps
+            numeric[i, j] = 0.5 * (softmax_xent_rows(up, labels, mask, scratch)
+                                   - softmax_xent_rows(down, labels, mask, scratch)) / (2 * eps)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_threads(monkeypatch):
+    assert set_threads(1) == 1 and get_threads() == 1
+    assert set_threads(10**6) == max_threads() == get_threads()
+    with pytest.raises(InputError, match="threads"):
+        set_threads(0)
+    with pytest.raises(InputError, match="threads"):
+        set_threads(1.5)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert set_threads(None) == 1 and get_threads() == 1
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "many")
+    with pytest.raises(InputError, match="NUMBA_NUM_THREADS"):
+        set_threads(None)
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    assert set_threads(None) == max_threads()
+    assert advised_threads(4, cores=64) == 16
+    assert advised_threads(3, cores=2) == 1
+    assert advised_threads(1) >= 1
+    with pytest.raises(InputError):
+        advised_threads(0)
+
+
+def test_gpu_available_is_false_safe(monkeypatch):
+    try:
+        import cupy  # noqa: F401
+
+        has_cupy = True
+    except Exception:
+        has_cupy = False
+    result = gpu.available()
+    assert isinstance(result, bool)
+    if not has_cupy:
+        assert result is False
+        with pytest.raises(RuntimeError, match="GPU"):
+            gpu.spmm_csr_dense_gpu(np.array([0]), np.array([], np.int32),
+                                   np.array([], np.float32), np.ones((1, 1), np.float32))
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import fails
+    assert gpu.available() is False
+    broken = types.ModuleType("cupy")
+
+    def _raise():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+
+    broken.is_available = _raise
+    monkeypatch.setitem(sys.modules, "cupy", broken)  # imports, but probing fails
+    assert gpu.available() is False
+    broken.is_available = lambda: False
+    assert gpu.available() is False
+
+
+def test_gpu_module_not_imported_by_package():
+    import subprocess
+
+    code = "import gcntrain, gcntrain.kernels, sys; print('gcntrain.kernels.gpu' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "False"
