@@ -22,7 +22,7 @@ from gcntrain.kernels.spmm import (
     spmm_csr_dense_balanced,
 )
 from gcntrain.kernels.threads import advised_threads, get_threads, max_threads, set_threads
-from gcntrain.kernels.transpose import csr_transpose, spmm_csr_t_dense
+from gcntrain.kernels.transpose import csr_transpose, spmm_csr_t_dense, spmm_csr_t_dense_parts
 
 HEAVY = 10_000  # nonzeros in the one heavy row
 
@@ -55,24 +55,39 @@ CASES = [  # (rows, cols, heavy row): non-square with a heavy row, square, more 
     (2000, 2000, None),
     (3000, 500, None),
 ]
+# (value dtype, indptr dtype, indices dtype): each dtype and index width at least twice, and
+# the Graph layout (int64 indptr, int32 indices); few combinations keep JIT compilation short
+TYPES = [
+    (np.float32, np.int32, np.int32),
+    (np.float64, np.int64, np.int64),
+    (np.float32, np.int64, np.int64),
+    (np.float64, np.int64, np.int32),
+]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("case", CASES)
-def test_spmm_and_transpose_match_scipy(dtype, index_dtype, case):
+def _case_arrays(case, dtype, indptr_dtype, index_dtype):
     n, m, heavy = case
-    indptr, indices, data = random_csr(n, m, seed=n + m, heavy_row=heavy, dtype=dtype,
-                                       index_dtype=index_dtype)
-    A = sp.csr_matrix((data, indices, indptr), shape=(n, m))
+    indptr, indices, data = random_csr(
+        n, m, seed=n + m, heavy_row=heavy, dtype=dtype, index_dtype=index_dtype
+    )
+    indptr = indptr.astype(indptr_dtype)
+    return indptr, indices, data, sp.csr_matrix((data, indices, indptr), shape=(n, m))
+
+
+@pytest.mark.parametrize("types_", TYPES, ids=lambda t: "-".join(np.dtype(x).name for x in t))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_spmm_and_explicit_transpose_match_scipy(types_, case):
+    n, m, _ = case
+    indptr, indices, data, A = _case_arrays(case, *types_)
+    dtype = types_[0]
     At = A.T.tocsr()
     At.sort_indices()
-    rng = np.random.default_rng(1)
     ip_t, ix_t, d_t = csr_transpose(indptr, indices, data, m)
     np.testing.assert_array_equal(ip_t, At.indptr)
     np.testing.assert_array_equal(ix_t, At.indices)
     np.testing.assert_array_equal(d_t, At.data)
     assert ix_t.dtype == indices.dtype and d_t.dtype == data.dtype
+    rng = np.random.default_rng(1)
     for f in (1, 3, 16, 64):
         X = rng.uniform(0.0, 1.0, size=(m, f)).astype(dtype)
         ref = A @ X
@@ -81,44 +96,61 @@ def test_spmm_and_transpose_match_scipy(dtype, index_dtype, case):
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
         for parts in (1, 7, n + 5):
             out[:] = np.nan
-            spmm_csr_dense_balanced(indptr, indices, data, X, out,
-                                    balanced_row_splits(indptr, parts))
+            spmm_csr_dense_balanced(
+                indptr, indices, data, X, out, balanced_row_splits(indptr, parts)
+            )
             np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
         Y = rng.uniform(0.0, 1.0, size=(n, f)).astype(dtype)
-        ref_t = A.T @ Y
         out_t = np.full((m, f), np.nan, dtype=dtype)
         spmm_csr_dense(ip_t, ix_t, d_t, Y, out_t)  # the model's way: explicit transpose
-        np.testing.assert_allclose(out_t, ref_t, rtol=1e-5, atol=0)
+        np.testing.assert_allclose(out_t, A.T @ Y, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("types_", TYPES[:2], ids=lambda t: "-".join(np.dtype(x).name for x in t))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_scatter_transpose_matches_scipy(types_, case):
+    n, m, _ = case
+    indptr, indices, data, A = _case_arrays(case, *types_)
+    rng = np.random.default_rng(2)
+    for f in (1, 3, 16, 64):
+        Y = rng.uniform(0.0, 1.0, size=(n, f)).astype(types_[0])
+        ref_t = A.T @ Y
+        out_t = np.full((m, f), np.nan, dtype=types_[0])
         for threads in (1, 2):  # serial scatter, and private buffers + reduction
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             out_t[:] = np.nan
             spmm_csr_t_dense(indptr, indices, data, Y, out_t)
             np.testing.assert_allclose(out_t, ref_t, rtol=1e-5, atol=0)
+        out_t[:] = np.nan  # more chunks than threads: still one buffer per extra chunk
+        spmm_csr_t_dense_parts(indptr, indices, data, Y, out_t, 5)
+        np.testing.assert_allclose(out_t, ref_t, rtol=1e-5, atol=0)
 
 
 def test_spmm_row_block_with_offset_indptr():
     """A row block sliced from raw CSR arrays (indptr[0] != 0) is handled as is."""
-    indptr, indices, data = random_csr(400, 300, seed=3)
+    indptr, indices, data = random_csr(400, 300, seed=3, dtype=np.float32)
     A = sp.csr_matrix((data, indices, indptr), shape=(400, 300))
-    X = np.random.default_rng(2).uniform(size=(300, 5))
+    X = np.random.default_rng(2).uniform(size=(300, 5)).astype(np.float32)
     block = indptr[100:251]
-    out = np.empty((150, 5))
+    ref = A[100:250] @ X
+    out = np.empty((150, 5), np.float32)
     spmm_csr_dense(block, indices, data, X, out)
-    np.testing.assert_allclose(out, (A[100:250] @ X), rtol=1e-12)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
     splits = balanced_row_splits(block, 4)
     assert splits[0] == 0 and splits[-1] == 150
+    out[:] = np.nan
     spmm_csr_dense_balanced(block, indices, data, X, out, splits)
-    np.testing.assert_allclose(out, (A[100:250] @ X), rtol=1e-12)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
 
 
 def test_spmm_empty_and_zero_width():
-    indptr = np.zeros(4, dtype=np.int64)  # 3 empty rows
+    indptr = np.zeros(4, dtype=np.int32)  # 3 empty rows
     indices = np.zeros(0, dtype=np.int32)
     data = np.zeros(0, dtype=np.float32)
     X = np.ones((5, 2), dtype=np.float32)
     np.testing.assert_array_equal(spmm(indptr, indices, data, X), np.zeros((3, 2)))
     assert spmm(indptr, indices, data, np.ones((5, 0), np.float32)).shape == (3, 0)
-    none = spmm(np.zeros(1, np.int64), indices, data, X)  # no rows at all
+    none = spmm(np.zeros(1, np.int32), indices, data, X)  # no rows at all
     assert none.shape == (0, 2)
 
 
@@ -162,9 +194,9 @@ def test_balanced_splits_rejects_bad_parts():
 
 
 def test_csr_transpose_trailing_empty_columns():
-    indptr = np.array([0, 2, 2, 3], dtype=np.int64)
-    indices = np.array([0, 2, 0], dtype=np.int64)
-    data = np.array([1.0, 2.0, 3.0])
+    indptr = np.array([0, 2, 2, 3], dtype=np.int32)
+    indices = np.array([0, 2, 0], dtype=np.int32)
+    data = np.array([1.0, 2.0, 3.0], dtype=np.float32)
     ip, ix, d = csr_transpose(indptr, indices, data, 5)
     T = sp.csr_matrix((data, indices, indptr), shape=(3, 5)).T.tocsr()
     T.sort_indices()
@@ -259,8 +291,14 @@ def test_softmax_xent_grad_finite_differences():
             up, down = logits.copy(), logits.copy()
             up[i, j] += eps
             down[i, j] -= eps
-            numeric[i, j] = 0.5 * (softmax_xent_rows(up, labels, mask, scratch)
-                                   - softmax_xent_rows(down, labels, mask, scratch)) / (2 * eps)
+            numeric[i, j] = (
+                0.5
+                * (
+                    softmax_xent_rows(up, labels, mask, scratch)
+                    - softmax_xent_rows(down, labels, mask, scratch)
+                )
+                / (2 * eps)
+            )
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
 
 
@@ -297,8 +335,12 @@ def test_gpu_available_is_false_safe(monkeypatch):
     if not has_cupy:
         assert result is False
         with pytest.raises(RuntimeError, match="GPU"):
-            gpu.spmm_csr_dense_gpu(np.array([0]), np.array([], np.int32),
-                                   np.array([], np.float32), np.ones((1, 1), np.float32))
+            gpu.spmm_csr_dense_gpu(
+                np.array([0]),
+                np.array([], np.int32),
+                np.array([], np.float32),
+                np.ones((1, 1), np.float32),
+            )
     monkeypatch.setitem(sys.modules, "cupy", None)  # import fails
     assert gpu.available() is False
     broken = types.ModuleType("cupy")

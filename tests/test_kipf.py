@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
 
@@ -16,14 +15,6 @@ from gcntrain.model.kipf import KIPF_TARGETS, planetoid_prefix, seed_accuracies,
 def shared_datasets() -> Path:
     beside = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
     return beside if beside.is_dir() else Path("/work/shared/datasets")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(old)
 
 
 @pytest.mark.slow

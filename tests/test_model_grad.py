@@ -4,7 +4,6 @@ checks (float64, central differences) of every layer type, the loss, weight deca
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -87,15 +86,6 @@ def fd_grad(f, x: np.ndarray, eps: float = EPS) -> np.ndarray:
         x[i] = old
         g[i] = (fp - fm) / (2 * eps)
     return g
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """Many tiny kernel calls: one thread avoids thread wake-up waits on a loaded machine."""
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(old)
 
 
 @pytest.fixture(scope="module")

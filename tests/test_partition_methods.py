@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from gcntrain.data.generate import road_grid
 from gcntrain.errors import InputError
-from gcntrain.partition.basic import block_partition, random_partition
+from gcntrain.partition.basic import block_bounds, block_partition, random_partition
 from gcntrain.partition.csr import symmetrized_without_loops
 from gcntrain.partition.hypergraph import (
     column_nets,
@@ -29,6 +29,8 @@ from gcntrain.partition.permute import (
     double_permutation,
     near_square_grid,
     permutation_balance,
+    stratified_double_permutation,
+    stratified_permutation,
 )
 
 
@@ -213,9 +215,10 @@ def test_block_nnz_matches_dense_blocks(rc):
     cb = np.array_split(np.arange(37), c)
     expect = np.array([[D[np.ix_(x, y)].sum() for y in cb] for x in rb])
     assert np.array_equal(counts, expect)
-    assert np.array_equal(block_nnz(a.indptr, a.indices, 37, r, c),
-                          np.array([[(a.toarray() != 0)[np.ix_(x, y)].sum() for y in cb]
-                                    for x in rb]))
+    assert np.array_equal(
+        block_nnz(a.indptr, a.indices, 37, r, c),
+        np.array([[(a.toarray() != 0)[np.ix_(x, y)].sum() for y in cb] for x in rb]),
+    )
 
 
 def test_double_permutation_balances_grid_graph():
@@ -224,6 +227,32 @@ def test_double_permutation_balances_grid_graph():
     assert bal["nnz_max_mean_original"] > 3.0  # banded: nonzeros on the diagonal blocks
     assert bal["nnz_max_mean_double"] < 1.1
     assert bal["nnz_max_mean_double"] <= bal["nnz_max_mean_original"]
+
+
+@pytest.mark.parametrize("n,nb", [(103, 4), (64, 8), (5, 5), (7, 3)])
+def test_stratified_permutation_valid_and_balanced(n, nb):
+    rng = np.random.default_rng(n)
+    w = rng.pareto(1.2, n).astype(np.int64) + 1  # heavy-tailed weights
+    perm = stratified_permutation(w, nb, np.random.default_rng(1))
+    assert np.array_equal(np.sort(perm), np.arange(n))
+    bounds = block_bounds(n, nb)
+    sums = [w[perm[bounds[b] : bounds[b + 1]]].sum() for b in range(nb)]
+    # each run of nb vertices (by weight) puts one vertex in every block, so block sums differ
+    # by at most the largest weight
+    assert max(sums) - min(sums) <= w.max()
+    # the block contents are not just the sorted order cut into pieces
+    assert not np.array_equal(perm, np.argsort(-w, kind="stable"))
+
+
+def test_stratified_double_permutation_beats_uniform_on_skewed_graph():
+    from gcntrain.data.generate import rmat
+
+    g = rmat(11, 8, seed=1)
+    sr, sc = stratified_double_permutation(g.indptr, g.indices, 4, 4, seed=0)
+    assert np.array_equal(np.sort(sr), np.arange(g.n)) and not np.array_equal(sr, sc)
+    bal = permutation_balance(g.indptr, g.indices, 4, 4, seed=0)
+    assert bal["nnz_max_mean_double_stratified"] < bal["nnz_max_mean_original"]
+    assert bal["nnz_max_mean_double_stratified"] < 1.1
 
 
 def test_near_square_grid():

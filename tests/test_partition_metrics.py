@@ -72,8 +72,10 @@ def test_comm_volume_matches_brute_force(n, dens, seed, sym, loops, P):
     assert vol["volume_total"] == sum(len(s) for s in need.values())
     assert vol["volume_max_send"] == max(send)
     assert vol["volume_max_recv"] == max(recv)
-    pairs = {(int(q), int(p)): int(v) for q, p, v in
-             zip(vol["pair_src"], vol["pair_dst"], vol["pair_volume"])}
+    pairs = {
+        (int(q), int(p)): int(v)
+        for q, p, v in zip(vol["pair_src"], vol["pair_dst"], vol["pair_volume"])
+    }
     assert pairs == {k: len(s) for k, s in need.items()}
     assert vol["messages_total"] == len(need)
     assert vol["messages_max_send"] == max(msend)
@@ -103,8 +105,9 @@ def test_edge_cut_matches_brute_force(n, dens, seed, sym, loops, P):
 
 
 @pytest.mark.parametrize("P", [1, 2, 3, 5, 8, 16])
-@pytest.mark.parametrize("seed,sym,loops", [(0, True, True), (1, False, False),
-                                            (2, True, False), (3, False, True)])
+@pytest.mark.parametrize(
+    "seed,sym,loops", [(0, True, True), (1, False, False), (2, True, False), (3, False, True)]
+)
 def test_km1_of_column_nets_equals_total_volume(P, seed, sym, loops):
     A = random_matrix(80, 0.05, seed, sym, loops)
     part = np.random.default_rng(seed).integers(0, P, 80)
@@ -171,13 +174,16 @@ def test_random_partition_volume_close_to_expectation():
     under iid uniform assignment (close for a balanced random partition)."""
     A = random_matrix(400, 0.02, 9, True, True)
     P = 4
-    vols = [comm_volume(A.indptr, A.indices, random_partition(400, P, s), P)["volume_total"]
-            for s in range(20)]
+    vols = [
+        comm_volume(A.indptr, A.indices, random_partition(400, P, s), P)["volume_total"]
+        for s in range(20)
+    ]
     # iid expectation: for column j with d other pins (excluding j itself), each of the P-1
     # other parts is hit with probability 1 - (1 - 1/P)^d
     T = A.T.tocsr()
-    d = np.array([np.count_nonzero(T.indices[T.indptr[j]:T.indptr[j + 1]] != j)
-                  for j in range(400)])
+    d = np.array(
+        [np.count_nonzero(T.indices[T.indptr[j] : T.indptr[j + 1]] != j) for j in range(400)]
+    )
     expect = float(np.sum((P - 1) * (1 - (1 - 1 / P) ** d)))
     assert abs(np.mean(vols) - expect) / expect < 0.05
 
@@ -185,8 +191,9 @@ def test_random_partition_volume_close_to_expectation():
 def test_vertex_cut_comm_brute_force():
     rng = np.random.default_rng(3)
     n, P = 30, 5
-    reps = [sorted(rng.choice(P, size=rng.integers(0, 4), replace=False).tolist())
-            for _ in range(n)]
+    reps = [
+        sorted(rng.choice(P, size=rng.integers(0, 4), replace=False).tolist()) for _ in range(n)
+    ]
     ptr = np.r_[0, np.cumsum([len(r) for r in reps])]
     flat = np.array([x for r in reps for x in r], dtype=np.int64)
     root = np.array([r[rng.integers(len(r))] if r else -1 for r in reps])

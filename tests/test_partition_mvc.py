@@ -65,8 +65,12 @@ def brute_pairs(a, part):
     return out
 
 
-CASES = [(60, 0.08, 0, 3, True), (50, 0.1, 1, 4, False), (40, 0.15, 2, 2, True),
-         (70, 0.05, 3, 6, False)]
+CASES = [
+    (60, 0.08, 0, 3, True),
+    (50, 0.1, 1, 4, False),
+    (40, 0.15, 2, 2, True),
+    (70, 0.05, 3, 6, False),
+]
 
 
 @pytest.mark.parametrize("n,dens,seed,P,sym", CASES)

@@ -20,8 +20,9 @@ def parse_grid(text: str | None) -> tuple[int, int] | None:
         return None
     m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
     if not m or min(int(m[1]), int(m[2])) < 1:
-        raise click.BadParameter(f"'{text}' is not RxC with R, C >= 1 (e.g. 8x8)",
-                                 param_hint="--grid")
+        raise click.BadParameter(
+            f"'{text}' is not RxC with R, C >= 1 (e.g. 8x8)", param_hint="--grid"
+        )
     return int(m[1]), int(m[2])
 
 
@@ -32,28 +33,57 @@ def _human(rep: dict) -> str:
 
 @click.command("partition")
 @click.argument("graph", metavar="GRAPH.h5", type=click.Path(dir_okay=False))
-@click.option("--method", "-m", required=True, type=click.Choice(METHOD_CHOICES),
-              help="Partitioning method.")
-@click.option("--parts", "-p", "parts", required=True, type=int,
-              help="Number of parts P (1 <= P <= n; double-perm: grid blocks R*C).")
+@click.option(
+    "--method", "-m", required=True, type=click.Choice(METHOD_CHOICES), help="Partitioning method."
+)
+@click.option(
+    "--parts",
+    "-p",
+    "parts",
+    required=True,
+    type=int,
+    help="Number of parts P (1 <= P <= n; double-perm: grid blocks R*C).",
+)
 @out_option
 @seed_option
-@click.option("--imbalance", type=float, default=None,
-              help="Allowed imbalance eps (metis default 0.03, hypergraph 0.01).")
+@click.option(
+    "--imbalance",
+    type=float,
+    default=None,
+    help="Allowed imbalance eps (metis default 0.03, hypergraph 0.01).",
+)
 @threads_option
-@click.option("--vweights", type=click.Choice(["none", "degree", "train"]), default="none",
-              show_default=True, help="METIS vertex weights (train: SuperGCN-style).")
-@click.option("--grid", default=None, metavar="RxC",
-              help="double-perm grid (default: the most square R x C = P).")
-@click.option("--base-partition", "base", default="metis", show_default=True,
-              metavar="PART.h5|METHOD",
-              help="mvc: vertex partition to split (a partition file, or block, random, "
-                   "metis, hypergraph).")
-@click.option("--report", "want_report", is_flag=True,
-              help="Compute and print the quality report (stored in the file too).")
+@click.option(
+    "--vweights",
+    type=click.Choice(["none", "degree", "train"]),
+    default="none",
+    show_default=True,
+    help="METIS vertex weights (train: SuperGCN-style).",
+)
+@click.option(
+    "--grid",
+    default=None,
+    metavar="RxC",
+    help="double-perm grid (default: the most square R x C = P).",
+)
+@click.option(
+    "--base-partition",
+    "base",
+    default="metis",
+    show_default=True,
+    metavar="PART.h5|METHOD",
+    help="mvc: vertex partition to split (a partition file, or block, random, metis, hypergraph).",
+)
+@click.option(
+    "--report",
+    "want_report",
+    is_flag=True,
+    help="Compute and print the quality report (stored in the file too).",
+)
 @json_option
-def partition(graph, method, parts, out, seed, imbalance, vweights, grid, base, want_report,
-              as_json):
+def partition(
+    graph, method, parts, out, seed, imbalance, vweights, grid, base, want_report, as_json
+):
     """Partition GRAPH.h5 and write PART.h5 (part ids, or an edge partition for libra).
 
     The stored adjacency is partitioned as is: convert with --self-loops add to include the
@@ -79,23 +109,37 @@ def partition(graph, method, parts, out, seed, imbalance, vweights, grid, base, 
         if base_res.part is None:
             raise InputError(f"partition file {base} holds no vertex partition ('part')")
         if base_res.parts != parts:
-            raise InputError(f"partition file {base} has {base_res.parts} parts but "
-                             f"--parts is {parts}")
+            raise InputError(
+                f"partition file {base} has {base_res.parts} parts but --parts is {parts}"
+            )
         if base_res.part.size != g.n:
-            raise InputError(f"partition file {base} has {base_res.part.size} entries, "
-                             f"the graph has {g.n} vertices")
+            raise InputError(
+                f"partition file {base} has {base_res.part.size} entries, "
+                f"the graph has {g.n} vertices"
+            )
         base_arg = base_res.part
     info(f"partition: {method}, {parts} parts, {g.n} vertices, {g.nnz} nonzeros")
     res = run_method(
-        method, g.indptr, g.indices, parts, seed=seed, imbalance=imbalance,
-        threads=numba.get_num_threads(), vweights=vweights, train_mask=g.train_mask,
-        grid=grid_rc, base=base_arg, graph_hash=ghash,
+        method,
+        g.indptr,
+        g.indices,
+        parts,
+        seed=seed,
+        imbalance=imbalance,
+        threads=numba.get_num_threads(),
+        vweights=vweights,
+        train_mask=g.train_mask,
+        grid=grid_rc,
+        base=base_arg,
+        graph_hash=ghash,
     )
     rep = build_report(g.indptr, g.indices, res) if (want_report or as_json) else None
     write_partition(out, res, report=rep)
     if rep is None:
-        emit({"method": method, "parts": parts, "out": out, "seconds": round(res.seconds, 3)},
-             as_json)
+        emit(
+            {"method": method, "parts": parts, "out": out, "seconds": round(res.seconds, 3)},
+            as_json,
+        )
     else:
         rep["out"] = out
         emit(rep, as_json, _human)

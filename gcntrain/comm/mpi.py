@@ -15,6 +15,9 @@ class MPIUnavailableError(InputError):
 
 def load_mpi():
     """Return the `mpi4py.MPI` module, or raise `MPIUnavailableError` with one clear line."""
+    from gcntrain.comm.env import tune_for_oversubscription
+
+    tune_for_oversubscription()
     try:
         import mpi4py
 

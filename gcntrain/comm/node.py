@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from gcntrain.comm.env import available_cores
+
 
 def ranks_on_node(comm) -> int:
     """Number of ranks of `comm` (a counted Comm) on this rank's shared-memory node."""
@@ -30,9 +32,7 @@ def auto_threads(comm, requested: int | None = None) -> int:
     elif os.environ.get("NUMBA_NUM_THREADS"):
         n = cap
     else:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)
-        n = max(1, cores // max(1, ranks_on_node(comm)))
+        n = max(1, available_cores() // max(1, ranks_on_node(comm)))
     n = max(1, min(int(n), cap))
     numba.set_num_threads(n)
     return n

@@ -134,10 +134,10 @@ def spmm_csr_dense_balanced(indptr, indices, data, X, out, row_splits):  # pragm
 def spmm_csr_dense(indptr, indices, data, X, out):  # pragma: no cover - jitted
     """out = A @ X (A: CSR n x m, X: m x f); row-parallel over equal-work chunks, no atomics.
 
-    Computes up to `MAX_PARTS` balanced chunks on each call (a binary search per chunk:
-    tens of microseconds) and runs the parallel `spmm_csr_dense_balanced` over them.  The chunk count
-    does not depend on the thread count (Numba cannot cache kernels that query it), but with
-    1024 equal-work chunks any thread count up to a few hundred gets an even share.
+    Computes up to `MAX_PARTS` balanced chunks on each call (a binary search per chunk: tens
+    of microseconds) and runs the parallel `spmm_csr_dense_balanced` over them.  The chunk
+    count does not depend on the thread count (Numba cannot cache kernels that query it), but
+    with 1024 equal-work chunks any thread count up to a few hundred gets an even share.
 
     Parameters
     ----------

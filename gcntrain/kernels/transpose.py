@@ -12,8 +12,8 @@ Two ways, both here so that the benchmark can compare them (docs/kernels.md):
 
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
 from numba import njit, prange
 
 from gcntrain.kernels.prefetch import prefetch_row_write

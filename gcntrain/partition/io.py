@@ -50,8 +50,9 @@ def to_json(obj) -> str:
     return json.dumps(obj, default=_json_default)
 
 
-def write_partition(path: str | os.PathLike, result: PartitionResult,
-                    report: dict | None = None) -> None:
+def write_partition(
+    path: str | os.PathLike, result: PartitionResult, report: dict | None = None
+) -> None:
     """Write `result` (and an optional JSON-serialisable report) to `path` atomically.
 
     The file is written to a temporary name in the same directory and renamed when complete.
@@ -59,6 +60,8 @@ def write_partition(path: str | os.PathLike, result: PartitionResult,
     import h5py
 
     path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"output directory {path.parent} does not exist")
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         with h5py.File(tmp, "w") as f:

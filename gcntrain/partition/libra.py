@@ -304,8 +304,19 @@ def libra_partition(
     rpart = np.empty(2 * m, dtype=np.int64)
     remaining = deg.copy()
     used = libra_stream_coo(
-        u, v, visit, int(P), deg, remaining, RULES.index(rule), int(seed) % (2**32),
-        edge_part, load, head, nxt, rpart,
+        u,
+        v,
+        visit,
+        int(P),
+        deg,
+        remaining,
+        RULES.index(rule),
+        int(seed) % (2**32),
+        edge_part,
+        load,
+        head,
+        nxt,
+        rpart,
     )
     # replica lists from the stream's own linked lists
     owner = np.empty(used, dtype=np.int64)

@@ -13,7 +13,11 @@ from gcntrain.partition.hypergraph import hypergraph_partition
 from gcntrain.partition.libra import libra_partition
 from gcntrain.partition.metis import metis_partition
 from gcntrain.partition.mvc import mvc_split
-from gcntrain.partition.permute import double_permutation, near_square_grid
+from gcntrain.partition.permute import (
+    double_permutation,
+    near_square_grid,
+    stratified_double_permutation,
+)
 from gcntrain.partition.result import PartitionResult
 
 #: methods of `run_method` (and of ``gcntrain partition --method``)
@@ -24,8 +28,9 @@ BASE_METHODS = ("block", "random", "metis", "hypergraph")
 DEFAULT_IMBALANCE = {"metis": 0.03, "hypergraph": 0.01}
 
 
-def _vertex_partition(method, indptr, indices, P, seed, imbalance, threads, vweights,
-                      train_mask) -> tuple[np.ndarray, dict]:
+def _vertex_partition(
+    method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask
+) -> tuple[np.ndarray, dict]:
     n = len(indptr) - 1
     if method == "block":
         return block_partition(n, P), {}
@@ -33,13 +38,16 @@ def _vertex_partition(method, indptr, indices, P, seed, imbalance, threads, vwei
         return random_partition(n, P, seed), {"balanced": True}
     eps = DEFAULT_IMBALANCE[method] if imbalance is None else float(imbalance)
     if method == "metis":
-        part = metis_partition(indptr, indices, P, vweights=vweights, train_mask=train_mask,
-                               imbalance=eps, seed=seed)
+        part = metis_partition(
+            indptr, indices, P, vweights=vweights, train_mask=train_mask, imbalance=eps, seed=seed
+        )
         return part, {"imbalance": eps, "vweights": vweights or "none"}
     if method == "hypergraph":
         if vweights not in (None, "none", "degree"):
-            raise InputError("hypergraph vertex weights are the row nonzero counts "
-                             f"('degree'); --vweights {vweights} is not supported")
+            raise InputError(
+                "hypergraph vertex weights are the row nonzero counts "
+                f"('degree'); --vweights {vweights} is not supported"
+            )
         part = hypergraph_partition(indptr, indices, P, eps=eps, seed=seed, threads=threads)
         return part, {"imbalance": eps, "objective": "km1", "vweights": "degree"}
     raise InputError(f"unknown vertex partitioning method {method!r}")
@@ -58,6 +66,7 @@ def run_method(
     train_mask: np.ndarray | None = None,
     grid: tuple[int, int] | None = None,
     base: str | np.ndarray = "metis",
+    stratified: bool = True,
     graph_hash: str = "",
 ) -> PartitionResult:
     """Partition with `method`; time it; return the result record.
@@ -74,6 +83,8 @@ def run_method(
     train_mask : training vertices for ``vweights="train"``
     grid : (r, c) for double-perm (default: the most square factorisation of P)
     base : for mvc: a vertex partition (int array) or a name from `BASE_METHODS`
+    stratified : double-perm: degree-stratified random permutations (default) instead of
+        uniform ones (see `gcntrain.partition.permute`)
     graph_hash : content hash stored with the result
     """
     n = check_csr(indptr, indices)
@@ -81,20 +92,25 @@ def run_method(
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
     t0 = time.perf_counter()
-    res = PartitionResult(method=method, parts=int(P), seed=int(seed),
-                          graph_content_hash=graph_hash)
+    res = PartitionResult(
+        method=method, parts=int(P), seed=int(seed), graph_content_hash=graph_hash
+    )
     if method in ("block", "random", "metis", "hypergraph"):
         res.part, res.params = _vertex_partition(
-            method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask)
+            method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask
+        )
     elif method == "double-perm":
         r, c = grid if grid is not None else near_square_grid(P)
         if r * c != P:
             raise InputError(f"grid {r}x{c} has {r * c} blocks, not --parts {P}")
         if r > n or c > n:
             raise InputError(f"grid {r}x{c} does not fit a graph with {n} vertices")
-        res.row_perm, res.col_perm = double_permutation(n, seed)
+        if stratified:
+            res.row_perm, res.col_perm = stratified_double_permutation(indptr, indices, r, c, seed)
+        else:
+            res.row_perm, res.col_perm = double_permutation(n, seed)
         res.grid = (int(r), int(c))
-        res.params = {"grid": [int(r), int(c)]}
+        res.params = {"grid": [int(r), int(c)], "stratified": bool(stratified)}
     elif method == "libra":
         vc = libra_partition(indptr, indices, P, seed=seed)
         res.edge_part, res.replica_ptr = vc.edge_part, vc.replica_ptr
@@ -103,10 +119,13 @@ def run_method(
     else:  # mvc
         if isinstance(base, str):
             if base not in BASE_METHODS:
-                raise InputError(f"unknown base partition {base!r} for mvc "
-                                 f"(a partition file or one of {', '.join(BASE_METHODS)})")
+                raise InputError(
+                    f"unknown base partition {base!r} for mvc "
+                    f"(a partition file or one of {', '.join(BASE_METHODS)})"
+                )
             part, base_params = _vertex_partition(
-                base, indptr, indices, P, seed, imbalance, threads, vweights, train_mask)
+                base, indptr, indices, P, seed, imbalance, threads, vweights, train_mask
+            )
             res.params = {"base": base, "base_params": base_params}
         else:
             part = np.asarray(base, dtype=np.int64)

@@ -214,9 +214,12 @@ class SendLists:
     def __len__(self) -> int:
         return int(self.src.size)
 
+    def __post_init__(self) -> None:
+        self._key = self.src * self.parts + self.dst
+
     def get(self, q: int, p: int) -> np.ndarray:
         """Sorted global ids of the rows q sends to p (empty if none)."""
-        key = self.src * self.parts + self.dst
+        key = self._key
         k = int(np.searchsorted(key, q * self.parts + p))
         if k < key.size and key[k] == q * self.parts + p:
             return self.ids[self.ptr[k] : self.ptr[k + 1]]

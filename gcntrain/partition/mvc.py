@@ -137,23 +137,20 @@ class MvcSplit:
     def per_rank_send(self, which: str) -> np.ndarray:
         """Rows sent per rank (P,) under "post", "pre" or "hybrid"."""
         vol = {"post": self.post_volume, "pre": self.pre_volume, "hybrid": self.hybrid_volume}
-        return np.bincount(self.pair_src, weights=vol[which], minlength=self.parts).astype(
-            np.int64
-        )
+        return np.bincount(self.pair_src, weights=vol[which], minlength=self.parts).astype(np.int64)
 
     def per_rank_recv(self, which: str) -> np.ndarray:
         """Rows received per rank (P,) under "post", "pre" or "hybrid"."""
         vol = {"post": self.post_volume, "pre": self.pre_volume, "hybrid": self.hybrid_volume}
-        return np.bincount(self.pair_dst, weights=vol[which], minlength=self.parts).astype(
-            np.int64
-        )
+        return np.bincount(self.pair_dst, weights=vol[which], minlength=self.parts).astype(np.int64)
 
     def summary(self) -> dict:
         """Totals and per-rank maxima (send and receive) of the three strategies."""
         out: dict = {}
         for which in ("pre", "post", "hybrid"):
-            vol = {"post": self.post_volume, "pre": self.pre_volume,
-                   "hybrid": self.hybrid_volume}[which]
+            vol = {"post": self.post_volume, "pre": self.pre_volume, "hybrid": self.hybrid_volume}[
+                which
+            ]
             send, recv = self.per_rank_send(which), self.per_rank_recv(which)
             out[f"{which}_total"] = int(vol.sum())
             out[f"{which}_max_send"] = int(send.max()) if send.size else 0

@@ -6,7 +6,12 @@ import numpy as np
 
 from gcntrain.partition.metrics import comm_volume, vertex_cut_comm
 from gcntrain.partition.mvc import MvcSplit
-from gcntrain.partition.permute import block_nnz, max_over_mean, single_permutation
+from gcntrain.partition.permute import (
+    block_nnz,
+    double_permutation,
+    max_over_mean,
+    single_permutation,
+)
 from gcntrain.partition.result import PartitionResult
 
 #: keys every report has (value None where the layout has no such quantity)
@@ -52,8 +57,9 @@ def build_report(indptr: np.ndarray, indices: np.ndarray, result: PartitionResul
     Keys: `BASE_KEYS` always; a vertex cut adds ``replication_factor``, ``edge_balance``,
     ``split_vertices`` (its volume is DistGNN's cd-0 exchange: partial aggregates to the root
     and back, see `vertex_cut_comm`); a 2D permutation adds ``grid`` and
-    ``nnz_max_mean_{original,single,double}``; an MVC split adds ``{pre,post,hybrid}_total``
-    and ``..._max_send`` / ``..._max_recv``.
+    ``nnz_max_mean_{original,single,double_uniform,double}`` (single / double_uniform: uniform
+    random permutations with the result's seed; double: the stored permutations); an MVC
+    split adds ``{pre,post,hybrid}_total`` and ``..._max_send`` / ``..._max_recv``.
     """
     P = int(result.parts)
     n = len(indptr) - 1
@@ -87,9 +93,11 @@ def build_report(indptr: np.ndarray, indices: np.ndarray, result: PartitionResul
     else:
         r, c = result.grid
         single = single_permutation(n, result.seed)
+        urow, ucol = double_permutation(n, result.seed)
         for name, rp, cp in (
             ("original", None, None),
             ("single", single, single),
+            ("double_uniform", urow, ucol),
             ("double", result.row_perm, result.col_perm),
         ):
             counts = block_nnz(indptr, indices, n, r, c, rp, cp)

@@ -49,7 +49,7 @@ class PartitionResult:
 
     @property
     def kind(self) -> str:
-        """"vertex", "vertex-cut" or "permutation"."""
+        """ "vertex", "vertex-cut" or "permutation"."""
         if self.part is not None:
             return "vertex"
         if self.edge_part is not None:

@@ -1,0 +1,231 @@
+#!/usr/bin/env python
+"""Benchmark the SpMM kernels against scipy on a random sparse matrix.
+
+Default: 1M x 1M rows, 16 uniformly random nonzeros per row, width 64, float32 (about 1.5 GB
+of memory).  Prints the best-of-``--repeat`` wall time (and the process CPU time of that
+best run, which is less disturbed on a shared machine) of:
+
+* scipy CSR @ dense (single-threaded),
+* Numba "plain" row ``prange`` kernel (the first version of the kernel, as a baseline),
+* ``spmm_csr_dense`` (equal-work chunks computed per call, prefetching),
+* ``spmm_csr_dense_balanced`` with chunks computed once,
+* ``A.T @ X``: scipy; explicit transpose (``csr_transpose`` once) + ``spmm_csr_dense``;
+  the scatter kernel ``spmm_csr_t_dense``,
+
+with the speed-up over scipy (scipy time / kernel time) and the memory-bandwidth roofline:
+the bytes a product must move if every gathered row comes from DRAM, divided by the time.
+
+Usage::
+
+    python scripts/bench_kernels.py [--rows N] [--nnz-per-row D] [--width F] [--threads T]
+                                    [--repeat R] [--degrees uniform|powerlaw]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from gcntrain.kernels.spmm import balanced_row_splits, spmm_csr_dense, spmm_csr_dense_balanced
+from gcntrain.kernels.threads import set_threads
+from gcntrain.kernels.transpose import csr_transpose, spmm_csr_t_dense
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def plain_row_prange(indptr, indices, data, X, out):  # pragma: no cover - jitted
+    """Baseline: one prange over rows (static chunks of rows), accumulating into ``out``."""
+    n = indptr.shape[0] - 1
+    f = X.shape[1]
+    for i in prange(n):
+        for j in range(f):
+            out[i, j] = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            c = indices[k]
+            v = data[k]
+            for j in range(f):
+                out[i, j] += v * X[c, j]
+    return out
+
+
+def random_matrix(rows: int, nnz_per_row: int, degrees: str, seed: int):
+    """Square CSR (int32 indices, float32 values) with uniformly random columns per row.
+
+    ``degrees="powerlaw"`` draws Pareto-like row degrees with the same mean, sorted
+    descending (a degree-ordered graph), which skews the work of equal-row chunks.
+    """
+    rng = np.random.default_rng(seed)
+    if degrees == "uniform":
+        deg = np.full(rows, nnz_per_row, dtype=np.int64)
+    else:
+        raw = rng.pareto(1.5, size=rows) + 1.0
+        deg = np.minimum(np.round(raw * nnz_per_row / raw.mean()), rows).astype(np.int64)
+        deg = np.sort(deg)[::-1]
+    nnz = int(deg.sum())
+    idx_t = np.int32 if nnz < 2**31 else np.int64
+    indptr = np.zeros(rows + 1, dtype=idx_t)
+    np.cumsum(deg, out=indptr[1:])
+    indices = rng.integers(0, rows, size=nnz, dtype=np.int32)
+    if degrees == "uniform":  # sorted columns within each row, like a real CSR
+        indices = np.sort(indices.reshape(rows, nnz_per_row), axis=1).ravel()
+    data = rng.random(nnz, dtype=np.float32)
+    return indptr, indices, data
+
+
+def best_of(fn, repeat: int) -> tuple[float, float]:
+    """(best wall seconds, CPU seconds of the process in that run) over `repeat` runs."""
+    best = (float("inf"), float("inf"))
+    for _ in range(repeat):
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        if wall < best[0]:
+            best = (wall, cpu)
+    return best
+
+
+def spmm_bytes(n_rows: int, nnz: int, f: int, index_bytes: int, value_bytes: int) -> int:
+    """Bytes moved by ``out = A @ X`` when every gathered row of X comes from DRAM."""
+    return (
+        (n_rows + 1) * index_bytes  # indptr
+        + nnz * (index_bytes + value_bytes)  # indices and values
+        + nnz * f * value_bytes  # one gathered row of X per nonzero
+        + n_rows * f * value_bytes  # out, written once
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--nnz-per-row", type=int, default=16)
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--threads", type=int, default=None, help="default: NUMBA_NUM_THREADS/all")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--degrees", choices=["uniform", "powerlaw"], default="uniform")
+    p.add_argument(
+        "--bandwidth-gbs",
+        type=float,
+        default=36.0,
+        help="memory bandwidth for the roofline time (measured triad: 36 GB/s)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    threads = set_threads(a.threads)
+
+    indptr, indices, data = random_matrix(a.rows, a.nnz_per_row, a.degrees, a.seed)
+    n, nnz, f = a.rows, int(indptr[-1]), a.width
+    X = np.random.default_rng(a.seed + 1).random((n, f), dtype=np.float32)
+    A = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    out = np.empty((n, f), dtype=np.float32)
+    print(
+        f"matrix {n} x {n}, nnz {nnz} ({a.degrees} degrees), width {f}, float32, "
+        f"threads {threads}, best of {a.repeat}"
+    )
+
+    # compile outside the timings (tiny inputs of the same types: 2 rows, 1 column)
+    ti = np.array([0, 1, 2], dtype=indptr.dtype)
+    tx = np.zeros(2, dtype=indices.dtype)
+    td = np.ones(2, dtype=np.float32)
+    x1, o2 = np.ones((1, f), np.float32), np.empty((2, f), np.float32)
+    plain_row_prange(ti, tx, td, x1, o2)
+    spmm_csr_dense(ti, tx, td, x1, o2)
+    spmm_csr_dense_balanced(ti, tx, td, x1, o2, balanced_row_splits(ti, 2))
+    ip1, ix1, d1 = csr_transpose(ti, tx, td, 1)
+    spmm_csr_dense(ip1, ix1, d1, o2, x1)
+    spmm_csr_t_dense(ti, tx, td, o2, x1)
+
+    nbytes = spmm_bytes(n, nnz, f, indices.itemsize, 4)
+    roof = nbytes / (a.bandwidth_gbs * 1e9)
+    print(
+        f"bytes moved if every gathered row misses cache: {nbytes / 1e9:.2f} GB "
+        f"-> roofline {roof * 1e3:.0f} ms at {a.bandwidth_gbs:g} GB/s"
+    )
+
+    ref = A @ X
+    ref_t = A.T @ X
+    splits = balanced_row_splits(indptr, 1024)
+    t0 = time.perf_counter()
+    ip_t, ix_t, d_t = csr_transpose(indptr, indices, data, n)
+    t_transpose = time.perf_counter() - t0
+    out_t = np.empty((n, f), dtype=np.float32)
+    # (name, run, result after run (None: run's return value), expected, kind)
+    cases = [
+        ("scipy A@X", lambda: A @ X, None, ref, "fwd"),
+        (
+            "numba plain prange A@X",
+            lambda: plain_row_prange(indptr, indices, data, X, out),
+            lambda: out,
+            ref,
+            "fwd",
+        ),
+        (
+            "numba spmm_csr_dense A@X",
+            lambda: spmm_csr_dense(indptr, indices, data, X, out),
+            lambda: out,
+            ref,
+            "fwd",
+        ),
+        (
+            "numba balanced (splits once) A@X",
+            lambda: spmm_csr_dense_balanced(indptr, indices, data, X, out, splits),
+            lambda: out,
+            ref,
+            "fwd",
+        ),
+        ("scipy A.T@X", lambda: A.T @ X, None, ref_t, "t"),
+        (
+            "numba explicit transpose A.T@X",
+            lambda: spmm_csr_dense(ip_t, ix_t, d_t, X, out_t),
+            lambda: out_t,
+            ref_t,
+            "t",
+        ),
+        (
+            "numba scatter spmm_csr_t_dense A.T@X",
+            lambda: spmm_csr_t_dense(indptr, indices, data, X, out_t),
+            lambda: out_t,
+            ref_t,
+            "t",
+        ),
+    ]
+    times = {}
+    for name, fn, get, expected, kind in cases:
+        out.fill(np.nan)
+        out_t.fill(np.nan)
+        wall, cpu = best_of(fn, a.repeat)
+        got = get() if get is not None else fn()
+        scale = max(float(np.max(np.abs(expected), initial=0.0)), 1e-30)
+        err = float(np.max(np.abs(got - expected), initial=0.0)) / scale
+        times[name] = (wall, cpu, err, kind)
+
+    base = {"fwd": times["scipy A@X"][0], "t": times["scipy A.T@X"][0]}
+    print(
+        f"{'kernel':40s} {'wall ms':>9s} {'cpu ms':>9s} {'speed-up':>9s} {'GB/s':>7s} "
+        f"{'max rel err':>12s}"
+    )
+    for name, (wall, cpu, err, kind) in times.items():
+        print(
+            f"{name:40s} {wall * 1e3:9.1f} {cpu * 1e3:9.1f} {base[kind] / wall:8.2f}x "
+            f"{nbytes / wall / 1e9:7.1f} {err:12.1e}"
+        )
+    print(
+        f"csr_transpose (once per matrix): {t_transpose * 1e3:.1f} ms; "
+        f"extra memory {(ip_t.nbytes + ix_t.nbytes + d_t.nbytes) / 1e6:.0f} MB; "
+        f"scatter buffers {(threads - 1) * n * f * 4 / 1e6:.0f} MB"
+    )
+    best_numba = min(
+        times["numba spmm_csr_dense A@X"][0], times["numba balanced (splits once) A@X"][0]
+    )
+    print(
+        f"roofline: best Numba A@X at {roof / best_numba * 100:.0f}% of {a.bandwidth_gbs:g} "
+        f"GB/s ({nbytes / best_numba / 1e9:.1f} GB/s achieved)"
+    )
+
+
+if __name__ == "__main__":
+    main()
