@@ -25,23 +25,32 @@ def convert_and_inspect(capsys, tmp_path, argv: list[str]) -> dict:
 
 
 def test_cora_counts(capsys, tmp_path):
-    d = convert_and_inspect(capsys, tmp_path,
-                            [str(shared() / "datasets" / "planetoid" / "ind.cora")])
+    d = convert_and_inspect(
+        capsys, tmp_path, [str(shared() / "datasets" / "planetoid" / "ind.cora")]
+    )
     assert (d["num_nodes"], d["nnz"], d["num_edges"]) == (2708, 10556, 5278)
     assert (d["num_features"], d["num_classes"], d["directed"]) == (1433, 7, False)
 
 
 def test_citeseer_counts(capsys, tmp_path):
-    d = convert_and_inspect(capsys, tmp_path,
-                            [str(shared() / "datasets" / "planetoid" / "ind.citeseer")])
+    d = convert_and_inspect(
+        capsys, tmp_path, [str(shared() / "datasets" / "planetoid" / "ind.citeseer")]
+    )
     assert (d["num_nodes"], d["nnz"], d["num_edges"]) == (3327, 9228, 4552)
     assert d["self_loops"] == 124
 
 
 @pytest.mark.slow
 def test_slashdot_counts(capsys, tmp_path):
-    d = convert_and_inspect(capsys, tmp_path, [
-        str(shared() / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"), "--symmetrize",
-        "--self-loops", "drop"])
+    d = convert_and_inspect(
+        capsys,
+        tmp_path,
+        [
+            str(shared() / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"),
+            "--symmetrize",
+            "--self-loops",
+            "drop",
+        ],
+    )
     assert (d["num_nodes"], d["num_edges"], d["nnz"]) == (82168, 504230, 1008460)
     assert d["self_loops"] == 0 and d["directed"] is False

@@ -35,8 +35,12 @@ def graph_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def serial_summary(graph_file):
-    out = subprocess.run([*gcntrain_exe(), "train", str(graph_file), *ARGS], text=True,
-                         capture_output=True, timeout=300)
+    out = subprocess.run(
+        [*gcntrain_exe(), "train", str(graph_file), *ARGS],
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -45,10 +49,18 @@ def close(a: float, b: float, tol: float = 1e-9) -> bool:
     return abs(a - b) <= tol * max(abs(b), 1e-30)
 
 
-@pytest.mark.parametrize("nprocs,scheme,extra", [
-    (2, "1d", []), (3, "1d", []), (4, "1.5d", ["--replication", "2"]), (3, "1.5d", []),
-    (2, "p2p", ["--partition", "random"]), (4, "p2p", []), (3, "p2p", ["--permute", "random"]),
-])
+@pytest.mark.parametrize(
+    "nprocs,scheme,extra",
+    [
+        (2, "1d", []),
+        (3, "1d", []),
+        (4, "1.5d", ["--replication", "2"]),
+        (3, "1.5d", []),
+        (2, "p2p", ["--partition", "random"]),
+        (4, "p2p", []),
+        (3, "p2p", ["--permute", "random"]),
+    ],
+)
 def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, scheme, extra):
     d = train_json(nprocs, [str(graph_file), "--scheme", scheme, *extra, *ARGS])
     assert d["scheme"] == scheme and d["ranks"] == nprocs
@@ -63,13 +75,17 @@ def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, schem
 def test_shard_store_and_partition_file_inputs(graph_file, serial_summary, tmp_path):
     """Ranks read their own shard of a store, or rows of a METIS partition file."""
     store = tmp_path / "store"
-    assert run(["shard", str(graph_file), "-o", str(store), "--parts", "3",
-                "--partition", "random"]) == 0
+    assert (
+        run(["shard", str(graph_file), "-o", str(store), "--parts", "3", "--partition", "random"])
+        == 0
+    )
     d = train_json(3, [str(store), "--scheme", "p2p", *ARGS])
     assert close(d["final_loss"], serial_summary["final_loss"])
     part = tmp_path / "part.h5"
-    assert run(["partition", str(graph_file), "--method", "metis", "--parts", "3",
-                "--out", str(part)]) == 0
+    assert (
+        run(["partition", str(graph_file), "--method", "metis", "--parts", "3", "--out", str(part)])
+        == 0
+    )
     d = train_json(3, [str(graph_file), "--scheme", "p2p", "--partition", str(part), *ARGS])
     assert close(d["final_loss"], serial_summary["final_loss"])
     assert d["partition"] == str(part)
@@ -78,8 +94,9 @@ def test_shard_store_and_partition_file_inputs(graph_file, serial_summary, tmp_p
 def test_store_with_wrong_shard_count_fails_on_every_rank(graph_file, tmp_path):
     store = tmp_path / "store4"
     assert run(["shard", str(graph_file), "-o", str(store), "--parts", "4"]) == 0
-    res = run_mpi(3, [*gcntrain_exe(), "train", str(store), "--scheme", "1d", "--quiet"],
-                  timeout=120)
+    res = run_mpi(
+        3, [*gcntrain_exe(), "train", str(store), "--scheme", "1d", "--quiet"], timeout=120
+    )
     assert res.returncode == 2
     errs = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error")]
     assert len(errs) == 1 and "4 row shards" in errs[0] and "3 row" in errs[0]
@@ -87,18 +104,25 @@ def test_store_with_wrong_shard_count_fails_on_every_rank(graph_file, tmp_path):
 
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_bad_input_one_line_exit_2(nprocs, tmp_path):
-    res = run_mpi(nprocs, [*gcntrain_exe(), "train", str(tmp_path / "missing.h5"), "--scheme",
-                           "1d"], timeout=120)
+    res = run_mpi(
+        nprocs,
+        [*gcntrain_exe(), "train", str(tmp_path / "missing.h5"), "--scheme", "1d"],
+        timeout=120,
+    )
     assert res.returncode == 2
     errs = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert errs == [f"gcntrain: error: {tmp_path / 'missing.h5'}: no such graph file or "
-                    "shard store"]
+    assert errs == [
+        f"gcntrain: error: {tmp_path / 'missing.h5'}: no such graph file or shard store"
+    ]
     assert "Traceback" not in res.stderr
 
 
 def test_bad_replication_is_agreed(graph_file):
-    res = run_mpi(3, [*gcntrain_exe(), "train", str(graph_file), "--scheme", "1.5d",
-                      "--replication", "2"], timeout=120)
+    res = run_mpi(
+        3,
+        [*gcntrain_exe(), "train", str(graph_file), "--scheme", "1.5d", "--replication", "2"],
+        timeout=120,
+    )
     assert res.returncode == 2
     assert res.stderr.count("gcntrain: error") == 1 and "does not divide" in res.stderr
 
@@ -106,9 +130,12 @@ def test_bad_replication_is_agreed(graph_file):
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_fault_mid_epoch_aborts_all_ranks_quickly(graph_file, nprocs):
     """A rank raising inside an aggregation (test hook) ends the whole job with one message."""
-    res = run_mpi(nprocs, [*gcntrain_exe(), "train", str(graph_file), "--scheme", "1d",
-                           "--epochs", "100", "--quiet"], timeout=60,
-                  env={"GCNTRAIN_FAULT": "1:3"})
+    res = run_mpi(
+        nprocs,
+        [*gcntrain_exe(), "train", str(graph_file), "--scheme", "1d", "--epochs", "100", "--quiet"],
+        timeout=60,
+        env={"GCNTRAIN_FAULT": "1:3"},
+    )
     assert res.returncode != 0
     ours = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error")]
     assert len(ours) == 1 and "rank 1" in ours[0] and "injected fault" in ours[0]
@@ -125,8 +152,13 @@ def test_readme_default_job_runs_on_four_ranks():
 
 def test_no_mpi_library_friendly_message():
     env = dict(os.environ, MPI4PY_LIBMPI="/nonexistent/libmpi.so")
-    out = subprocess.run([*gcntrain_exe(), "train", "--scheme", "1d", "--epochs", "1"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [*gcntrain_exe(), "train", "--scheme", "1d", "--epochs", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "no MPI library could be loaded" in lines[0]

@@ -32,8 +32,9 @@ def is_printer(rank: int | None = None) -> bool:
     return (launcher_rank() if rank is None else rank) == 0
 
 
-def emit(obj: dict, as_json: bool, human: Callable[[dict], str] | None = None,
-         rank: int | None = None) -> None:
+def emit(
+    obj: dict, as_json: bool, human: Callable[[dict], str] | None = None, rank: int | None = None
+) -> None:
     """Print `obj` as one JSON line (``--json``) or as `human(obj)` text; rank 0 only."""
     if not is_printer(rank):
         return

@@ -43,8 +43,17 @@ def collect_info() -> dict:
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
     }
-    for mod in ("numpy", "scipy", "numba", "h5py", "mpi4py", "pymetis", "networkx", "click",
-                "mtkahypar"):
+    for mod in (
+        "numpy",
+        "scipy",
+        "numba",
+        "h5py",
+        "mpi4py",
+        "pymetis",
+        "networkx",
+        "click",
+        "mtkahypar",
+    ):
         out[mod] = _version(mod)
     try:
         import numba

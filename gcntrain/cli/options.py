@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-seed_option = click.option("--seed", type=int, default=0, show_default=True,
-                           help="Random seed (all randomness derives from it).")
-out_option = click.option("-o", "--out", "out", type=click.Path(dir_okay=False), required=True,
-                          help="Output HDF5 file (written to a temporary name, then renamed).")
+seed_option = click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Random seed (all randomness derives from it).",
+)
+out_option = click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Output HDF5 file (written to a temporary name, then renamed).",
+)
 
 
 def threads_option(f):
@@ -18,18 +27,16 @@ def threads_option(f):
 
     def apply(ctx, param, value):
         if value is not None:
-            if value < 1:
-                raise click.BadParameter("must be >= 1")
-            import numba
+            from gcntrain.kernels.threads import set_threads
 
-            numba.set_num_threads(min(value, numba.config.NUMBA_NUM_THREADS))
+            set_threads(value)
         return value
 
-    return click.option("--threads", type=int, default=None, callback=apply, expose_value=False,
-                        is_eager=False, help="Numba threads per process "
-                        "(default: NUMBA_NUM_THREADS, else all cores).")(f)
-
-
-def default_threads() -> int:
-    v = os.environ.get("NUMBA_NUM_THREADS")
-    return int(v) if v else (os.cpu_count() or 1)
+    return click.option(
+        "--threads",
+        type=int,
+        default=None,
+        callback=apply,
+        expose_value=False,
+        help="Numba threads per process (default: NUMBA_NUM_THREADS, else all cores).",
+    )(f)

@@ -72,11 +72,21 @@ def _human(s: dict) -> str:
         ("total", f"{s['total_seconds']:.2f} s"),
     ]
     if s.get("ranks", 1) > 1 or s.get("scheme") not in (None, "serial"):
-        rows.append(("scheme", f"{s['scheme']} on {s['ranks']} ranks"
-                     + (f", c = {s['replication']}" if s.get("replication", 1) > 1 else "")
-                     + f", partition {s.get('partition')}"))
-        rows.append(("traffic / epoch", f"sent max {s['bytes_sent_max'] / 1e6:.3f} MB, mean "
-                     f"{s['bytes_sent_mean'] / 1e6:.3f} MB; messages max {s['messages_max']}"))
+        rows.append(
+            (
+                "scheme",
+                f"{s['scheme']} on {s['ranks']} ranks"
+                + (f", c = {s['replication']}" if s.get("replication", 1) > 1 else "")
+                + f", partition {s.get('partition')}",
+            )
+        )
+        rows.append(
+            (
+                "traffic / epoch",
+                f"sent max {s['bytes_sent_max'] / 1e6:.3f} MB, mean "
+                f"{s['bytes_sent_mean'] / 1e6:.3f} MB; messages max {s['messages_max']}",
+            )
+        )
         cs = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in s["comm_seconds_max"].items())
         rows.append(("comm time / epoch", f"{cs or 'none'} ms (max over ranks)"))
     if s.get("out"):
@@ -207,12 +217,20 @@ def _human(s: dict) -> str:
     show_default=True,
     help="Random vertex permutation for load balance (= --partition random).",
 )
-@click.option("--partition-seed", type=int, default=0, show_default=True,
-              help="Seed of --partition random / --permute random.")
+@click.option(
+    "--partition-seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of --partition random / --permute random.",
+)
 @json_option
-@click.option("--threads", type=int, default=None,
-              help="Numba threads per rank [default: NUMBA_NUM_THREADS, else cores / ranks "
-              "per node].")
+@click.option(
+    "--threads",
+    type=int,
+    default=None,
+    help="Numba threads per rank [default: NUMBA_NUM_THREADS, else cores / ranks per node].",
+)
 @click.option("--quiet", is_flag=True, help="No per-epoch progress lines.")
 def train(
     graph,
@@ -282,8 +300,10 @@ def train(
     if scheme == "auto":
         scheme = "p2p" if ranks > 1 else "serial"
     if scheme == "serial" and ranks > 1:
-        raise InputError(f"--scheme serial under {ranks} ranks would train the whole graph on "
-                         "every rank; choose 1d, 1.5d or p2p")
+        raise InputError(
+            f"--scheme serial under {ranks} ranks would train the whole graph on "
+            "every rank; choose 1d, 1.5d or p2p"
+        )
     try:
         if scheme == "serial":
             if partition is not None or replication != 1:
@@ -298,8 +318,16 @@ def train(
             from gcntrain.schemes.run import run_distributed_training
 
             _, summary = run_distributed_training(
-                graph, config, scheme, replication, partition, partition_seed,
-                out_dir=out_dir, callback=callback, threads=threads)
+                graph,
+                config,
+                scheme,
+                replication,
+                partition,
+                partition_seed,
+                out_dir=out_dir,
+                callback=callback,
+                threads=threads,
+            )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower --lr") from None
     emit(summary, as_json, _human)

@@ -37,8 +37,9 @@ def agree(comm, fn: Callable[[], T]) -> T:
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         msg = msg.replace("\n", " ")
         result = None
-    flags = np.array([status, -(comm.rank if status else comm.size), -(1 if status else 0)],
-                     dtype=np.int64)
+    flags = np.array(
+        [status, -(comm.rank if status else comm.size), -(1 if status else 0)], dtype=np.int64
+    )
     flags = comm.allreduce(flags, "control", op="max")
     worst, first = int(flags[0]), int(-flags[1])
     some_ok = int(flags[2]) == 0  # max of -1/0 is 0 when at least one rank succeeded

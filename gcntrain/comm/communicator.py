@@ -61,8 +61,9 @@ class Comm:
         self._count(phase, "bcast", V.bcast(self._nbytes(buf), self.rank, self.size, root), t0)
         return buf
 
-    def allreduce(self, sendbuf: np.ndarray, phase: str, out: np.ndarray | None = None,
-                  op: str = "sum") -> np.ndarray:
+    def allreduce(
+        self, sendbuf: np.ndarray, phase: str, out: np.ndarray | None = None, op: str = "sum"
+    ) -> np.ndarray:
         t0 = time.perf_counter()
         sendbuf = np.ascontiguousarray(sendbuf)
         if out is None:
@@ -76,8 +77,9 @@ class Comm:
         self._count(phase, "allreduce", vol, t0)
         return out
 
-    def allgatherv(self, sendbuf: np.ndarray, counts: Sequence[int], phase: str,
-                   out: np.ndarray | None = None) -> np.ndarray:
+    def allgatherv(
+        self, sendbuf: np.ndarray, counts: Sequence[int], phase: str, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """Gather variable-size blocks along axis 0 (`counts` = rows per rank)."""
         t0 = time.perf_counter()
         sendbuf = np.ascontiguousarray(sendbuf)
@@ -107,16 +109,22 @@ class Comm:
             out = np.empty((int(counts.sum()),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
         if self.size > 1:
             displ = np.concatenate(([0], np.cumsum(elems)[:-1]))
-            self.comm.Gatherv(sendbuf, [out, (elems, displ)] if out is not None else None,
-                              root=root)
+            self.comm.Gatherv(
+                sendbuf, [out, (elems, displ)] if out is not None else None, root=root
+            )
         else:
             out[...] = sendbuf
         self._count(phase, "gather", V.gatherv(elems * sendbuf.itemsize, self.rank, root), t0)
         return out
 
-    def alltoallv(self, sendbuf: np.ndarray, sendcounts: Sequence[int],
-                  recvcounts: Sequence[int], phase: str,
-                  out: np.ndarray | None = None) -> np.ndarray:
+    def alltoallv(
+        self,
+        sendbuf: np.ndarray,
+        sendcounts: Sequence[int],
+        recvcounts: Sequence[int],
+        phase: str,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Personalised exchange along axis 0 (counts in rows per destination/source)."""
         t0 = time.perf_counter()
         sendbuf = np.ascontiguousarray(sendbuf)
@@ -124,8 +132,7 @@ class Comm:
         sc = np.asarray(sendcounts, dtype=np.int64) * row
         rc = np.asarray(recvcounts, dtype=np.int64) * row
         if out is None:
-            out = np.empty((int(rc.sum()) // max(row, 1),) + sendbuf.shape[1:],
-                           dtype=sendbuf.dtype)
+            out = np.empty((int(rc.sum()) // max(row, 1),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
         if self.size > 1:
             sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
             rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
@@ -139,8 +146,9 @@ class Comm:
     def alltoall_counts(self, counts: np.ndarray, phase: str) -> np.ndarray:
         """Exchange one int64 per rank pair (how much each will send to each)."""
         counts = np.ascontiguousarray(counts, dtype=np.int64)
-        return self.alltoallv(counts, np.ones(self.size, np.int64), np.ones(self.size, np.int64),
-                              phase)
+        return self.alltoallv(
+            counts, np.ones(self.size, np.int64), np.ones(self.size, np.int64), phase
+        )
 
     # -- point to point ------------------------------------------------------------------
     def isend(self, buf: np.ndarray, dest: int, tag: int, phase: str):

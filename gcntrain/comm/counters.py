@@ -22,8 +22,14 @@ class Tally:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
 
-    def add(self, phase: str, vol: np.ndarray, kind: str | None = None, seconds: float = 0.0,
-            times: int = 1) -> None:
+    def add(
+        self,
+        phase: str,
+        vol: np.ndarray,
+        kind: str | None = None,
+        seconds: float = 0.0,
+        times: int = 1,
+    ) -> None:
         self.phases[phase] += np.asarray(vol, dtype=np.int64) * times
         if kind is not None:
             self.seconds[kind] += seconds
@@ -40,8 +46,9 @@ class Tally:
         return out
 
     def as_dict(self) -> dict[str, dict[str, int]]:
-        return {p: dict(zip(FIELDS, map(int, v))) for p, v in sorted(self.phases.items())
-                if v.any()}
+        return {
+            p: dict(zip(FIELDS, map(int, v))) for p, v in sorted(self.phases.items()) if v.any()
+        }
 
     def snapshot(self) -> dict[str, np.ndarray]:
         return {k: v.copy() for k, v in self.phases.items()}
@@ -78,6 +85,7 @@ def same_volume(a: Tally, b: Tally) -> list[str]:
         va = a.phases.get(name, np.zeros(4, np.int64))
         vb = b.phases.get(name, np.zeros(4, np.int64))
         if not np.array_equal(va, vb):
-            diffs.append(f"{name}: {dict(zip(FIELDS, va.tolist()))} != "
-                         f"{dict(zip(FIELDS, vb.tolist()))}")
+            diffs.append(
+                f"{name}: {dict(zip(FIELDS, va.tolist()))} != {dict(zip(FIELDS, vb.tolist()))}"
+            )
     return diffs

@@ -37,8 +37,10 @@ def handle_internal_error(exc: BaseException) -> int:
     rank = world.Get_rank() if world is not None else 0
     head = f"rank {rank}: " if size > 1 else ""
     text = str(exc).replace("\n", " ")
-    sys.stderr.write(f"gcntrain: error: {head}{type(exc).__name__}: {text}"
-                     f"{'' if want_tb else ' (set GCNTRAIN_TRACEBACK=1 for the traceback)'}\n")
+    sys.stderr.write(
+        f"gcntrain: error: {head}{type(exc).__name__}: {text}"
+        f"{'' if want_tb else ' (set GCNTRAIN_TRACEBACK=1 for the traceback)'}\n"
+    )
     if want_tb:
         traceback.print_exception(exc, file=sys.stderr)
     sys.stderr.flush()

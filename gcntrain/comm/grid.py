@@ -20,8 +20,9 @@ def check_grid(size: int, dims: tuple[int, ...], what: str = "grid") -> None:
             raise InputError(f"{what} dimensions must be >= 1, got {'x'.join(map(str, dims))}")
         prod *= int(d)
     if prod != size:
-        raise InputError(f"{what} {'x'.join(map(str, dims))} needs {prod} ranks, "
-                         f"but the job has {size}")
+        raise InputError(
+            f"{what} {'x'.join(map(str, dims))} needs {prod} ranks, but the job has {size}"
+        )
 
 
 def coords(rank: int, dims: tuple[int, ...]) -> tuple[int, ...]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from gcntrain.errors import InputError
 
-_HINT = ("no MPI library could be loaded ({why}); install one with "
-         "`pip install 'gcntrain[mpich]'` (or `pip install mpich`), or on a cluster "
-         "`module load <mpi>` before running")
+_HINT = (
+    "no MPI library could be loaded ({why}); install one with "
+    "`pip install 'gcntrain[mpich]'` (or `pip install mpich`), or on a cluster "
+    "`module load <mpi>` before running"
+)
 
 
 class MPIUnavailableError(InputError):

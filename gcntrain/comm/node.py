@@ -24,15 +24,8 @@ def auto_threads(comm, requested: int | None = None) -> int:
     `requested` (``--threads``) wins, then ``NUMBA_NUM_THREADS``; otherwise cores / ranks on
     the node (at least 1), so oversubscribed ranks do not each spin up threads on every core.
     """
-    import numba
+    from gcntrain.kernels.threads import set_threads
 
-    cap = numba.config.NUMBA_NUM_THREADS
-    if requested is not None:
-        n = requested
-    elif os.environ.get("NUMBA_NUM_THREADS"):
-        n = cap
-    else:
-        n = max(1, available_cores() // max(1, ranks_on_node(comm)))
-    n = max(1, min(int(n), cap))
-    numba.set_num_threads(n)
-    return n
+    if requested is not None or os.environ.get("NUMBA_NUM_THREADS"):
+        return set_threads(requested)
+    return set_threads(max(1, available_cores() // max(1, ranks_on_node(comm))))

@@ -72,8 +72,12 @@ def allgatherv(block_bytes: np.ndarray, rank: int) -> np.ndarray:
         return zero()
     others = np.delete(b, rank)
     mine = int(b[rank])
-    return _t((size - 1) * mine, int(others.sum()), (size - 1) if mine > 0 else 0,
-              int(np.count_nonzero(others)))
+    return _t(
+        (size - 1) * mine,
+        int(others.sum()),
+        (size - 1) if mine > 0 else 0,
+        int(np.count_nonzero(others)),
+    )
 
 
 def gatherv(block_bytes: np.ndarray, rank: int, root: int) -> np.ndarray:
@@ -94,8 +98,12 @@ def reduce_scatterv(block_bytes: np.ndarray, rank: int) -> np.ndarray:
         return zero()
     others = np.delete(b, rank)
     mine = int(b[rank])
-    return _t(int(others.sum()), (size - 1) * mine, int(np.count_nonzero(others)),
-              (size - 1) if mine > 0 else 0)
+    return _t(
+        int(others.sum()),
+        (size - 1) * mine,
+        int(np.count_nonzero(others)),
+        (size - 1) if mine > 0 else 0,
+    )
 
 
 def allreduce(nelems: int, itemsize: int, rank: int, size: int) -> np.ndarray:

@@ -81,8 +81,16 @@ class Graph:
     def content_hash(self) -> str:
         """SHA-256 over structure and node data; stored in files, checked by consumers."""
         h = hashlib.sha256()
-        for name in ("indptr", "indices", "data", "features", "labels",
-                     "train_mask", "val_mask", "test_mask"):
+        for name in (
+            "indptr",
+            "indices",
+            "data",
+            "features",
+            "labels",
+            "train_mask",
+            "val_mask",
+            "test_mask",
+        ):
             a = getattr(self, name)
             h.update(name.encode())
             if a is None:

@@ -45,22 +45,24 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 4096) 
         check_format(f.attrs, GRAPH_FORMAT, where)
         n = int_attr(f.attrs, "n", where)
         nc = int_attr(f.attrs, "num_classes", where, default=-1)
-        out = {"n": n, "num_classes": None if nc < 0 else nc,
-               "directed": bool(int_attr(f.attrs, "directed", where, default=0)),
-               "name": str(f.attrs.get("name", os.path.basename(where))),
-               "content_hash": str(f.attrs.get("content_hash", ""))}
+        out = {
+            "n": n,
+            "num_classes": None if nc < 0 else nc,
+            "directed": bool(int_attr(f.attrs, "directed", where, default=0)),
+            "name": str(f.attrs.get("name", os.path.basename(where))),
+            "content_hash": str(f.attrs.get("content_hash", "")),
+        }
         if rows.size and (rows[0] < 0 or rows[-1] >= n):
             raise FormatError(f"requested rows outside 0..{n - 1}", where)
         ip_ds, ix_ds = f["indptr"], f["indices"]
         if ip_ds.shape != (n + 1,):
-            raise FormatError(f"indptr has {ip_ds.shape[0]} entries, expected n+1 = {n + 1}",
-                              where)
+            raise FormatError(f"indptr has {ip_ds.shape[0]} entries, expected n+1 = {n + 1}", where)
         has = {k: k in f for k in ("data", "features", "labels")}
         counts, idx_parts, data_parts, feat_parts, lab_parts = [], [], [], [], []
         mask_parts = {m: [] for m in ("train_mask", "val_mask", "test_mask")}
         masks_full = {m: read_mask(f, m, where) for m in mask_parts}
         for a, b in windows(rows, gap):
-            ip = ip_ds[a:b + 1].astype(np.int64)
+            ip = ip_ds[a : b + 1].astype(np.int64)
             if np.any(np.diff(ip) < 0):
                 raise FormatError(f"indptr is not monotone (decreases near row {a})", where)
             sel = rows[(rows >= a) & (rows < b)] - a
@@ -68,8 +70,11 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 4096) 
             ix = ix_ds[lo:hi].astype(np.int64)
             dv = f["data"][lo:hi] if has["data"] else None
             starts, ends = ip[sel] - lo, ip[sel + 1] - lo
-            take = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)]) if sel.size \
+            take = (
+                np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
+                if sel.size
                 else np.zeros(0, np.int64)
+            )
             counts.append(ends - starts)
             idx_parts.append(ix[take])
             if dv is not None:
@@ -87,18 +92,33 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 4096) 
     np.cumsum(cnt, out=indptr[1:])
     indices = np.concatenate(idx_parts) if idx_parts else np.zeros(0, np.int64)
     validate_csr(indptr, indices, n, where, n_rows=rows.size, nnz=int(indptr[-1]))
-    out.update(indptr=indptr, indices=indices,
-               data=np.concatenate(data_parts) if has["data"] and data_parts else (
-                   np.zeros(0, np.float32) if has["data"] else None),
-               features=(np.concatenate(feat_parts) if feat_parts else np.zeros((0, nf),
-                                                                                 np.float32))
-               if has["features"] else None,
-               labels=(np.concatenate(lab_parts) if lab_parts else np.zeros(0, np.int64))
-               if has["labels"] else None)
+    out.update(
+        indptr=indptr,
+        indices=indices,
+        data=np.concatenate(data_parts)
+        if has["data"] and data_parts
+        else (np.zeros(0, np.float32) if has["data"] else None),
+        features=(np.concatenate(feat_parts) if feat_parts else np.zeros((0, nf), np.float32))
+        if has["features"]
+        else None,
+        labels=(np.concatenate(lab_parts) if lab_parts else np.zeros(0, np.int64))
+        if has["labels"]
+        else None,
+    )
     for m, parts in mask_parts.items():
-        out[m] = to_mask(np.concatenate(parts)) if masks_full[m] is not None and parts else (
-            np.zeros(0, bool) if masks_full[m] is not None else None)
-    validate_node_data(rows.size, where, features=out["features"], labels=out["labels"],
-                       num_classes=out["num_classes"], train_mask=out["train_mask"],
-                       val_mask=out["val_mask"], test_mask=out["test_mask"])
+        out[m] = (
+            to_mask(np.concatenate(parts))
+            if masks_full[m] is not None and parts
+            else (np.zeros(0, bool) if masks_full[m] is not None else None)
+        )
+    validate_node_data(
+        rows.size,
+        where,
+        features=out["features"],
+        labels=out["labels"],
+        num_classes=out["num_classes"],
+        train_mask=out["train_mask"],
+        val_mask=out["val_mask"],
+        test_mask=out["test_mask"],
+    )
     return out

@@ -42,8 +42,9 @@ class Ops:
     def matmul(self, H: np.ndarray, W: np.ndarray) -> np.ndarray:
         return H @ W
 
-    def matmul_grads(self, H: np.ndarray, W: np.ndarray, dZ: np.ndarray,
-                     need_input_grad: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+    def matmul_grads(
+        self, H: np.ndarray, W: np.ndarray, dZ: np.ndarray, need_input_grad: bool = True
+    ) -> tuple[np.ndarray | None, np.ndarray]:
         """Return (dH, dW_partial) for Z = H @ W; dW still needs `reduce_weight_grad`."""
         dW = H.T @ dZ
         dH = dZ @ W.T if need_input_grad else None

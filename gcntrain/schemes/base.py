@@ -46,8 +46,9 @@ class RowOps(Ops):
         return self.world.bcast_flag(bool(flag), 0)
 
 
-def csr_apply(M: sp.csr_matrix, X: np.ndarray, out: np.ndarray | None = None,
-              accumulate: bool = False) -> np.ndarray:
+def csr_apply(
+    M: sp.csr_matrix, X: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+) -> np.ndarray:
     """``M @ X`` with the Numba kernel (``out += M @ X`` when `accumulate`)."""
     X = np.ascontiguousarray(X)
     data = M.data if M.data.dtype == X.dtype else M.data.astype(X.dtype)
@@ -64,8 +65,9 @@ def csr_apply(M: sp.csr_matrix, X: np.ndarray, out: np.ndarray | None = None,
 def as_dtype(mats: list[sp.csr_matrix], dtype) -> list[sp.csr_matrix]:
     out = []
     for M in mats:
-        M2 = sp.csr_matrix((M.data.astype(dtype), M.indices.astype(np.int64), M.indptr),
-                           shape=M.shape)
+        M2 = sp.csr_matrix(
+            (M.data.astype(dtype), M.indices.astype(np.int64), M.indptr), shape=M.shape
+        )
         out.append(M2)
     return out
 
@@ -75,8 +77,14 @@ def allgather_blocks(comm, local: np.ndarray, counts: np.ndarray, phase: str = "
     return comm.allgatherv(np.ascontiguousarray(local), counts, phase)
 
 
-def transpose_rows(comm, offsets: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
-                   data: np.ndarray, phase: str = "setup"):
+def transpose_rows(
+    comm,
+    offsets: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    phase: str = "setup",
+):
     """Rows of the transpose owned by this block, from every block's rows (one Alltoallv).
 
     Block p holds rows offsets[p]:offsets[p+1] of S with global column ids; afterwards it
@@ -93,11 +101,11 @@ def transpose_rows(comm, offsets: np.ndarray, indptr: np.ndarray, indices: np.nd
     recv_counts = comm.alltoall_counts(send_counts, phase)
     pairs = np.ascontiguousarray(np.stack([cols[order], rows[order]], axis=1))
     got = comm.alltoallv(pairs, send_counts, recv_counts, phase)
-    vals = comm.alltoallv(np.ascontiguousarray(np.asarray(data, np.float64)[order]),
-                          send_counts, recv_counts, phase)
+    vals = comm.alltoallv(
+        np.ascontiguousarray(np.asarray(data, np.float64)[order]), send_counts, recv_counts, phase
+    )
     mine = int(offsets[me + 1] - offsets[me])
-    T = sp.csr_matrix((vals, (got[:, 0] - offsets[me], got[:, 1])),
-                      shape=(mine, int(offsets[-1])))
+    T = sp.csr_matrix((vals, (got[:, 0] - offsets[me], got[:, 1])), shape=(mine, int(offsets[-1])))
     T.sum_duplicates()
     T.sort_indices()
     return T.indptr.astype(np.int64), T.indices.astype(np.int64), T.data.astype(np.float64)

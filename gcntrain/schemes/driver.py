@@ -53,7 +53,7 @@ class LocalBlock:
 def block_from_graph(graph, part: np.ndarray, nblocks: int, block: int) -> LocalBlock:
     """Cut block `block` out of an in-memory graph under partition vector `part`."""
     perm, inv, offsets = renumber(part, nblocks)
-    old = perm[offsets[block]:offsets[block + 1]]
+    old = perm[offsets[block] : offsets[block + 1]]
     A = graph.adjacency()[old]
     A.sort_indices()
     cols = inv[A.indices.astype(np.int64)]
@@ -65,14 +65,28 @@ def block_from_graph(graph, part: np.ndarray, nblocks: int, block: int) -> Local
         m = getattr(graph, f"{k}_mask")
         if m is not None:
             masks[k] = np.asarray(m, dtype=bool)[old]
-    labels = (np.full(old.size, -1, np.int64) if graph.labels is None
-              else np.asarray(graph.labels, dtype=np.int64)[old])
-    feats = graph.features[old] if graph.features is not None else np.ones((old.size, 1),
-                                                                              np.float32)
-    return LocalBlock(graph.n, offsets, block, M.indptr.astype(np.int64),
-                      M.indices.astype(np.int64),
-                      None if graph.data is None else M.data.astype(np.float32), old,
-                      feats, labels, masks, int(graph.num_classes or 1), graph.name)
+    labels = (
+        np.full(old.size, -1, np.int64)
+        if graph.labels is None
+        else np.asarray(graph.labels, dtype=np.int64)[old]
+    )
+    feats = (
+        graph.features[old] if graph.features is not None else np.ones((old.size, 1), np.float32)
+    )
+    return LocalBlock(
+        graph.n,
+        offsets,
+        block,
+        M.indptr.astype(np.int64),
+        M.indices.astype(np.int64),
+        None if graph.data is None else M.data.astype(np.float32),
+        old,
+        feats,
+        labels,
+        masks,
+        int(graph.num_classes or 1),
+        graph.name,
+    )
 
 
 def setup_ops(world, scheme: str, replication: int, local: LocalBlock, kind: str):
@@ -89,9 +103,12 @@ def setup_ops(world, scheme: str, replication: int, local: LocalBlock, kind: str
     deg_all = bcomm.allgatherv(deg.astype(np.float64), sizes, "setup")
     fwd = support_rows(local.indptr, local.indices, local.data, local.new_ids, deg_all, kind)
     bwd = transpose_rows(bcomm, local.offsets, *fwd)
-    same = (bwd[0].shape == fwd[0].shape and np.array_equal(bwd[0], fwd[0])
-            and np.array_equal(bwd[1], fwd[1])
-            and np.allclose(bwd[2], fwd[2], rtol=1e-12, atol=0))
+    same = (
+        bwd[0].shape == fwd[0].shape
+        and np.array_equal(bwd[0], fwd[0])
+        and np.array_equal(bwd[1], fwd[1])
+        and np.allclose(bwd[2], fwd[2], rtol=1e-12, atol=0)
+    )
     flag = world.allreduce(np.array([0 if same else 1], dtype=np.int64), "setup", op="max")
     if flag[0] == 0:
         bwd = None
@@ -139,8 +156,9 @@ class DistributedRun:
     local: LocalBlock
 
 
-def train_distributed(world, scheme: str, loader, config, replication: int = 1,
-                      callback=None) -> DistributedRun:
+def train_distributed(
+    world, scheme: str, loader, config, replication: int = 1, callback=None
+) -> DistributedRun:
     """Load (collectively agreed), set up, train.
 
     `loader(nblocks, block) -> LocalBlock` runs on every rank; a failure on any rank makes all
@@ -150,12 +168,20 @@ def train_distributed(world, scheme: str, loader, config, replication: int = 1,
 
     block = registry.block_of(scheme, world.rank, replication)
     t0 = perf_counter()
-    local = agree(world, lambda: loader(registry.num_blocks(scheme, world.size, replication),
-                                        block))
+    local = agree(
+        world, lambda: loader(registry.num_blocks(scheme, world.size, replication), block)
+    )
     kind = support_kind(config.model, config.aggregator)
     ops = setup_ops(world, scheme, replication, local, kind)
     setup_s = perf_counter() - t0
     run_ops = maybe_fault(ops, world.rank)
-    result = fit(run_ops, local.features, local.labels, local.masks, local.num_classes, config,
-                 callback=callback)
+    result = fit(
+        run_ops,
+        local.features,
+        local.labels,
+        local.masks,
+        local.num_classes,
+        config,
+        callback=callback,
+    )
     return DistributedRun(result, ops, world.tally.since({}), setup_s, local)

@@ -30,8 +30,9 @@ def owner_of(cols: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.searchsorted(offsets, cols, side="right") - 1
 
 
-def column_blocks(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-                  offsets: np.ndarray) -> list[sp.csr_matrix]:
+def column_blocks(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, offsets: np.ndarray
+) -> list[sp.csr_matrix]:
     """Split local rows (global new-numbering column ids) into one CSR per column block.
 
     Block q has local column ids ``col - offsets[q]`` and shape (rows, offsets[q+1]-offsets[q]).
@@ -40,7 +41,7 @@ def column_blocks(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
     M = sp.csr_matrix((data, indices, indptr), shape=(m, int(offsets[-1])))
     out = []
     for q in range(offsets.shape[0] - 1):
-        B = M[:, int(offsets[q]):int(offsets[q + 1])].tocsr()
+        B = M[:, int(offsets[q]) : int(offsets[q + 1])].tocsr()
         B.sort_indices()
         out.append(B)
     return out

@@ -81,8 +81,7 @@ class OneDOps(RowOps):
         super().__init__(world, world, rows, int(offsets[-1]))
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self._blocks = {"f": column_blocks(*fwd, self.offsets)}
-        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd,
-                                                                                self.offsets)
+        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd, self.offsets)
         self._typed: dict = {}
 
     def _blocks_for(self, which: str, dtype) -> list:

@@ -103,8 +103,7 @@ class OneFiveDOps(RowOps):
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.stages = stage_blocks(grid.pr, grid.pc, grid.j)
         self._blocks = {"f": column_blocks(*fwd, self.offsets)}
-        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd,
-                                                                                self.offsets)
+        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd, self.offsets)
         self._typed: dict = {}
 
     def _blocks_for(self, which: str, dtype) -> list:

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
-from gcntrain.schemes.base import RowOps, csr_apply
+from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
 from gcntrain.schemes.layout import halo_needs, owner_of
 from gcntrain.schemes.schedule import Call
 
@@ -83,12 +83,12 @@ class _Exchange:
         need = halo_needs(indices, offsets, me)
         counts = np.array([a.size for a in need], dtype=np.int64)
         send_counts = comm.alltoall_counts(counts, phase)  # what each q needs from me
-        req = np.ascontiguousarray(np.concatenate(need)) if counts.sum() else np.zeros(0,
-                                                                                        np.int64)
+        req = np.ascontiguousarray(np.concatenate(need)) if counts.sum() else np.zeros(0, np.int64)
         got = comm.alltoallv(req, counts, send_counts, phase)
         bounds = np.concatenate(([0], np.cumsum(send_counts)))
-        self.send = [(q, got[bounds[q]:bounds[q + 1]] - lo) for q in range(P)
-                     if send_counts[q] > 0]
+        self.send = [
+            (q, got[bounds[q] : bounds[q + 1]] - lo) for q in range(P) if send_counts[q] > 0
+        ]
         self.recv = [(q, int(counts[q])) for q in range(P) if counts[q] > 0]
         cols = np.asarray(indices, dtype=np.int64)
         own = owner_of(cols, offsets)
@@ -109,9 +109,9 @@ class _Exchange:
     def typed(self, dtype):
         key = np.dtype(dtype).str
         if key not in self._typed:
-            conv = lambda M: sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr),  # noqa: E731
-                                           shape=M.shape)
-            self._typed[key] = (conv(self.local), {q: conv(M) for q, M in self.remote.items()})
+            qs = list(self.remote)
+            typed = as_dtype([self.local, *(self.remote[q] for q in qs)], dtype)
+            self._typed[key] = (typed[0], dict(zip(qs, typed[1:])))
         return self._typed[key]
 
 
@@ -152,20 +152,14 @@ class P2POps(RowOps):
 def halo_matrix(indptr: np.ndarray, indices: np.ndarray, offsets: np.ndarray) -> sp.csr_matrix:
     """Global P x P matrix [q, p] = distinct rows of block q needed by block p (pure).
 
-    `indptr`, `indices`: the whole support matrix in the new numbering.
+    `indptr`, `indices`: the whole support matrix in the new numbering.  The pair volumes come
+    from `gcntrain.partition.metrics.comm_volume`, the same code that reports a partition's
+    communication volume, so reports, plans and the simulator share one definition.
     """
+    from gcntrain.partition.metrics import comm_volume
+
     P = offsets.shape[0] - 1
     n = indptr.shape[0] - 1
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    cols = np.asarray(indices, dtype=np.int64)
-    p = owner_of(rows, offsets)
-    q = owner_of(cols, offsets)
-    rem = p != q
-    if not rem.any():
-        return sp.csr_matrix((P, P), dtype=np.int64)
-    pair_col = np.unique(p[rem] * n + cols[rem])  # distinct (needing part, column)
-    pp = pair_col // n
-    qq = owner_of(pair_col % n, offsets)
-    M = sp.csr_matrix((np.ones(pp.size, dtype=np.int64), (qq, pp)), shape=(P, P))
-    M.sum_duplicates()
-    return M
+    part = owner_of(np.arange(n, dtype=np.int64), offsets)
+    v = comm_volume(indptr, indices, part, P, symmetric=False)
+    return sp.csr_matrix((v["pair_volume"], (v["pair_src"], v["pair_dst"])), shape=(P, P))

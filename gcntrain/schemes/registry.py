@@ -23,8 +23,9 @@ def num_blocks(scheme: str, size: int, replication: int = 1) -> int:
     if scheme == "1.5d":
         return one_five_d.check_replication(size, replication)
     if replication != 1:
-        raise InputError(f"--replication applies to the 1.5d scheme only (got {replication} "
-                         f"with {scheme})")
+        raise InputError(
+            f"--replication applies to the 1.5d scheme only (got {replication} with {scheme})"
+        )
     return size
 
 
@@ -58,8 +59,9 @@ class GlobalLayout:
         return p2p.LayoutP2P(self.offsets, halo_f, halo_b)
 
 
-def global_layout(scheme: str, support_orig: sp.csr_matrix, part: np.ndarray, size: int,
-                  replication: int = 1) -> GlobalLayout:
+def global_layout(
+    scheme: str, support_orig: sp.csr_matrix, part: np.ndarray, size: int, replication: int = 1
+) -> GlobalLayout:
     """Layout of `scheme` for the support matrix (original numbering) and partition vector."""
     B = num_blocks(scheme, size, replication)
     perm, _, offsets = renumber(part, B)

@@ -19,10 +19,18 @@ def _median(v):
     return float(np.median(v)) if v else 0.0
 
 
-def run_distributed_training(source, config, scheme: str, replication: int = 1,
-                             partition: str | None = None, partition_seed: int = 0,
-                             out_dir=None, callback=None, threads: int | None = None,
-                             comm=None) -> tuple[object, dict]:
+def run_distributed_training(
+    source,
+    config,
+    scheme: str,
+    replication: int = 1,
+    partition: str | None = None,
+    partition_seed: int = 0,
+    out_dir=None,
+    callback=None,
+    threads: int | None = None,
+    comm=None,
+) -> tuple[object, dict]:
     """Train with `scheme` on every rank of `comm` (default COMM_WORLD).
 
     Returns (TrainResult of the local rows, job summary identical on every rank).
@@ -35,30 +43,40 @@ def run_distributed_training(source, config, scheme: str, replication: int = 1,
     run = train_distributed(world, scheme, loader, config, replication, callback=callback)
     res, local = run.result, run.local
     h = res.history
-    stats = summarize_ranks(world, run.tally_train, res.epochs, _median([r.seconds for r in h]),
-                            run.setup_seconds)
+    stats = summarize_ranks(
+        world, run.tally_train, res.epochs, _median([r.seconds for r in h]), run.setup_seconds
+    )
     summary = {
-        "final_loss": res.final["loss"], "train_acc": res.final["train_acc"],
-        "val_loss": res.final["val_loss"], "val_acc": res.final["val_acc"],
-        "test_loss": res.final["test_loss"], "test_acc": res.final["test_acc"],
-        "epochs": res.epochs, "stopped_early": res.stopped_early,
+        "final_loss": res.final["loss"],
+        "train_acc": res.final["train_acc"],
+        "val_loss": res.final["val_loss"],
+        "val_acc": res.final["val_acc"],
+        "test_loss": res.final["test_loss"],
+        "test_acc": res.final["test_acc"],
+        "epochs": res.epochs,
+        "stopped_early": res.stopped_early,
         "epoch_seconds": _median([r.seconds for r in h]),
         "t_aggregation": _median([r.t_aggregation for r in h]),
         "t_dense": _median([r.t_dense for r in h]),
         "t_other": _median([r.t_other for r in h]),
-        "scheme": scheme, "ranks": world.size,
+        "scheme": scheme,
+        "ranks": world.size,
         "replication": replication if scheme == "1.5d" else 1,
-        "partition": partition or "block", "threads_per_rank": nthreads,
+        "partition": partition or "block",
+        "threads_per_rank": nthreads,
         **stats,
         "total_seconds": time.perf_counter() - t0,
         "model": config.model,
         "aggregator": config.aggregator if config.model == "sage" else None,
-        "hidden": list(config.hidden), "dtype": config.dtype, "seed": config.seed,
-        "graph": local.name, "num_nodes": local.n, "num_classes": local.num_classes,
+        "hidden": list(config.hidden),
+        "dtype": config.dtype,
+        "seed": config.seed,
+        "graph": local.name,
+        "num_nodes": local.n,
+        "num_classes": local.num_classes,
     }
     if out_dir is not None:
-        _write_outputs(world, run, config, summary, out_dir, replication if scheme == "1.5d"
-                       else 1)
+        _write_outputs(world, run, config, summary, out_dir, replication if scheme == "1.5d" else 1)
         summary["out"] = os.fspath(out_dir)
     return res, summary
 
@@ -79,10 +97,31 @@ def _write_outputs(world, run, config, summary, out_dir, c: int) -> None:
             return
         order = np.argsort(got[:, 0], kind="stable")
         g = got[order]
-        resolved = {**config.to_dict(), **{k: summary[k] for k in (
-            "scheme", "ranks", "replication", "partition", "graph", "num_nodes",
-            "num_classes")}, "layers": res.layers}
-        write_outputs(out_dir, resolved, res.history, res.weights, g[:, 1], g[:, 0],
-                      labels=g[:, 2], layers=res.layers)
+        resolved = {
+            **config.to_dict(),
+            **{
+                k: summary[k]
+                for k in (
+                    "scheme",
+                    "ranks",
+                    "replication",
+                    "partition",
+                    "graph",
+                    "num_nodes",
+                    "num_classes",
+                )
+            },
+            "layers": res.layers,
+        }
+        write_outputs(
+            out_dir,
+            resolved,
+            res.history,
+            res.weights,
+            g[:, 1],
+            g[:, 0],
+            labels=g[:, 2],
+            layers=res.layers,
+        )
 
     agree(world, write)

@@ -73,11 +73,19 @@ def record_schedule(config, num_features: int, num_classes: int, epochs: int) ->
     labels = np.arange(n) % num_classes
     masks = {k: np.zeros(n, dtype=bool) for k in ("train", "val", "test")}
     masks["train"][: n // 2] = True
-    masks["val"][n // 2: 3 * n // 4] = True
-    masks["test"][3 * n // 4:] = True
-    g = Graph(A.indptr.astype(np.int64), A.indices.astype(np.int32), None,
-              rng.random((n, num_features), dtype=np.float32), labels.astype(np.int64),
-              masks["train"], masks["val"], masks["test"], num_classes=num_classes)
+    masks["val"][n // 2 : 3 * n // 4] = True
+    masks["test"][3 * n // 4 :] = True
+    g = Graph(
+        A.indptr.astype(np.int64),
+        A.indices.astype(np.int32),
+        None,
+        rng.random((n, num_features), dtype=np.float32),
+        labels.astype(np.int64),
+        masks["train"],
+        masks["val"],
+        masks["test"],
+        num_classes=num_classes,
+    )
     S = support_matrix(g, support_kind(config.model, config.aggregator))
     ops = RecordingOps(S)
     cfg = replace(config, epochs=epochs, early_stopping=0, patience=None)

@@ -44,13 +44,20 @@ class Result:
     def json(self) -> dict:
         lines = [ln for ln in self.stdout.splitlines() if ln.startswith("{")]
         if len(lines) != 1:
-            raise AssertionError(f"expected one JSON line, got stdout:\n{self.stdout}\n"
-                                 f"stderr:\n{self.stderr[-3000:]}")
+            raise AssertionError(
+                f"expected one JSON line, got stdout:\n{self.stdout}\n"
+                f"stderr:\n{self.stderr[-3000:]}"
+            )
         return json.loads(lines[0])
 
 
-def run_mpi(nprocs: int, argv: list[str], timeout: float = 600, env: dict | None = None,
-            cwd: str | None = None) -> Result:
+def run_mpi(
+    nprocs: int,
+    argv: list[str],
+    timeout: float = 600,
+    env: dict | None = None,
+    cwd: str | None = None,
+) -> Result:
     """Run `mpiexec -n nprocs argv...`; kill the whole job after `timeout` seconds."""
     import time
 
@@ -61,15 +68,25 @@ def run_mpi(nprocs: int, argv: list[str], timeout: float = 600, env: dict | None
         e.update(env)
     cmd = [mpiexec(), "-n", str(nprocs), *argv]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=e, cwd=cwd or str(REPO), start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=e,
+        cwd=cwd or str(REPO),
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise AssertionError(f"mpiexec -n {nprocs} {' '.join(argv)} exceeded {timeout} s "
-                             f"and was killed\nstdout:\n{out[-2000:]}\nstderr:\n{err[-2000:]}")
+        msg = (
+            f"mpiexec -n {nprocs} {' '.join(argv)} exceeded {timeout} s and was killed\n"
+            f"stdout:\n{out[-2000:]}\nstderr:\n{err[-2000:]}"
+        )
+        raise AssertionError(msg) from None
     return Result(proc.returncode, out, err, time.perf_counter() - t0)
 
 

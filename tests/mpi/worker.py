@@ -59,7 +59,8 @@ def scheme_cases(g, size):
 def run_scheme(world, g, scheme, c, part, cfg):
     world.tally = Tally()
     return driver.train_distributed(
-        world, scheme, lambda nb, b: driver.block_from_graph(g, part, nb, b), cfg, c)
+        world, scheme, lambda nb, b: driver.block_from_graph(g, part, nb, b), cfg, c
+    )
 
 
 def rel_err(ws_a, ws_b) -> float:
@@ -73,8 +74,10 @@ def rel_err(ws_a, ws_b) -> float:
 def case_equiv(world):
     """Weights after 5 epochs equal serial; measured bytes/messages equal the plan."""
     details, ok = [], True
-    graphs = {"cora": cora(), "rmat": rmat(9, edge_factor=8, seed=11, num_features=24,
-                                            num_classes=4)}
+    graphs = {
+        "cora": cora(),
+        "rmat": rmat(9, edge_factor=8, seed=11, num_features=24, num_classes=4),
+    }
     for gname, g in graphs.items():
         for dtype, tol in (("float64", 1e-5), ("float32", 1e-4)):
             cfg = TrainConfig(epochs=5, seed=3, dtype=dtype, early_stopping=0)
@@ -86,14 +89,22 @@ def case_equiv(world):
                 err = rel_err(run.result.weights, ser.weights)
                 gl = registry.global_layout(scheme, S, part, world.size, c)
                 planned = registry.setup_plan(gl, world.rank).merged(
-                    registry.training_plan(gl, world.rank, calls))
+                    registry.training_plan(gl, world.rank, calls)
+                )
                 diffs = same_volume(run.tally_train, planned)
                 good = err <= tol and not diffs
                 ok &= good
                 if not good or world.rank == 0:
-                    details.append({"graph": gname, "dtype": dtype, "scheme": label,
-                                    "rank": world.rank, "rel_err": err,
-                                    "plan_diffs": diffs[:2]})
+                    details.append(
+                        {
+                            "graph": gname,
+                            "dtype": dtype,
+                            "scheme": label,
+                            "rank": world.rank,
+                            "rel_err": err,
+                            "plan_diffs": diffs[:2],
+                        }
+                    )
     return ok, details
 
 
@@ -110,14 +121,25 @@ def case_directed(world):
             run = run_scheme(world, g, scheme, c, part, cfg)
             err = rel_err(run.result.weights, ser.weights)
             gl = registry.global_layout(scheme, S, part, world.size, c)
-            diffs = same_volume(run.tally_train, registry.setup_plan(gl, world.rank).merged(
-                registry.training_plan(gl, world.rank, calls)))
+            diffs = same_volume(
+                run.tally_train,
+                registry.setup_plan(gl, world.rank).merged(
+                    registry.training_plan(gl, world.rank, calls)
+                ),
+            )
             good = err <= 1e-10 and not diffs and not gl.symmetric
             ok &= good
             if not good or world.rank == 0:
-                details.append({"model": model, "scheme": label, "rank": world.rank,
-                                "rel_err": err, "symmetric": gl.symmetric,
-                                "plan_diffs": diffs[:2]})
+                details.append(
+                    {
+                        "model": model,
+                        "scheme": label,
+                        "rank": world.rank,
+                        "rel_err": err,
+                        "symmetric": gl.symmetric,
+                        "plan_diffs": diffs[:2],
+                    }
+                )
     return ok, details
 
 
@@ -137,9 +159,16 @@ def case_accuracy(world):
             good = a == b and len(run.result.history) == len(ser.history)
             ok &= good
             if world.rank == 0:
-                details.append({"dtype": dtype, "scheme": label, "test_acc": a,
-                                "serial_test_acc": b, "epochs": len(run.result.history),
-                                "serial_epochs": len(ser.history)})
+                details.append(
+                    {
+                        "dtype": dtype,
+                        "scheme": label,
+                        "test_acc": a,
+                        "serial_test_acc": b,
+                        "epochs": len(run.result.history),
+                        "serial_epochs": len(ser.history),
+                    }
+                )
     return ok, details
 
 
@@ -148,8 +177,9 @@ def case_volume(world):
     ok, details = True, []
     rng = np.random.default_rng(17)
     for trial in range(3):
-        g = rmat(8 + trial, edge_factor=4 + 4 * trial, seed=40 + trial, num_features=4,
-                 num_classes=2)
+        g = rmat(
+            8 + trial, edge_factor=4 + 4 * trial, seed=40 + trial, num_features=4, num_classes=2
+        )
         f = 5
         part = random_partition(g.n, world.size, seed=trial)
         S = support_matrix(g, "gcn")
@@ -164,19 +194,29 @@ def case_volume(world):
             tot = world.allreduce(np.array([sent, recv], dtype=np.int64), "report")
             if scheme == "1d":
                 expect_recv = g.n - local.orig_ids.size
-                good = (recv == expect_recv and got.shape == (local.orig_ids.size, f)
-                        and int(tot[1]) == (world.size - 1) * g.n)
+                good = (
+                    recv == expect_recv
+                    and got.shape == (local.orig_ids.size, f)
+                    and int(tot[1]) == (world.size - 1) * g.n
+                )
                 if world.rank == 0:
-                    details.append({"trial": trial, "scheme": "1d", "recv_rows_rank0": int(recv),
-                                    "n_minus_np": int(expect_recv),
-                                    "total_recv_words": int(tot[1]) * f})
+                    details.append(
+                        {
+                            "trial": trial,
+                            "scheme": "1d",
+                            "recv_rows_rank0": int(recv),
+                            "n_minus_np": int(expect_recv),
+                            "total_recv_words": int(tot[1]) * f,
+                        }
+                    )
             else:
                 net_ptr, pins = column_nets(S.indptr, S.indices)
                 k = km1(net_ptr, pins, part)
                 good = int(tot[0]) == k and int(tot[1]) == k
                 if world.rank == 0:
-                    details.append({"trial": trial, "scheme": "p2p", "rows_sent": int(tot[0]),
-                                    "km1": k})
+                    details.append(
+                        {"trial": trial, "scheme": "p2p", "rows_sent": int(tot[0]), "km1": k}
+                    )
             ok &= bool(good)
     return ok, details
 
@@ -189,8 +229,13 @@ def case_fault(world):
     return False, ["training finished although a fault was injected"]
 
 
-CASES = {"equiv": case_equiv, "directed": case_directed, "accuracy": case_accuracy,
-         "volume": case_volume, "fault": case_fault}
+CASES = {
+    "equiv": case_equiv,
+    "directed": case_directed,
+    "accuracy": case_accuracy,
+    "volume": case_volume,
+    "fault": case_fault,
+}
 
 
 def main() -> int:
@@ -211,8 +256,18 @@ def main() -> int:
         merged = []
         for t in allt:
             merged.extend(json.loads(t.decode()))
-        print(json.dumps({"case": case, "ranks": world.size, "ok": bool(verdict[0]),
-                          "details": merged, "sizes": lens}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "case": case,
+                    "ranks": world.size,
+                    "ok": bool(verdict[0]),
+                    "details": merged,
+                    "sizes": lens,
+                }
+            ),
+            flush=True,
+        )
     return 0 if verdict[0] else 1
 
 
