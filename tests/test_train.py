@@ -31,15 +31,6 @@ from gcntrain.model.run import run_training
 from gcntrain.model.trainer import TrainConfig, fit, should_stop
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """Tiny kernels: one thread avoids thread start-up waits on a loaded machine."""
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def small():
     """A random labelled graph (60 nodes, 12 features, 3 classes) with splits."""

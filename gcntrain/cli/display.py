@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
 
 from gcntrain.comm.env import launcher_rank
-
-
-def _default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.bool_):
-        return bool(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def to_json(obj: Any) -> str:
-    return json.dumps(obj, default=_default, sort_keys=False)
+from gcntrain.jsonutil import to_json
 
 
 def is_printer(rank: int | None = None) -> bool:

@@ -92,18 +92,8 @@ def gatherv(block_bytes: np.ndarray, rank: int, root: int) -> np.ndarray:
 
 
 def reduce_scatterv(block_bytes: np.ndarray, rank: int) -> np.ndarray:
-    b = np.asarray(block_bytes, dtype=np.int64)
-    size = b.shape[0]
-    if size <= 1:
-        return zero()
-    others = np.delete(b, rank)
-    mine = int(b[rank])
-    return _t(
-        int(others.sum()),
-        (size - 1) * mine,
-        int(np.count_nonzero(others)),
-        (size - 1) if mine > 0 else 0,
-    )
+    """The dual of `allgatherv`: what allgather sends, reduce-scatter receives, and back."""
+    return allgatherv(block_bytes, rank)[[1, 0, 3, 2]]
 
 
 def allreduce(nelems: int, itemsize: int, rank: int, size: int) -> np.ndarray:

@@ -15,21 +15,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from gcntrain.jsonutil import json_default
+
 FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5")
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if hasattr(o, "to_dict"):
-        return o.to_dict()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
@@ -55,7 +43,7 @@ def _write_text(path: Path, text: str) -> None:
 def write_metrics(path: Path, history: Iterable) -> None:
     """One JSON object per epoch (records with ``to_dict`` or plain dicts)."""
     lines = [
-        json.dumps(r.to_dict() if hasattr(r, "to_dict") else r, default=_json_default)
+        json.dumps(r.to_dict() if hasattr(r, "to_dict") else r, default=json_default)
         for r in history
     ]
     _write_text(path, "".join(line + "\n" for line in lines))
@@ -136,7 +124,7 @@ def write_outputs(
     write_metrics(paths["metrics.jsonl"], history)
     _write_text(
         paths["config.json"],
-        json.dumps(config_dict, default=_json_default, indent=2, sort_keys=True) + "\n",
+        json.dumps(config_dict, default=json_default, indent=2, sort_keys=True) + "\n",
     )
     write_weights(paths["weights.h5"], weights, layers)
     write_predictions(paths["predictions.h5"], node_ids, predictions, labels)

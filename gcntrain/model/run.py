@@ -85,10 +85,8 @@ def _median(values: list[float]) -> float:
     return float(np.median(values)) if values else 0.0
 
 
-def summarize(
-    result: TrainResult, config: TrainConfig, graph: Graph, source: str, total_seconds: float
-) -> dict:
-    """The flat summary the CLI prints (``--json``): final metrics, medians of the time split."""
+def result_summary(result: TrainResult) -> dict:
+    """Final metrics and median per-epoch times of a run (serial or distributed)."""
     h = result.history
     return {
         "final_loss": result.final["loss"],
@@ -103,12 +101,27 @@ def summarize(
         "t_aggregation": _median([r.t_aggregation for r in h]),
         "t_dense": _median([r.t_dense for r in h]),
         "t_other": _median([r.t_other for r in h]),
-        "total_seconds": total_seconds,
+    }
+
+
+def model_summary(config: TrainConfig) -> dict:
+    return {
         "model": config.model,
         "aggregator": config.aggregator if config.model == "sage" else None,
         "hidden": list(config.hidden),
         "dtype": config.dtype,
         "seed": config.seed,
+    }
+
+
+def summarize(
+    result: TrainResult, config: TrainConfig, graph: Graph, source: str, total_seconds: float
+) -> dict:
+    """The flat summary the CLI prints (``--json``): final metrics, medians of the time split."""
+    return {
+        **result_summary(result),
+        "total_seconds": total_seconds,
+        **model_summary(config),
         "graph": graph.name,
         "source": source,
         "num_nodes": graph.n,

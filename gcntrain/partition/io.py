@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gcntrain.errors import FormatError, InputError
+from gcntrain.jsonutil import to_json
 from gcntrain.partition.result import PartitionResult
 
 FORMAT = "gcntrain-partition"
@@ -31,23 +32,6 @@ FORMAT_VERSION = 1
 
 _ARRAYS = ("part", "edge_part", "replica_ptr", "replica_parts", "root", "row_perm", "col_perm")
 MVC_ARRAYS = ("edge_mode", "pair_src", "pair_dst", "pre_volume", "post_volume", "hybrid_volume")
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def to_json(obj) -> str:
-    """JSON text of `obj`, numpy scalars and arrays converted."""
-    return json.dumps(obj, default=_json_default)
 
 
 def write_partition(

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from gcntrain.kernels.spmm import spmm_csr_dense
 from gcntrain.model.ops import Ops
-from gcntrain.schemes.layout import owner_of
+from gcntrain.schemes.layout import column_blocks, owner_of
 
 
 class RowOps(Ops):
@@ -44,6 +44,21 @@ class RowOps(Ops):
 
     def agree(self, flag: bool) -> bool:
         return self.world.bcast_flag(bool(flag), 0)
+
+
+class TypedBlocks:
+    """Column blocks of the local rows of S ("f") and S^T ("t"), cast to each dtype once."""
+
+    def __init__(self, offsets: np.ndarray, fwd, bwd):
+        f = column_blocks(*fwd, offsets)
+        self._blocks = {"f": f, "t": f if bwd is None else column_blocks(*bwd, offsets)}
+        self._typed: dict = {}
+
+    def get(self, which: str, dtype) -> list[sp.csr_matrix]:
+        key = (which, np.dtype(dtype).str)
+        if key not in self._typed:
+            self._typed[key] = as_dtype(self._blocks[which], dtype)
+        return self._typed[key]
 
 
 def csr_apply(

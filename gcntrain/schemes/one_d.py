@@ -18,9 +18,8 @@ import numpy as np
 
 from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
-from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
-from gcntrain.schemes.layout import column_blocks
-from gcntrain.schemes.schedule import Call
+from gcntrain.schemes.base import RowOps, TypedBlocks, csr_apply
+from gcntrain.schemes.schedule import AGGREGATIONS, Call, plan_calls, reduction_volume
 
 
 @dataclass
@@ -47,22 +46,14 @@ def aggregate_volume(offsets: np.ndarray, rank: int, width: int, itemsize: int) 
 
 
 def call_volume(layout: Layout1D, rank: int, call: Call) -> np.ndarray:
-    P = layout.size
-    if call.op in ("aggregate", "aggregate_t"):
+    if call.op in AGGREGATIONS:
         return aggregate_volume(layout.offsets, rank, call.width, call.itemsize)
-    if call.op in ("reduce_weight_grad", "allreduce_sum"):
-        return V.allreduce(call.width, call.itemsize, rank, P)
-    if call.op == "agree":
-        return V.bcast(1, rank, P, 0)
-    raise ValueError(f"unknown call {call.op}")
+    return reduction_volume(call, rank, layout.size, rank, layout.size)
 
 
 def plan(layout: Layout1D, rank: int, calls: list[Call]) -> Tally:
     """Exact per-phase tally of `calls` for `rank` (training only; setup: `setup_plan`)."""
-    t = Tally()
-    for c in calls:
-        t.add(c.phase, call_volume(layout, rank, c))
-    return t
+    return plan_calls(calls, lambda c: call_volume(layout, rank, c))
 
 
 class OneDOps(RowOps):
@@ -80,19 +71,11 @@ class OneDOps(RowOps):
     def __init__(self, world, offsets, fwd, bwd, rows):
         super().__init__(world, world, rows, int(offsets[-1]))
         self.offsets = np.asarray(offsets, dtype=np.int64)
-        self._blocks = {"f": column_blocks(*fwd, self.offsets)}
-        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd, self.offsets)
-        self._typed: dict = {}
-
-    def _blocks_for(self, which: str, dtype) -> list:
-        key = (which, np.dtype(dtype).str)
-        if key not in self._typed:
-            self._typed[key] = as_dtype(self._blocks[which], dtype)
-        return self._typed[key]
+        self.blocks = TypedBlocks(self.offsets, fwd, bwd)
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         X = np.ascontiguousarray(X)
-        blocks = self._blocks_for(which, X.dtype)
+        blocks = self.blocks.get(which, X.dtype)
         sizes = np.diff(self.offsets)
         me = self.world.rank
         out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)

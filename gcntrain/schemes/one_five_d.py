@@ -20,9 +20,8 @@ from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.grid import check_grid, coords
 from gcntrain.errors import InputError
-from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
-from gcntrain.schemes.layout import column_blocks
-from gcntrain.schemes.schedule import Call
+from gcntrain.schemes.base import RowOps, TypedBlocks, csr_apply
+from gcntrain.schemes.schedule import AGGREGATIONS, Call, plan_calls, reduction_volume
 
 
 def check_replication(P: int, c: int) -> int:
@@ -65,24 +64,17 @@ def call_volume(layout: Layout15D, rank: int, call: Call) -> np.ndarray:
     B, c = layout.blocks, layout.c
     i, j = layout.coords(rank)
     sizes = np.diff(layout.offsets)
-    if call.op in ("aggregate", "aggregate_t"):
+    if call.op in AGGREGATIONS:
         vol = V.zero()
         for k in stage_blocks(B, c, j):
             if sizes[k]:
                 vol += V.bcast(int(sizes[k]) * call.width * call.itemsize, i, B, k)
         return vol + V.allreduce(int(sizes[i]) * call.width, call.itemsize, j, c)
-    if call.op in ("reduce_weight_grad", "allreduce_sum"):
-        return V.allreduce(call.width, call.itemsize, i, B)
-    if call.op == "agree":
-        return V.bcast(1, rank, layout.size, 0)
-    raise ValueError(f"unknown call {call.op}")
+    return reduction_volume(call, i, B, rank, layout.size)
 
 
 def plan(layout: Layout15D, rank: int, calls: list[Call]) -> Tally:
-    t = Tally()
-    for c in calls:
-        t.add(c.phase, call_volume(layout, rank, c))
-    return t
+    return plan_calls(calls, lambda c: call_volume(layout, rank, c))
 
 
 class OneFiveDOps(RowOps):
@@ -102,19 +94,11 @@ class OneFiveDOps(RowOps):
         self.grid = grid
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.stages = stage_blocks(grid.pr, grid.pc, grid.j)
-        self._blocks = {"f": column_blocks(*fwd, self.offsets)}
-        self._blocks["t"] = self._blocks["f"] if bwd is None else column_blocks(*bwd, self.offsets)
-        self._typed: dict = {}
-
-    def _blocks_for(self, which: str, dtype) -> list:
-        key = (which, np.dtype(dtype).str)
-        if key not in self._typed:
-            self._typed[key] = as_dtype(self._blocks[which], dtype)
-        return self._typed[key]
+        self.blocks = TypedBlocks(self.offsets, fwd, bwd)
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         X = np.ascontiguousarray(X)
-        blocks = self._blocks_for(which, X.dtype)
+        blocks = self.blocks.get(which, X.dtype)
         sizes = np.diff(self.offsets)
         i = self.grid.i
         partial = np.zeros((int(sizes[i]), X.shape[1]), dtype=X.dtype)

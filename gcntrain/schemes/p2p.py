@@ -20,7 +20,7 @@ from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
 from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
 from gcntrain.schemes.layout import halo_needs, owner_of
-from gcntrain.schemes.schedule import Call
+from gcntrain.schemes.schedule import Call, plan_calls, reduction_volume
 
 TAG = 7
 
@@ -53,24 +53,16 @@ def exchange_volume(halo: sp.csr_matrix, rank: int, row_bytes: int) -> np.ndarra
 
 
 def call_volume(layout: LayoutP2P, rank: int, call: Call) -> np.ndarray:
-    P = layout.size
     if call.op == "aggregate":
         return exchange_volume(layout.halo_fwd, rank, call.width * call.itemsize)
     if call.op == "aggregate_t":
         halo = layout.halo_fwd if layout.halo_bwd is None else layout.halo_bwd
         return exchange_volume(halo, rank, call.width * call.itemsize)
-    if call.op in ("reduce_weight_grad", "allreduce_sum"):
-        return V.allreduce(call.width, call.itemsize, rank, P)
-    if call.op == "agree":
-        return V.bcast(1, rank, P, 0)
-    raise ValueError(f"unknown call {call.op}")
+    return reduction_volume(call, rank, layout.size, rank, layout.size)
 
 
 def plan(layout: LayoutP2P, rank: int, calls: list[Call]) -> Tally:
-    t = Tally()
-    for c in calls:
-        t.add(c.phase, call_volume(layout, rank, c))
-    return t
+    return plan_calls(calls, lambda c: call_volume(layout, rank, c))
 
 
 class _Exchange:

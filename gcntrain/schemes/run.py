@@ -10,13 +10,14 @@ import numpy as np
 from gcntrain.comm.agree import agree
 from gcntrain.comm.communicator import Comm
 from gcntrain.comm.node import auto_threads
+from gcntrain.model.run import model_summary, result_summary
 from gcntrain.schemes.driver import train_distributed
 from gcntrain.schemes.loading import make_loader
 from gcntrain.schemes.report import summarize_ranks
 
 
-def _median(v):
-    return float(np.median(v)) if v else 0.0
+def res_median_epoch(res) -> float:
+    return result_summary(res)["epoch_seconds"]
 
 
 def run_distributed_training(
@@ -42,23 +43,11 @@ def run_distributed_training(
     loader = make_loader(source, partition, partition_seed)
     run = train_distributed(world, scheme, loader, config, replication, callback=callback)
     res, local = run.result, run.local
-    h = res.history
     stats = summarize_ranks(
-        world, run.tally_train, res.epochs, _median([r.seconds for r in h]), run.setup_seconds
+        world, run.tally_train, res.epochs, res_median_epoch(res), run.setup_seconds
     )
     summary = {
-        "final_loss": res.final["loss"],
-        "train_acc": res.final["train_acc"],
-        "val_loss": res.final["val_loss"],
-        "val_acc": res.final["val_acc"],
-        "test_loss": res.final["test_loss"],
-        "test_acc": res.final["test_acc"],
-        "epochs": res.epochs,
-        "stopped_early": res.stopped_early,
-        "epoch_seconds": _median([r.seconds for r in h]),
-        "t_aggregation": _median([r.t_aggregation for r in h]),
-        "t_dense": _median([r.t_dense for r in h]),
-        "t_other": _median([r.t_other for r in h]),
+        **result_summary(res),
         "scheme": scheme,
         "ranks": world.size,
         "replication": replication if scheme == "1.5d" else 1,
@@ -66,11 +55,7 @@ def run_distributed_training(
         "threads_per_rank": nthreads,
         **stats,
         "total_seconds": time.perf_counter() - t0,
-        "model": config.model,
-        "aggregator": config.aggregator if config.model == "sage" else None,
-        "hidden": list(config.hidden),
-        "dtype": config.dtype,
-        "seed": config.seed,
+        **model_summary(config),
         "graph": local.name,
         "num_nodes": local.n,
         "num_classes": local.num_classes,

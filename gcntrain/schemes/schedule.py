@@ -14,7 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.comm import volume as V
+from gcntrain.comm.counters import Tally
 from gcntrain.model.ops import SerialOps
+
+#: the calls that move node-wise rows (the scheme-specific part of a plan)
+AGGREGATIONS = ("aggregate", "aggregate_t")
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,29 @@ class Call:
     phase: str
     width: int
     itemsize: int
+
+
+def reduction_volume(
+    call: Call, reduce_rank: int, reduce_size: int, rank: int, size: int
+) -> np.ndarray:
+    """Tally of a non-aggregation call: sums over the reduce communicator, decisions over all.
+
+    `reduce_rank`/`reduce_size` locate the rank in the communicator holding one copy of each
+    row block; `rank`/`size` in the world (stop decisions are broadcast from world rank 0).
+    """
+    if call.op in ("reduce_weight_grad", "allreduce_sum"):
+        return V.allreduce(call.width, call.itemsize, reduce_rank, reduce_size)
+    if call.op == "agree":
+        return V.bcast(1, rank, size, 0)
+    raise ValueError(f"unknown call {call.op}")
+
+
+def plan_calls(calls: list[Call], volume_of) -> Tally:
+    """Tally of `calls`, each costed by `volume_of(call) -> int64[4]`, under its phase."""
+    t = Tally()
+    for c in calls:
+        t.add(c.phase, volume_of(c))
+    return t
 
 
 class RecordingOps(SerialOps):
