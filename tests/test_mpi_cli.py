@@ -163,3 +163,29 @@ def test_no_mpi_library_friendly_message():
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "no MPI library could be loaded" in lines[0]
     assert "pip install" in lines[0]
+
+
+@pytest.mark.parametrize("nprocs,scheme,extra", [(4, "1.5d", ["--replication", "2"]),
+                                                 (3, "p2p", ["--partition", "random"])])
+def test_distributed_outputs_cover_every_node_once(graph_file, serial_summary, tmp_path,
+                                                   nprocs, scheme, extra):
+    import h5py
+    import numpy as np
+
+    out = tmp_path / "run"
+    d = train_json(nprocs, [str(graph_file), "--scheme", scheme, *extra, *ARGS, "-o", str(out)])
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "metrics.jsonl",
+                                                     "predictions.h5", "weights.h5"]
+    with h5py.File(out / "predictions.h5", "r") as f:
+        ids, pred, lab = f["node_ids"][:], f["predicted"][:], f["label"][:]
+    assert np.array_equal(ids, np.arange(512))  # rmat scale 9, each node exactly once
+    test = json.loads((out / "config.json").read_text())
+    assert test["scheme"] == scheme and test["ranks"] == nprocs
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == d["epochs"]
+    # the serial run's predictions agree (same seed, float64)
+    ser = tmp_path / "serial"
+    res = subprocess.run([*gcntrain_exe(), "train", str(graph_file), *ARGS, "-o", str(ser)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    with h5py.File(ser / "predictions.h5", "r") as f:
+        assert np.array_equal(f["predicted"][:], pred) and np.array_equal(f["label"][:], lab)
