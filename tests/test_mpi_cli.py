@@ -165,17 +165,24 @@ def test_no_mpi_library_friendly_message():
     assert "pip install" in lines[0]
 
 
-@pytest.mark.parametrize("nprocs,scheme,extra", [(4, "1.5d", ["--replication", "2"]),
-                                                 (3, "p2p", ["--partition", "random"])])
-def test_distributed_outputs_cover_every_node_once(graph_file, serial_summary, tmp_path,
-                                                   nprocs, scheme, extra):
+@pytest.mark.parametrize(
+    "nprocs,scheme,extra",
+    [(4, "1.5d", ["--replication", "2"]), (3, "p2p", ["--partition", "random"])],
+)
+def test_distributed_outputs_cover_every_node_once(
+    graph_file, serial_summary, tmp_path, nprocs, scheme, extra
+):
     import h5py
     import numpy as np
 
     out = tmp_path / "run"
     d = train_json(nprocs, [str(graph_file), "--scheme", scheme, *extra, *ARGS, "-o", str(out)])
-    assert sorted(p.name for p in out.iterdir()) == ["config.json", "metrics.jsonl",
-                                                     "predictions.h5", "weights.h5"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "config.json",
+        "metrics.jsonl",
+        "predictions.h5",
+        "weights.h5",
+    ]
     with h5py.File(out / "predictions.h5", "r") as f:
         ids, pred, lab = f["node_ids"][:], f["predicted"][:], f["label"][:]
     assert np.array_equal(ids, np.arange(512))  # rmat scale 9, each node exactly once
@@ -184,8 +191,47 @@ def test_distributed_outputs_cover_every_node_once(graph_file, serial_summary, t
     assert len((out / "metrics.jsonl").read_text().splitlines()) == d["epochs"]
     # the serial run's predictions agree (same seed, float64)
     ser = tmp_path / "serial"
-    res = subprocess.run([*gcntrain_exe(), "train", str(graph_file), *ARGS, "-o", str(ser)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [*gcntrain_exe(), "train", str(graph_file), *ARGS, "-o", str(ser)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     with h5py.File(ser / "predictions.h5", "r") as f:
         assert np.array_equal(f["predicted"][:], pred) and np.array_equal(f["label"][:], lab)
+
+
+def test_human_summary_under_mpi(graph_file):
+    """Without --json the summary table (rank 0 only) names scheme, traffic and time split."""
+    res = run_mpi(
+        3,
+        [*gcntrain_exe(), "train", str(graph_file), "--scheme", "1d", "--epochs", "3", "--quiet"],
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout
+    assert out.count("final loss") == 1 and "1d on 3 ranks" in out
+    assert "traffic / epoch" in out and "comm time / epoch" in out
+    assert "Traceback" not in res.stderr
+
+
+def test_negative_seed_and_zero_replication_are_usage_errors(graph_file):
+    for extra in (
+        ["--seed", "-1"],
+        ["--scheme", "1.5d", "--replication", "0"],
+        ["--partition", "random", "--partition-seed", "-2"],
+    ):
+        res = run_mpi(
+            2, [*gcntrain_exe(), "train", str(graph_file), "--scheme", "1d", *extra], timeout=120
+        )
+        assert res.returncode == 2, (extra, res.stderr)
+        assert res.stderr.count("gcntrain: error") == 1
+
+
+def test_single_class_graph_rejected_like_serial(tmp_path):
+    g1 = tmp_path / "c1.h5"
+    assert run(["generate", "rmat", "-o", str(g1), "--scale", "5", "--classes", "1"]) == 0
+    res = run_mpi(2, [*gcntrain_exe(), "train", str(g1), "--scheme", "1d"], timeout=120)
+    assert res.returncode == 2 and "need at least 2 classes" in res.stderr
+    assert res.stderr.count("gcntrain: error") == 1

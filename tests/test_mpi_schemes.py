@@ -43,6 +43,12 @@ def test_directed_graph_uses_transposed_rows(nprocs):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_graph_without_validation_mask(nprocs):
+    _check(nprocs, "nomask")
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
 def test_per_spmm_volume_matches_theory(nprocs):
     """1D receives (n - n_p) f words per rank; p2p sends connectivity-1 rows in total."""

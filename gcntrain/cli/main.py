@@ -63,7 +63,20 @@ def entry(argv: list[str] | None = None) -> None:
     sys.exit(run(argv))
 
 
+def _quiet_other_ranks() -> None:
+    """Only rank 0 prints: other ranks' stdout (help, version) and warnings are dropped."""
+    import os
+    import warnings
+
+    from gcntrain.comm.env import launcher_rank
+
+    if launcher_rank() != 0:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        warnings.simplefilter("ignore")
+
+
 def run(argv: list[str] | None = None) -> int:
+    _quiet_other_ranks()
     try:
         cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
         return 0

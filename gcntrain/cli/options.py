@@ -7,7 +7,7 @@ import click
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 seed_option = click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Random seed (all randomness derives from it).",

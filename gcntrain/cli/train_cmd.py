@@ -199,7 +199,7 @@ def _human(s: dict) -> str:
 @click.option(
     "--replication",
     "-c",
-    type=int,
+    type=click.IntRange(min=1),
     default=1,
     show_default=True,
     help="1.5d: replication factor c (a P/c x c grid).",
@@ -219,7 +219,7 @@ def _human(s: dict) -> str:
 )
 @click.option(
     "--partition-seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Seed of --partition random / --permute random.",
@@ -227,7 +227,7 @@ def _human(s: dict) -> str:
 @json_option
 @click.option(
     "--threads",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="Numba threads per rank [default: NUMBA_NUM_THREADS, else cores / ranks per node].",
 )
@@ -290,8 +290,6 @@ def train(
         bias=bias,
     )
     callback = None if (quiet or as_json) else _progress
-    if threads is not None and threads < 1:
-        raise click.BadParameter("must be >= 1", param_hint="--threads")
     if permute == "random":
         if partition not in (None, "random"):
             raise InputError("--permute random conflicts with --partition " + partition)

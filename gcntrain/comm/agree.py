@@ -1,8 +1,8 @@
 """Collective error agreement: a failure on any rank becomes the same error on every rank.
 
 Use `agree(comm, fn)` around work that may fail on some ranks only (loading a shard, checking
-input): every rank runs `fn`; then one 24-byte Allreduce (phase ``"control"``) tells all ranks
-whether any failed and which rank failed first; that rank's one-line message is broadcast and
+input): every rank runs `fn`; then one 16-byte Allreduce (phase ``"control"``) tells all ranks
+the worst status and the lowest rank failing with it; that rank's one-line message is broadcast and
 every rank raises `AgreedError` with the same status (2 for bad input, 1 otherwise).
 
 Failures inside a collective exchange cannot be agreed (the other ranks are blocked in the
@@ -37,20 +37,21 @@ def agree(comm, fn: Callable[[], T]) -> T:
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         msg = msg.replace("\n", " ")
         result = None
-    flags = np.array(
-        [status, -(comm.rank if status else comm.size), -(1 if status else 0)], dtype=np.int64
-    )
-    flags = comm.allreduce(flags, "control", op="max")
-    worst, first = int(flags[0]), int(-flags[1])
-    some_ok = int(flags[2]) == 0  # max of -1/0 is 0 when at least one rank succeeded
-    if worst == 0:
+    # one Allreduce(max): the worst status with the lowest rank having it; whether any passed
+    P = comm.size
+    key = status * P + (P - 1 - comm.rank) if status else -1
+    flags = comm.allreduce(np.array([key, 0 if status else 1], dtype=np.int64), "control", op="max")
+    if flags[0] < 0:
         return result  # type: ignore[return-value]
-    length = np.array([len(msg.encode()) if comm.rank == first else 0], dtype=np.int64)
+    worst, first = int(flags[0]) // P, P - 1 - int(flags[0]) % P
+    some_ok = bool(flags[1])
+    mine = msg.encode() if comm.rank == first else b""
+    length = np.array([len(mine)], dtype=np.int64)
     comm.bcast(length, first, "control")
     buf = np.zeros(int(length[0]), dtype=np.uint8)
     if comm.rank == first:
-        buf[:] = np.frombuffer(msg.encode(), dtype=np.uint8)
+        buf[:] = np.frombuffer(mine, dtype=np.uint8)
     comm.bcast(buf, first, "control")
     text = bytes(buf).decode(errors="replace")
-    prefix = f"rank {first}: " if comm.size > 1 and some_ok else ""
+    prefix = f"rank {first}: " if P > 1 and some_ok else ""
     raise AgreedError(prefix + text, worst) from err

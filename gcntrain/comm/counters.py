@@ -50,18 +50,27 @@ class Tally:
             p: dict(zip(FIELDS, map(int, v))) for p, v in sorted(self.phases.items()) if v.any()
         }
 
-    def snapshot(self) -> dict[str, np.ndarray]:
-        return {k: v.copy() for k, v in self.phases.items()}
-
-    def since(self, snap: dict[str, np.ndarray]) -> Tally:
-        """Tally of the volume added after `snap` was taken (seconds/calls: cumulative)."""
+    def snapshot(self) -> Tally:
+        """A copy of the tally as it is now (volumes, seconds, calls)."""
         t = Tally()
         for k, v in self.phases.items():
-            d = v - snap.get(k, 0)
-            if d.any():
-                t.phases[k] = d
+            t.phases[k] = v.copy()
         t.seconds.update(self.seconds)
         t.calls.update(self.calls)
+        return t
+
+    def since(self, snap: Tally | None = None) -> Tally:
+        """What was added after `snap` was taken (everything when `snap` is None)."""
+        t = Tally()
+        snap = snap if snap is not None else Tally()
+        for k, v in self.phases.items():
+            d = v - snap.phases.get(k, 0)
+            if d.any():
+                t.phases[k] = d
+        for k, v in self.seconds.items():
+            t.seconds[k] = v - snap.seconds.get(k, 0.0)
+        for k, v in self.calls.items():
+            t.calls[k] = v - snap.calls.get(k, 0)
         return t
 
     def scaled(self, factor: int) -> Tally:

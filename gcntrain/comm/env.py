@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 
-_RANK_VARS = (
-    "PMI_RANK",
-    "OMPI_COMM_WORLD_RANK",
-    "PMIX_RANK",
-    "MV2_COMM_WORLD_RANK",
-    "SLURM_PROCID",
-)
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 _LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
-_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS")
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+# Slurm: only inside a job step started by srun (a batch script also has SLURM_NTASKS, but
+# a plain `gcntrain` there is one process)
+_SLURM_STEP = "SLURM_STEP_NUM_TASKS"
 
 
 def _first_int(names: tuple[str, ...], default: int) -> int:
@@ -26,25 +23,47 @@ def _first_int(names: tuple[str, ...], default: int) -> int:
     return default
 
 
+def _in_srun_step() -> bool:
+    return _SLURM_STEP in os.environ
+
+
 def launcher_rank() -> int:
     """This process's rank as the launcher announced it (0 when not launched by mpiexec/srun)."""
-    return _first_int(_RANK_VARS, 0)
+    names = _RANK_VARS + (("SLURM_PROCID",) if _in_srun_step() else ())
+    return _first_int(names, 0)
 
 
 def launcher_size() -> int:
     """Number of processes the launcher started (1 when run directly)."""
-    return _first_int(_SIZE_VARS, 1)
+    names = _SIZE_VARS + ((_SLURM_STEP,) if _in_srun_step() else ())
+    return _first_int(names, 1)
 
 
 def launcher_local_size() -> int:
     """Ranks the launcher placed on this node (1 when unknown)."""
-    return _first_int(_LOCAL_SIZE_VARS, 1)
+    names = _LOCAL_SIZE_VARS + (("SLURM_STEP_TASKS_PER_NODE",) if _in_srun_step() else ())
+    for name in names:  # Slurm writes e.g. "4(x2)": the leading count is ours
+        v = os.environ.get(name, "").split("(")[0].split(",")[0]
+        if v.isdigit():
+            return int(v)
+    return 1
+
+
+def node_cores() -> int:
+    """Cores of this node (not only those this process is bound to)."""
+    return os.cpu_count() or 1
 
 
 def available_cores() -> int:
+    """Cores this process may run on (its affinity mask)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return node_cores()
+
+
+def is_bound() -> bool:
+    """Whether the launcher bound this process to a subset of the node's cores."""
+    return available_cores() < node_cores()
 
 
 #: MPICH settings for oversubscribed nodes: after 10 empty progress polls a waiting rank
@@ -61,7 +80,7 @@ def tune_for_oversubscription(environ=os.environ) -> bool:
 
     Leaves any value the user set alone; returns whether the node is oversubscribed.
     """
-    over = launcher_local_size() > available_cores()
+    over = launcher_local_size() > node_cores()
     if over:
         for k, v in OVERSUBSCRIBED_MPICH.items():
             environ.setdefault(k, v)

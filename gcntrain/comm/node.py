@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from gcntrain.comm.env import available_cores
+from gcntrain.comm.env import available_cores, is_bound
 
 
 def ranks_on_node(comm) -> int:
@@ -21,11 +21,14 @@ def ranks_on_node(comm) -> int:
 def auto_threads(comm, requested: int | None = None) -> int:
     """Set and return Numba's thread count for this rank.
 
-    `requested` (``--threads``) wins, then ``NUMBA_NUM_THREADS``; otherwise cores / ranks on
-    the node (at least 1), so oversubscribed ranks do not each spin up threads on every core.
+    `requested` (``--threads``) wins, then ``NUMBA_NUM_THREADS``; then, for a rank the launcher
+    bound to some cores, those cores; otherwise cores / ranks on the node (at least 1), so
+    unbound ranks do not each spin up threads on every core.
     """
     from gcntrain.kernels.threads import set_threads
 
     if requested is not None or os.environ.get("NUMBA_NUM_THREADS"):
         return set_threads(requested)
+    if is_bound():  # the launcher gave this rank its own cores: use them all
+        return set_threads(available_cores())
     return set_threads(max(1, available_cores() // max(1, ranks_on_node(comm))))

@@ -1,8 +1,9 @@
 """Read selected rows of a single-file graph store (each MPI rank reads only its rows).
 
-Rows are read in contiguous windows: runs of wanted rows separated by gaps shorter than
-`gap` rows are fetched together and the unwanted rows dropped, so a block partition costs one
-read per array and a scattered partition a bounded number of reads.  What is read is validated
+Rows are read in contiguous windows: neighbouring runs of wanted rows are fetched together
+(and the rows between them dropped) only while a window holds at most as many unwanted rows
+as wanted ones plus `gap`, so a block partition costs one read per array and a scattered
+partition never makes a rank read much more than twice its own rows.  What is read is validated
 like a whole file (monotone indptr, column range, finite features, label range, disjoint
 masks); the content hash, which needs every array, is checked only by whole-file reads.
 """
@@ -21,16 +22,40 @@ GRAPH_FORMAT = "gcntrain-graph"
 
 
 def windows(rows: np.ndarray, gap: int) -> list[tuple[int, int]]:
-    """Cover sorted `rows` with [start, stop) windows, merging runs closer than `gap`."""
+    """Cover sorted `rows` with [start, stop) windows of bounded waste.
+
+    Consecutive runs merge while the merged window's unwanted rows stay <= its wanted rows +
+    `gap`.
+    """
     if rows.size == 0:
         return []
-    breaks = np.flatnonzero(np.diff(rows) > gap)
-    starts = np.concatenate(([rows[0]], rows[breaks + 1]))
-    stops = np.concatenate((rows[breaks], [rows[-1]])) + 1
-    return list(zip(starts.tolist(), stops.tolist()))
+    breaks = np.flatnonzero(np.diff(rows) > 1)
+    starts = np.concatenate(([rows[0]], rows[breaks + 1])).tolist()
+    stops = (np.concatenate((rows[breaks], [rows[-1]])) + 1).tolist()
+    out: list[tuple[int, int]] = []
+    a, b, want = starts[0], stops[0], stops[0] - starts[0]
+    for s_, e_ in zip(starts[1:], stops[1:]):
+        w2 = want + (e_ - s_)
+        if (e_ - a) - w2 <= w2 + gap:
+            b, want = e_, w2
+        else:
+            out.append((a, b))
+            a, b, want = s_, e_, e_ - s_
+    out.append((a, b))
+    return out
 
 
-def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 4096) -> dict:
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, e) for each pair, vectorised."""
+    lens = ends - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+    return np.arange(total, dtype=np.int64) + offs
+
+
+def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> dict:
     """Rows `rows` (sorted original ids) of the graph file at `path`.
 
     Returns
@@ -57,24 +82,25 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 4096) 
         ip_ds, ix_ds = f["indptr"], f["indices"]
         if ip_ds.shape != (n + 1,):
             raise FormatError(f"indptr has {ip_ds.shape[0]} entries, expected n+1 = {n + 1}", where)
+        nnz = int(ix_ds.shape[0])
+        first, last = int(ip_ds[0]), int(ip_ds[n])
+        if first != 0 or last != nnz:
+            msg = f"indptr runs from {first} to {last}, expected 0 to nnz = {nnz}"
+            raise FormatError(msg, where)
         has = {k: k in f for k in ("data", "features", "labels")}
         counts, idx_parts, data_parts, feat_parts, lab_parts = [], [], [], [], []
         mask_parts = {m: [] for m in ("train_mask", "val_mask", "test_mask")}
         masks_full = {m: read_mask(f, m, where) for m in mask_parts}
         for a, b in windows(rows, gap):
             ip = ip_ds[a : b + 1].astype(np.int64)
-            if np.any(np.diff(ip) < 0):
-                raise FormatError(f"indptr is not monotone (decreases near row {a})", where)
-            sel = rows[(rows >= a) & (rows < b)] - a
+            if np.any(np.diff(ip) < 0) or ip[0] < 0 or ip[-1] > nnz:
+                raise FormatError(f"indptr is not monotone within 0..nnz (near row {a})", where)
+            sel = rows[np.searchsorted(rows, a) : np.searchsorted(rows, b)] - a
             lo, hi = int(ip[0]), int(ip[-1])
             ix = ix_ds[lo:hi].astype(np.int64)
             dv = f["data"][lo:hi] if has["data"] else None
             starts, ends = ip[sel] - lo, ip[sel + 1] - lo
-            take = (
-                np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
-                if sel.size
-                else np.zeros(0, np.int64)
-            )
+            take = _ranges(starts, ends)
             counts.append(ends - starts)
             idx_parts.append(ix[take])
             if dv is not None:

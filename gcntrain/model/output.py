@@ -20,6 +20,18 @@ from gcntrain.jsonutil import json_default
 FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5")
 
 
+def check_out_dir(out_dir) -> None:
+    """Fail early (before training) when `out_dir` cannot become an output directory."""
+    from gcntrain.errors import InputError
+
+    p = Path(out_dir)
+    if p.exists() and not p.is_dir():
+        raise InputError("--out exists and is not a directory", str(p))
+    parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
+    if parent is None or not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError("--out is not writable", str(p))
+
+
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` on a temporary name beside `path`, then rename it to `path`."""
     tmp = str(path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")

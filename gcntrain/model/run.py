@@ -151,6 +151,10 @@ def run_training(
     (TrainResult, summary dict)
     """
     config.validate()
+    if out_dir is not None:
+        from gcntrain.model.output import check_out_dir
+
+        check_out_dir(out_dir)
     t0 = time.perf_counter()
     graph, source = load_training_graph(graph_or_path)
     num_classes = check_trainable(graph, source)

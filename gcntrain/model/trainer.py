@@ -108,6 +108,7 @@ class TrainConfig:
             ),
             (self.adamw_decay >= 0, f"adamw decay must be >= 0, got {self.adamw_decay}"),
             (self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}"),
+            (int(self.seed) >= 0, f"seed must be >= 0, got {self.seed}"),
             (self.early_stopping >= 0, f"early stopping must be >= 0, got {self.early_stopping}"),
             (
                 self.patience is None or self.patience >= 1,

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from gcntrain.comm.agree import agree
 from gcntrain.comm.grid import grid_2d
+from gcntrain.errors import InputError
 from gcntrain.model.normalize import degrees, support_kind, support_rows
 from gcntrain.schemes import registry
 from gcntrain.schemes.base import transpose_rows
@@ -151,29 +152,54 @@ def maybe_fault(ops, rank: int):
 class DistributedRun:
     result: object  # TrainResult (local rows)
     ops: object
-    tally_train: object  # Tally of everything before the report
+    tally_setup: object  # Tally of loading and setup (phases "control", "setup")
+    tally_train: object  # Tally of training alone (setup excluded)
     setup_seconds: float
     local: LocalBlock
+    epoch_tallies: list  # one Tally per epoch (what the per-epoch report uses)
+
+    @property
+    def tally_total(self):
+        return self.tally_setup.merged(self.tally_train)
+
+
+def check_classes(local: LocalBlock) -> LocalBlock:
+    """Classification needs at least two classes (same rule as the serial path)."""
+    if local.num_classes < 2:
+        raise InputError(f"need at least 2 classes, found {local.num_classes}", local.name)
+    return local
 
 
 def train_distributed(
     world, scheme: str, loader, config, replication: int = 1, callback=None
 ) -> DistributedRun:
-    """Load (collectively agreed), set up, train.
+    """Validate the configuration and load (one collective agreement), set up, train.
 
-    `loader(nblocks, block) -> LocalBlock` runs on every rank; a failure on any rank makes all
-    ranks raise the same error.
+    `loader(nblocks, block) -> LocalBlock` runs on every rank; a failure on any rank (bad
+    configuration, bad input) makes all ranks raise the same error.
     """
     from gcntrain.model.trainer import fit
 
-    block = registry.block_of(scheme, world.rank, replication)
     t0 = perf_counter()
-    local = agree(
-        world, lambda: loader(registry.num_blocks(scheme, world.size, replication), block)
-    )
+
+    def load() -> LocalBlock:
+        config.validate()
+        nblocks = registry.num_blocks(scheme, world.size, replication)
+        return check_classes(loader(nblocks, registry.block_of(scheme, world.rank, replication)))
+
+    start = world.tally.snapshot()
+    local = agree(world, load)
     kind = support_kind(config.model, config.aggregator)
     ops = setup_ops(world, scheme, replication, local, kind)
     setup_s = perf_counter() - t0
+    after_setup = world.tally.snapshot()
+    marks = [after_setup]
+
+    def at_epoch_end(rec):
+        marks.append(world.tally.snapshot())
+        if callback is not None:
+            callback(rec)
+
     run_ops = maybe_fault(ops, world.rank)
     result = fit(
         run_ops,
@@ -182,6 +208,15 @@ def train_distributed(
         local.masks,
         local.num_classes,
         config,
-        callback=callback,
+        callback=at_epoch_end,
     )
-    return DistributedRun(result, ops, world.tally.since({}), setup_s, local)
+    epochs = [b.since(a) for a, b in zip(marks[:-1], marks[1:])]
+    return DistributedRun(
+        result,
+        ops,
+        after_setup.since(start),
+        world.tally.since(after_setup),
+        setup_s,
+        local,
+        epochs,
+    )

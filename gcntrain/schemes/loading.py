@@ -35,8 +35,9 @@ def partition_vector(spec: str, n: int, nblocks: int, seed: int, graph_hash: str
 
     res = read_partition(spec, graph_hash or None)
     if res.part is None:
+        kind = "2D permutation" if res.row_perm is not None else "vertex-cut (edge)"
         raise InputError(
-            f"{spec} holds a {res.method} edge partition; the 1D schemes need a "
+            f"{spec} holds a {res.method} {kind} partition; the 1D schemes need a "
             "vertex partition (block, random, metis, hypergraph)"
         )
     if res.parts != nblocks:

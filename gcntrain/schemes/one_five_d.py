@@ -2,8 +2,8 @@
 
 Ranks form a (P/c) x c grid, rank r at (i, j) = (r // c, r % c).  There are B = P/c block rows;
 every rank of process row i holds block row i of S (and S^T) and of H (replication c).  The B
-column blocks are dealt to the c process columns in chunks of s = B // c consecutive blocks;
-the last column takes the remainder when c does not divide B ("more stages on the last
+column blocks are dealt to the c process columns in consecutive chunks as evenly as possible;
+when c does not divide B the extra stages go to the last columns ("more stages on the last
 process column").  ``S @ X`` on rank (i, j): for each block k of chunk j, rank (k, j)
 broadcasts X_k down process column j and every rank adds ``S_ik @ X_k``; the partial sums are
 then Allreduced along process row i.  Weight gradients and metrics are summed over a process
@@ -35,11 +35,15 @@ def check_replication(P: int, c: int) -> int:
 
 
 def stage_blocks(B: int, c: int, j: int) -> range:
-    """Block columns handled by process column j (the last one takes the remainder)."""
-    s = B // c
-    start = j * s
-    stop = B if j == c - 1 else (j + 1) * s
-    return range(start, stop)
+    """Block columns handled by process column j.
+
+    The B blocks are dealt in consecutive chunks as evenly as possible; when c does not divide
+    B the extra stages go to the last process columns (the paper's "more stages on the last
+    process column"), and when c > B the first c - B columns have none.
+    """
+    counts = V.chunk_sizes(B, c)[::-1]
+    start = int(counts[:j].sum())
+    return range(start, start + int(counts[j]))
 
 
 @dataclass

@@ -91,7 +91,7 @@ def setup_plan(gl: GlobalLayout, rank: int) -> Tally:
     """
     t = Tally()
     P = gl.size
-    t.add("control", V.allreduce(3, 8, rank, P))
+    t.add("control", V.allreduce(2, 8, rank, P))
     b = block_of(gl.scheme, rank, gl.replication)
     B = gl.offsets.shape[0] - 1
     sizes = np.diff(gl.offsets)

@@ -86,8 +86,17 @@ class RecordingOps(SerialOps):
         return bool(flag)
 
 
-def record_schedule(config, num_features: int, num_classes: int, epochs: int) -> list[Call]:
-    """Calls made by `fit` for exactly `epochs` epochs (early stopping off), in order."""
+def record_schedule(
+    config,
+    num_features: int,
+    num_classes: int,
+    epochs: int,
+    masks_present: tuple[str, ...] = ("train", "val", "test"),
+) -> list[Call]:
+    """Calls made by `fit` for exactly `epochs` epochs (early stopping off), in order.
+
+    `masks_present` names the masks the real graph has (evaluation calls depend on them).
+    """
     from dataclasses import replace
 
     from gcntrain.data.graph import Graph
@@ -103,6 +112,9 @@ def record_schedule(config, num_features: int, num_classes: int, epochs: int) ->
     masks["train"][: n // 2] = True
     masks["val"][n // 2 : 3 * n // 4] = True
     masks["test"][3 * n // 4 :] = True
+    for k in ("val", "test"):
+        if k not in masks_present:
+            masks[k] = None
     g = Graph(
         A.indptr.astype(np.int64),
         A.indices.astype(np.int32),
@@ -117,5 +129,12 @@ def record_schedule(config, num_features: int, num_classes: int, epochs: int) ->
     S = support_matrix(g, support_kind(config.model, config.aggregator))
     ops = RecordingOps(S)
     cfg = replace(config, epochs=epochs, early_stopping=0, patience=None)
-    fit(ops, g.features, g.labels, masks, num_classes, cfg)
+    fit(
+        ops,
+        g.features,
+        g.labels,
+        {k: m for k, m in masks.items() if m is not None},
+        num_classes,
+        cfg,
+    )
     return ops.calls

@@ -63,6 +63,13 @@ def run_scheme(world, g, scheme, c, part, cfg):
     )
 
 
+def plan_diffs(run, gl, rank, calls) -> list[str]:
+    """Measured vs planned, setup and training separately, every phase of this rank."""
+    return ["setup " + d for d in same_volume(run.tally_setup, registry.setup_plan(gl, rank))] + [
+        "train " + d for d in same_volume(run.tally_train, registry.training_plan(gl, rank, calls))
+    ]
+
+
 def rel_err(ws_a, ws_b) -> float:
     err = 0.0
     for a, b in zip(ws_a, ws_b):
@@ -88,10 +95,7 @@ def case_equiv(world):
                 run = run_scheme(world, g, scheme, c, part, cfg)
                 err = rel_err(run.result.weights, ser.weights)
                 gl = registry.global_layout(scheme, S, part, world.size, c)
-                planned = registry.setup_plan(gl, world.rank).merged(
-                    registry.training_plan(gl, world.rank, calls)
-                )
-                diffs = same_volume(run.tally_train, planned)
+                diffs = plan_diffs(run, gl, world.rank, calls)
                 good = err <= tol and not diffs
                 ok &= good
                 if not good or world.rank == 0:
@@ -121,12 +125,7 @@ def case_directed(world):
             run = run_scheme(world, g, scheme, c, part, cfg)
             err = rel_err(run.result.weights, ser.weights)
             gl = registry.global_layout(scheme, S, part, world.size, c)
-            diffs = same_volume(
-                run.tally_train,
-                registry.setup_plan(gl, world.rank).merged(
-                    registry.training_plan(gl, world.rank, calls)
-                ),
-            )
+            diffs = plan_diffs(run, gl, world.rank, calls)
             good = err <= 1e-10 and not diffs and not gl.symmetric
             ok &= good
             if not good or world.rank == 0:
@@ -140,6 +139,30 @@ def case_directed(world):
                         "plan_diffs": diffs[:2],
                     }
                 )
+    return ok, details
+
+
+def case_nomask(world):
+    """Without validation/test masks the schedule (and so the plan) has no stop decisions."""
+    g = rmat(8, edge_factor=8, seed=9, num_features=6, num_classes=3)
+    g.val_mask = None
+    g.test_mask = None
+    cfg = TrainConfig(epochs=4, seed=2, dtype="float64", early_stopping=0)
+    S = support_matrix(g, "gcn")
+    ser = fit(SerialOps(S), g.features, g.labels, {"train": g.train_mask}, g.num_classes, cfg)
+    calls = record_schedule(cfg, g.num_features, g.num_classes, 4, ("train",))
+    ok, details = True, []
+    for label, scheme, c, part in scheme_cases(g, world.size)[:3]:
+        run = run_scheme(world, g, scheme, c, part, cfg)
+        err = rel_err(run.result.weights, ser.weights)
+        gl = registry.global_layout(scheme, S, part, world.size, c)
+        diffs = plan_diffs(run, gl, world.rank, calls)
+        good = err <= 1e-10 and not diffs
+        ok &= good
+        if not good or world.rank == 0:
+            details.append(
+                {"scheme": label, "rank": world.rank, "rel_err": err, "plan_diffs": diffs[:2]}
+            )
     return ok, details
 
 
@@ -233,6 +256,7 @@ CASES = {
     "equiv": case_equiv,
     "directed": case_directed,
     "accuracy": case_accuracy,
+    "nomask": case_nomask,
     "volume": case_volume,
     "fault": case_fault,
 }
