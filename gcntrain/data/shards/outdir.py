@@ -1,0 +1,69 @@
+"""A store's output directory, written under a temporary name and renamed when complete."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from gcntrain.data.shards.layout import MANIFEST_NAME
+from gcntrain.errors import InputError
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    """Refuse a target that is a file, or a non-empty directory that may not be replaced."""
+    if not out.parent.is_dir():
+        raise InputError(f"parent directory '{out.parent}' does not exist", str(out))
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError("exists and is not a directory", str(out))
+    if any(out.iterdir()):
+        if not overwrite:
+            raise InputError(
+                "output directory is not empty (pass --overwrite to replace "
+                "an existing shard store)",
+                str(out),
+            )
+        if not (out / MANIFEST_NAME).is_file():
+            raise InputError(
+                f"refusing to overwrite: not a shard store (no {MANIFEST_NAME})", str(out)
+            )
+
+
+@contextmanager
+def atomic_dir(out_dir: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
+    """Yield a temporary directory beside `out_dir`; rename it to `out_dir` when complete.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        The final directory; its parent must exist. An existing empty directory is replaced;
+        a non-empty one only with `overwrite` and only when it holds a shard store.
+    overwrite : bool
+        Allow replacing an existing shard store.
+    """
+    out = Path(out_dir)
+    parent = out.parent
+    _check_target(out, overwrite)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
+        if out.exists() and any(out.iterdir()):
+            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
+            os.rename(out, trash / "store")
+            os.rename(tmp, out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            if out.exists():
+                out.rmdir()
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
