@@ -3,8 +3,10 @@
 
 Sections (``--only``, comma-separated; default all):
 
-* ``volume``: block, random, METIS, hypergraph at each ``--parts``: 1D SpMM volume (rows of H
-  per SpMM), messages, edge cut, nnz imbalance, seconds; hypergraph/METIS ratios.
+* ``volume``: block, random, and at each ``--eps`` METIS (unit and degree weights) and the
+  hypergraph configurations of ``--configs``, at each ``--parts``: 1D SpMM volume (rows of H
+  per SpMM), messages, edge cut, nnz and row imbalance, seconds; hypergraph/METIS ratios at
+  the same eps.
 * ``gemat11``: 3-way column-net partition of gemat11 (unsymmetric, rows partitioned) vs the
   reference ``gemat11.mtx.3.hp``: connectivity-1 and imbalance of both.
 * ``double-perm``: nnz max/mean over 8 x 8 blocks, original / single / double permutation
@@ -33,8 +35,9 @@ sys.path.insert(0, str(ROOT))
 from gcntrain.data.convert import convert_source  # noqa: E402
 from gcntrain.data.generate import road_grid  # noqa: E402
 from gcntrain.partition.basic import block_partition, random_partition  # noqa: E402
-from gcntrain.partition.hypergraph import column_nets, hypergraph_partition, km1  # noqa: E402
+from gcntrain.partition.hypergraph import column_nets, km1, run_hypergraph  # noqa: E402
 from gcntrain.partition.libra import libra_partition, random_edge_partition  # noqa: E402
+from gcntrain.partition.methods import hypergraph_options  # noqa: E402
 from gcntrain.partition.metis import metis_partition  # noqa: E402
 from gcntrain.partition.metrics import comm_volume, imbalance  # noqa: E402
 from gcntrain.partition.mvc import mvc_split  # noqa: E402
@@ -85,41 +88,82 @@ def timed(f):
     return out, time.perf_counter() - t, time.process_time() - c
 
 
-def _hyper(g, P, eps, args):
-    return hypergraph_partition(
-        g.indptr,
-        g.indices,
-        P,
-        eps=eps,
-        seed=args.seed,
-        threads=args.threads,
-        preset=args.preset,
-    )
+#: hypergraph configurations the volume section can run (``--configs``): "default" takes
+#: the ``--hg-*`` options (unset: the defaults of `run_hypergraph`), "plain" is Mt-KaHyPar
+#: alone (its default preset, no start, no V-cycle), "uncapped" the METIS start refined by a
+#: Jet V-cycle on all nets
+CONFIGS = {
+    "plain": {"init": "none", "vcycles": 0, "net_cap": 0},
+    "uncapped": {"init": "metis", "vcycles": 1, "refine": "deterministic", "net_cap": 0},
+}
+
+
+def hg_config(name: str, args) -> dict:
+    """Unresolved hypergraph options of configuration `name`."""
+    if name == "default":
+        raw = {
+            "init": args.hg_init,
+            "vcycles": args.hg_vcycles,
+            "refine": args.hg_refine,
+            "net_cap": args.hg_net_cap,
+            "seeds": args.hg_seeds,
+        }
+    elif name in CONFIGS:
+        raw = dict(CONFIGS[name])
+    else:
+        raise SystemExit(
+            f"unknown hypergraph configuration {name!r} (default, {', '.join(CONFIGS)})"
+        )
+    raw["preset"] = args.preset
+    return {k: v for k, v in raw.items() if v is not None}
+
+
+def describe(opts: dict) -> str:
+    keys = ("init", "vcycles", "refine", "net_cap", "seeds", "preset")
+    return ", ".join(f"{k}={opts[k]}" for k in keys if k in opts)
+
+
+def _hyper(g, P, eps, opts, args):
+    return run_hypergraph(
+        g.indptr, g.indices, P, eps=eps, seed=args.seed, threads=args.threads, **opts
+    ).part
 
 
 def section_volume(g, parts, args, metis_cache) -> None:
     print("== 1D row-parallel SpMM volume (rows of H per SpMM) ==")
-    print("metis: unit vertex weights, ufactor 30 (eps 0.03, balances rows); metis-deg: row")
-    print("nonzeros as weights; hypergraph eps=E: column-net KM1, rows weighted by nonzeros,")
-    print("every part <= (1 + E) * ceil(nnz / P)\n")
-    eps_list = [args.eps] + [e for e in (0.03,) if e != args.eps]
+    print("metis eps=E: unit vertex weights (balances rows), ufactor 1000 E; metis-deg: row")
+    print("nonzeros as weights (balances nonzeros); hypergraph[C] eps=E: column-net KM1, rows")
+    print("weighted by nonzeros, every part <= (1 + E) * ceil(nnz / P); Mt-KaHyPar threads =")
+    print(f"{args.threads}, seed = {args.seed}.")
+    raw = {c: hg_config(c, args) for c in args.configs.split(",") if c}
+    eps_list = [float(e) for e in args.eps.split(",")]
+    print()
     for P in parts:
+        configs = {c: hypergraph_options(g.indptr, g.indices, P, o) for c, o in raw.items()}
+        print(f"P = {P}, hypergraph configurations:")
+        for c, cfg in configs.items():
+            print(f"  {c}: {describe(cfg)}")
         methods = {
             "block": lambda P=P: block_partition(g.n, P),
             "random": lambda P=P: random_partition(g.n, P, args.seed),
-            "metis": lambda P=P: metis_partition(g.indptr, g.indices, P, seed=args.seed),
-            "metis-deg": lambda P=P: metis_partition(
-                g.indptr, g.indices, P, vweights="degree", seed=args.seed
-            ),
         }
         for e in eps_list:
-            methods[f"hypergraph eps={e:g}"] = lambda P=P, e=e: _hyper(g, P, e, args)
-        rows, vols = [], {}
+            methods[f"metis eps={e:g}"] = lambda P=P, e=e: metis_partition(
+                g.indptr, g.indices, P, imbalance=e, seed=args.seed
+            )
+            methods[f"metis-deg eps={e:g}"] = lambda P=P, e=e: metis_partition(
+                g.indptr, g.indices, P, vweights="degree", imbalance=e, seed=args.seed
+            )
+            for c, cfg in configs.items():
+                methods[f"hypergraph[{c}] eps={e:g}"] = lambda P=P, e=e, cfg=cfg: _hyper(
+                    g, P, e, cfg, args
+                )
+        rows, vols, secs = [], {}, {}
         for name, f in methods.items():
             part, sec, cpu = timed(f)
             v = comm_volume(g.indptr, g.indices, part, P)
-            vols[name] = v
-            if name == "metis":
+            vols[name], secs[name] = v, sec
+            if name == "metis eps=0.03":
                 metis_cache[P] = part
             rows.append(
                 [
@@ -136,7 +180,7 @@ def section_volume(g, parts, args, metis_cache) -> None:
                     cpu,
                 ]
             )
-        print(f"P = {P}")
+        print()
         print(
             table(
                 [
@@ -155,17 +199,24 @@ def section_volume(g, parts, args, metis_cache) -> None:
                 rows,
             )
         )
-        m = vols["metis"]
         for e in eps_list:
-            h = vols[f"hypergraph eps={e:g}"]
-            ratio = h["volume_total"] / m["volume_total"]
-            mratio = max(h["volume_max_send"], h["volume_max_recv"]) / max(
-                m["volume_max_send"], m["volume_max_recv"]
-            )
-            print(
-                f"hypergraph eps={e:g} / METIS: total volume {ratio:.3f}, max volume {mratio:.3f}"
-            )
-            print(check(f"eps={e:g}: total-volume ratio <= 0.92", ratio <= 0.92))
+            m = vols[f"metis eps={e:g}"]
+            md = vols[f"metis-deg eps={e:g}"]
+            for c in configs:
+                name = f"hypergraph[{c}] eps={e:g}"
+                h = vols[name]
+                ratio = h["volume_total"] / m["volume_total"]
+                mratio = max(h["volume_max_send"], h["volume_max_recv"]) / max(
+                    m["volume_max_send"], m["volume_max_recv"]
+                )
+                print(
+                    f"eps={e:g} {c}: hypergraph / METIS total volume {ratio:.3f} "
+                    f"(/ metis-deg {h['volume_total'] / md['volume_total']:.3f}), "
+                    f"max volume {mratio:.3f}; imbalance nnz/rows: hypergraph "
+                    f"{h['nnz_imbalance']:.3f}/{h['size_imbalance']:.3f}, METIS "
+                    f"{m['nnz_imbalance']:.3f}/{m['size_imbalance']:.3f}; {secs[name]:.1f} s"
+                )
+                print(check(f"eps={e:g} {c}: total-volume ratio <= 0.92", ratio <= 0.92))
         print(check("every method <= 60 s (wall)", all(r[-2] <= 60 for r in rows)))
         print()
 
@@ -178,15 +229,14 @@ def section_gemat11(args) -> None:
     ref = np.array((d / "gemat11.mtx.3.hp").read_text().split(), dtype=np.int64)
     rp = np.array((d / "gemat11.mtx.3.rp").read_text().split(), dtype=np.int64)
     net_ptr, pins = column_nets(A.indptr, A.indices)
+    cfg = hypergraph_options(A.indptr, A.indices, 3, hg_config("default", args))
+    eps = float(args.eps.split(",")[0])
+    print(f"ours: eps={eps:g}, {describe(cfg)}")
     ours, sec, _ = timed(
-        lambda: hypergraph_partition(
-            A.indptr,
-            A.indices,
-            3,
-            eps=args.eps,
-            seed=args.seed,
-            threads=args.threads,
-            preset=args.preset,
+        lambda: (
+            run_hypergraph(
+                A.indptr, A.indices, 3, eps=eps, seed=args.seed, threads=args.threads, **cfg
+            ).part
         )
     )
     w = np.diff(A.indptr)
@@ -321,8 +371,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", default="16,64", help="part counts for volume and mvc")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2, help="Mt-KaHyPar threads")
-    ap.add_argument("--eps", type=float, default=0.01, help="hypergraph imbalance")
-    ap.add_argument("--preset", default="default", help="Mt-KaHyPar preset")
+    ap.add_argument(
+        "--eps",
+        default="0.01,0.03",
+        help="imbalances (comma-separated); METIS and hypergraph run at each, the ratio "
+        "compares them at the same eps; gemat11 uses the first",
+    )
+    ap.add_argument("--preset", default="default", help="Mt-KaHyPar preset (first partition)")
+    ap.add_argument(
+        "--configs",
+        default="default,plain",
+        help="hypergraph configurations for the volume section (comma-separated): default "
+        "(the --hg-* options), " + ", ".join(f"{k} ({describe(v)})" for k, v in CONFIGS.items()),
+    )
+    ap.add_argument("--hg-init", choices=["auto", "none", "metis"], default=None)
+    ap.add_argument("--hg-vcycles", type=int, default=None)
+    ap.add_argument("--hg-refine", default=None, help="preset of the V-cycles")
+    ap.add_argument("--hg-net-cap", type=int, default=None, help="0: keep all nets")
+    ap.add_argument("--hg-seeds", type=int, default=None)
     args = ap.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(only) - set(SECTIONS)

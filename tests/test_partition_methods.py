@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
+from gcntrain.cli.main import run
 from gcntrain.data.generate import road_grid
+from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError
 from gcntrain.partition.basic import block_bounds, block_partition, random_partition
 from gcntrain.partition.csr import symmetrized_without_loops
@@ -18,10 +21,15 @@ from gcntrain.partition.hypergraph import (
     column_nets,
     hypergraph_partition,
     km1,
+    resolve_options,
+    run_hypergraph,
+    run_mtkahypar,
     sample_batches,
     stochastic_column_nets,
     stochastic_hypergraph_partition,
 )
+from gcntrain.partition.io import read_partition
+from gcntrain.partition.methods import run_method
 from gcntrain.partition.metis import metis_partition, vertex_weights
 from gcntrain.partition.metrics import comm_volume
 from gcntrain.partition.permute import (
@@ -190,6 +198,209 @@ def test_stochastic_nets_match_induced_subgraphs():
     assert got == expect
     part = stochastic_hypergraph_partition(a.indptr, a.indices, 2, batches, eps=0.1, threads=1)
     assert part.shape == (40,) and set(part.tolist()) == {0, 1}
+
+
+# --- hypergraph refinement (V-cycles, METIS start, seeds) --------------------------------
+
+
+def weight_bound(w, P, eps):
+    """Largest part weight Mt-KaHyPar allows: floor((1 + eps) * ceil(total / P))."""
+    return math.floor((1 + eps) * math.ceil(int(np.sum(w)) / P))
+
+
+def volume(a, part, P):
+    return comm_volume(a.indptr, a.indices, part, P)["volume_total"]
+
+
+@pytest.mark.parametrize("refine", ["default", "deterministic"])
+def test_vcycles_never_worsen_a_balanced_start(refine):
+    a = sym_random(400, 0.015, 7)
+    P, eps = 4, 0.05
+    w = np.diff(a.indptr)
+    # a balanced random start: deal the rows by decreasing weight round-robin
+    order = np.argsort(-w, kind="stable")
+    start = np.empty(a.shape[0], dtype=np.int64)
+    start[order] = np.arange(a.shape[0]) % P
+    assert np.bincount(start, weights=w).max() <= weight_bound(w, P, eps)
+    net_ptr, pins = column_nets(a.indptr, a.indices)
+    run = run_mtkahypar(
+        a.shape[0], net_ptr, pins, w, P, eps=eps, threads=1, vcycles=1, refine=refine, start=start
+    )
+    assert run.start_km1 == [volume(a, start, P)]
+    assert run.km1 == volume(a, run.part, P) <= volume(a, start, P)
+    assert run.km1 < 0.9 * volume(a, start, P)  # a random start leaves much to gain
+    loads = np.bincount(run.part, weights=w, minlength=P)
+    assert loads.max() <= weight_bound(w, P, eps) == run.bound
+    assert not run.fallback
+
+
+def test_metis_start_refined_is_no_worse_than_metis():
+    a = sym_random(500, 0.012, 3)
+    P, eps = 6, 0.03
+    w = np.diff(a.indptr)
+    run = run_hypergraph(a.indptr, a.indices, P, eps=eps, seed=5, threads=1, init="metis")
+    metis = metis_partition(a.indptr, a.indices, P, vweights=w, imbalance=eps, seed=5)
+    assert run.start_km1 == [volume(a, metis, P)]
+    assert run.km1 == volume(a, run.part, P) <= volume(a, metis, P)
+    assert np.bincount(run.part, weights=w, minlength=P).max() <= weight_bound(w, P, eps)
+    assert set(run.part.tolist()) == set(range(P))
+
+
+def test_seeds_keep_the_best_attempt():
+    a = sym_random(300, 0.02, 11)
+    P, eps = 3, 0.03
+    run = run_hypergraph(
+        a.indptr, a.indices, P, eps=eps, seed=2, threads=1, init="none", vcycles=1, seeds=3
+    )
+    assert len(run.attempt_km1) == 3 and len(run.start_km1) == 3
+    assert run.km1 == min(run.attempt_km1) == volume(a, run.part, P)
+    assert run.seed == 2 + run.attempt_km1.index(run.km1)
+    w = np.diff(a.indptr)
+    assert np.bincount(run.part, weights=w, minlength=P).max() <= weight_bound(w, P, eps)
+
+
+def test_unbalanced_start_ends_balanced():
+    a = sym_random(300, 0.02, 4)
+    P, eps = 4, 0.03
+    w = np.diff(a.indptr)
+    start = np.zeros(300, dtype=np.int64)
+    start[250:] = np.arange(50) % P  # part 0 holds most of the weight
+    assert np.bincount(start, weights=w).max() > weight_bound(w, P, eps)
+    net_ptr, pins = column_nets(a.indptr, a.indices)
+    run = run_mtkahypar(300, net_ptr, pins, w, P, eps=eps, threads=1, vcycles=1, start=start)
+    assert np.bincount(run.part, weights=w, minlength=P).max() <= weight_bound(w, P, eps)
+    assert run.km1 == volume(a, run.part, P)
+
+
+def test_refinement_option_errors():
+    a = sym_random(60, 0.1, 1)
+    net_ptr, pins = column_nets(a.indptr, a.indices)
+    w = np.diff(a.indptr)
+    start = np.arange(60) % 2
+    with pytest.raises(InputError, match="V-cycle"):
+        run_mtkahypar(60, net_ptr, pins, w, 2, threads=1, vcycles=0, start=start)
+    with pytest.raises(InputError, match="start partition"):
+        run_mtkahypar(60, net_ptr, pins, w, 2, threads=1, vcycles=1, start=start[:10])
+    with pytest.raises(InputError, match="outside"):
+        run_mtkahypar(60, net_ptr, pins, w, 2, threads=1, vcycles=1, start=start + 1)
+    with pytest.raises(InputError, match="seeds"):
+        run_mtkahypar(60, net_ptr, pins, w, 2, threads=1, seeds=0)
+    with pytest.raises(InputError, match="preset"):
+        run_mtkahypar(60, net_ptr, pins, w, 2, threads=1, vcycles=1, refine="bogus")
+    with pytest.raises(InputError, match="start"):
+        hypergraph_partition(a.indptr, a.indices, 2, threads=1, init="random")
+
+
+def test_net_cap_keeps_km1_exact_and_never_worse_than_start():
+    a = sym_random(400, 0.02, 13)
+    P, eps = 4, 0.05
+    w = np.diff(a.indptr)
+    net_ptr, pins = column_nets(a.indptr, a.indices)
+    sizes = np.diff(net_ptr)
+    cap = int(np.median(sizes))
+    assert (sizes > cap).sum() > 50  # the cap leaves many nets out
+    order = np.argsort(-w, kind="stable")
+    start = np.empty(400, dtype=np.int64)
+    start[order] = np.arange(400) % P
+    for c in (cap, 2):  # 2: only two-pin nets (here: none) reach Mt-KaHyPar
+        run = run_mtkahypar(
+            400, net_ptr, pins, w, P, eps=eps, threads=1, vcycles=1, start=start, net_cap=c
+        )
+        assert run.net_cap == c
+        assert run.start_km1 == [volume(a, start, P)]
+        assert run.km1 == volume(a, run.part, P) <= volume(a, start, P)
+        if run.kept_start:  # the refinement came out worse under the exact KM1
+            assert np.array_equal(run.part, start) and run.km1 == run.start_km1[0]
+        assert np.bincount(run.part, weights=w, minlength=P).max() <= weight_bound(w, P, eps)
+
+
+def test_capped_refinement_of_a_good_start_keeps_the_start():
+    """Refining a partition already refined on all nets, while seeing only the small nets,
+    tends to cut the large ones more: the exact check must then return the start."""
+    a = sym_random(400, 0.02, 13)
+    P, eps = 4, 0.05
+    w = np.diff(a.indptr)
+    net_ptr, pins = column_nets(a.indptr, a.indices)
+    order = np.argsort(-w, kind="stable")
+    start = np.empty(400, dtype=np.int64)
+    start[order] = np.arange(400) % P
+    kw = {"eps": eps, "threads": 1, "vcycles": 1, "refine": "deterministic"}
+    good = run_mtkahypar(400, net_ptr, pins, w, P, start=start, **kw).part
+    kept = []
+    for cap in (8, 10, 12):
+        run = run_mtkahypar(400, net_ptr, pins, w, P, start=good, net_cap=cap, **kw)
+        assert run.km1 == volume(a, run.part, P) <= volume(a, good, P)
+        if run.kept_start:
+            assert np.array_equal(run.part, good)
+        kept.append(run.kept_start)
+    assert any(kept)
+
+
+def test_resolve_options_defaults():
+    a = sym_random(50, 0.1, 1)
+    u = sp.csr_matrix(sp.random(50, 50, density=0.1, random_state=1, format="csr"))
+    sym = resolve_options(a.indptr, a.indices, 100)
+    assert sym == {"init": "metis", "vcycles": 1, "refine": "deterministic", "net_cap": 200}
+    assert resolve_options(a.indptr, a.indices, 4)["net_cap"] == 128
+    assert resolve_options(u.indptr, u.indices, 4) == {
+        "init": "none",
+        "vcycles": 1,
+        "refine": "default",
+        "net_cap": None,
+    }
+    assert resolve_options(a.indptr, a.indices, 4, "metis", net_cap=0)["net_cap"] is None
+    assert resolve_options(u.indptr, u.indices, 4, "none", net_cap="auto")["net_cap"] == 128
+    assert resolve_options(a.indptr, a.indices, 4, "none", 3, "quality")["vcycles"] == 3
+    with pytest.raises(InputError, match="net cap"):
+        resolve_options(a.indptr, a.indices, 4, net_cap="big")
+    with pytest.raises(InputError, match="net cap"):
+        run_mtkahypar(50, *column_nets(a.indptr, a.indices), np.diff(a.indptr), 2, net_cap=1)
+
+
+def test_run_method_records_hypergraph_options():
+    a = sym_random(200, 0.03, 9)
+    res = run_method(
+        "hypergraph",
+        a.indptr,
+        a.indices,
+        4,
+        seed=1,
+        threads=1,
+        hg_options={"init": "none", "vcycles": 2, "refine": "default"},
+    )
+    p = res.params
+    assert (p["init"], p["vcycles"], p["refine"], p["seeds"]) == ("none", 2, "default", 1)
+    assert p["km1"] == volume(a, res.part, 4) and p["imbalance"] == 0.01
+    default = run_method("hypergraph", a.indptr, a.indices, 4, threads=1).params
+    key = ("init", "vcycles", "refine", "net_cap")
+    assert tuple(default[k] for k in key) == ("metis", 1, "deterministic", 128)
+    u = sp.csr_matrix(sp.random(200, 200, density=0.03, random_state=2, format="csr"))
+    assert (u != u.T).nnz > 0
+    ures = run_method("hypergraph", u.indptr, u.indices, 4, threads=1)
+    assert tuple(ures.params[k] for k in key) == ("none", 1, "default", None)
+    assert ures.params["km1"] == volume(u, ures.part, 4)
+    with pytest.raises(InputError, match="unknown hypergraph options"):
+        run_method("hypergraph", a.indptr, a.indices, 4, threads=1, hg_options={"cycles": 1})
+
+
+def test_cli_hypergraph_options(tmp_path, capsys):
+    g = road_grid(12, 12, seed=3)
+    path = tmp_path / "g.h5"
+    write_graph(path, g)
+    out = tmp_path / "p.h5"
+    argv = ["partition", str(path), "-m", "hypergraph", "-p", "4", "-o", str(out), "--json"]
+    opts = ["--hg-init", "none", "--hg-vcycles", "1", "--hg-seeds", "2", "--hg-net-cap", "5"]
+    rc = run([*argv, *opts])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    rep = json.loads(cap.out)
+    res = read_partition(out, graph_hash=g.content_hash())
+    p = res.params
+    assert (p["init"], p["vcycles"], p["seeds"], p["net_cap"]) == ("none", 1, 2, 5)
+    assert rep["volume_total"] == volume(g, res.part, 4) == res.params["km1"]
+    rc = run([*argv[:3], "metis", *argv[4:], "--hg-init", "none"])
+    assert rc == 2
+    assert "--hg-init applies to --method hypergraph" in capsys.readouterr().err
 
 
 # --- double permutation -----------------------------------------------------------------

@@ -75,6 +75,40 @@ def _human(rep: dict) -> str:
     help="mvc: vertex partition to split (a partition file, or block, random, metis, hypergraph).",
 )
 @click.option(
+    "--hg-init",
+    type=click.Choice(["auto", "none", "metis"]),
+    default=None,
+    help="hypergraph: start refined by Mt-KaHyPar V-cycles: metis (METIS partition of the "
+    "graph model, same weights and eps), none (Mt-KaHyPar's own) or auto (default: metis "
+    "for a symmetric pattern, else none).",
+)
+@click.option(
+    "--hg-vcycles",
+    type=click.IntRange(min=0),
+    default=None,
+    help="hypergraph: Mt-KaHyPar V-cycles after the first partition (default 1).",
+)
+@click.option(
+    "--hg-refine",
+    type=click.Choice(["default", "quality", "highest_quality", "deterministic", "large_k"]),
+    default=None,
+    help="hypergraph: Mt-KaHyPar preset of the V-cycles (default: deterministic after "
+    "metis, default after none).",
+)
+@click.option(
+    "--hg-net-cap",
+    type=click.IntRange(min=0),
+    default=None,
+    help="hypergraph: leave nets with more pins out of Mt-KaHyPar's input; volumes stay "
+    "exact (0: keep all; default max(128, 2P) after metis, 0 after none).",
+)
+@click.option(
+    "--hg-seeds",
+    type=click.IntRange(min=1),
+    default=None,
+    help="hypergraph: attempts with consecutive seeds, the lowest volume wins (default 1).",
+)
+@click.option(
     "--report",
     "want_report",
     is_flag=True,
@@ -82,7 +116,22 @@ def _human(rep: dict) -> str:
 )
 @json_option
 def partition(
-    graph, method, parts, out, seed, imbalance, vweights, grid, base, want_report, as_json
+    graph,
+    method,
+    parts,
+    out,
+    seed,
+    imbalance,
+    vweights,
+    grid,
+    base,
+    hg_init,
+    hg_vcycles,
+    hg_refine,
+    hg_net_cap,
+    hg_seeds,
+    want_report,
+    as_json,
 ):
     """Partition GRAPH.h5 and write PART.h5 (part ids, or an edge partition for libra).
 
@@ -100,6 +149,17 @@ def partition(
     grid_rc = parse_grid(grid)
     if grid_rc is not None and method != "double-perm":
         raise InputError("--grid applies to --method double-perm only")
+    hg = {
+        "init": hg_init,
+        "vcycles": hg_vcycles,
+        "refine": hg_refine,
+        "net_cap": hg_net_cap,
+        "seeds": hg_seeds,
+    }
+    hg = {k: v for k, v in hg.items() if v is not None}
+    if hg and method not in ("hypergraph", "mvc"):
+        given = ", ".join(f"--hg-{k.replace('_', '-')}" for k in hg)
+        raise InputError(f"{given} applies to --method hypergraph (or mvc) only")
     g = read_graph(graph)
     check_parts(g.n, parts)
     ghash = g.content_hash()
@@ -132,6 +192,7 @@ def partition(
         grid=grid_rc,
         base=base_arg,
         graph_hash=ghash,
+        hg_options=hg,
     )
     rep = build_report(g.indptr, g.indices, res) if (want_report or as_json) else None
     write_partition(out, res, report=rep)

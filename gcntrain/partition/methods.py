@@ -9,7 +9,7 @@ import numpy as np
 from gcntrain.errors import InputError
 from gcntrain.partition.basic import block_partition, check_parts, random_partition
 from gcntrain.partition.csr import check_csr
-from gcntrain.partition.hypergraph import hypergraph_partition
+from gcntrain.partition.hypergraph import DEFAULT_INIT, resolve_options, run_hypergraph
 from gcntrain.partition.libra import libra_partition
 from gcntrain.partition.metis import metis_partition
 from gcntrain.partition.mvc import mvc_split
@@ -26,10 +26,39 @@ METHODS = ("block", "random", "double-perm", "metis", "hypergraph", "libra", "mv
 BASE_METHODS = ("block", "random", "metis", "hypergraph")
 #: default imbalance per method (METIS' own default ufactor 30; the paper's eps for KM1)
 DEFAULT_IMBALANCE = {"metis": 0.03, "hypergraph": 0.01}
+#: keys of `run_method`'s ``hg_options`` (keyword arguments of `run_hypergraph`)
+HG_OPTIONS = ("init", "vcycles", "refine", "net_cap", "seeds", "preset")
+
+
+def hypergraph_options(
+    indptr: np.ndarray, indices: np.ndarray, P: int, hg_options: dict | None
+) -> dict:
+    """Concrete hypergraph options for this matrix: `HG_OPTIONS` with defaults resolved.
+
+    ``init="auto"`` and the per-start defaults are resolved by
+    `gcntrain.partition.hypergraph.resolve_options`; ``seeds`` defaults to 1 and ``preset``
+    to "default".  Raises `InputError` on an unknown key.
+    """
+    opts = {k: v for k, v in dict(hg_options or {}).items() if v is not None}
+    unknown = sorted(set(opts) - set(HG_OPTIONS))
+    if unknown:
+        raise InputError(f"unknown hypergraph options {unknown} (choose from {HG_OPTIONS})")
+    out = resolve_options(
+        indptr,
+        indices,
+        P,
+        opts.get("init", DEFAULT_INIT),
+        opts.get("vcycles"),
+        opts.get("refine"),
+        opts.get("net_cap", "default"),
+    )
+    out["seeds"] = int(opts.get("seeds", 1))
+    out["preset"] = opts.get("preset", "default")
+    return out
 
 
 def _vertex_partition(
-    method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask
+    method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask, hg_options=None
 ) -> tuple[np.ndarray, dict]:
     n = len(indptr) - 1
     if method == "block":
@@ -48,8 +77,11 @@ def _vertex_partition(
                 "hypergraph vertex weights are the row nonzero counts "
                 f"('degree'); --vweights {vweights} is not supported"
             )
-        part = hypergraph_partition(indptr, indices, P, eps=eps, seed=seed, threads=threads)
-        return part, {"imbalance": eps, "objective": "km1", "vweights": "degree"}
+        opts = hypergraph_options(indptr, indices, P, hg_options)
+        run = run_hypergraph(indptr, indices, P, eps=eps, seed=seed, threads=threads, **opts)
+        params = {"imbalance": eps, "objective": "km1", "vweights": "degree", **opts}
+        params.update(run.summary())  # net_cap: the cap actually applied
+        return run.part, params
     raise InputError(f"unknown vertex partitioning method {method!r}")
 
 
@@ -68,6 +100,7 @@ def run_method(
     base: str | np.ndarray = "metis",
     stratified: bool = True,
     graph_hash: str = "",
+    hg_options: dict | None = None,
 ) -> PartitionResult:
     """Partition with `method`; time it; return the result record.
 
@@ -86,6 +119,10 @@ def run_method(
     stratified : double-perm: degree-stratified random permutations (default) instead of
         uniform ones (see `gcntrain.partition.permute`)
     graph_hash : content hash stored with the result
+    hg_options : hypergraph (and mvc on a hypergraph base) options, keys `HG_OPTIONS`:
+        ``init`` ("auto" | "none" | "metis"), ``vcycles``, ``refine`` (V-cycle preset),
+        ``net_cap`` (pins; 0 = keep all nets; "auto"), ``seeds``, ``preset``; missing keys
+        take `run_hypergraph`'s defaults
     """
     n = check_csr(indptr, indices)
     check_parts(n, P)
@@ -97,7 +134,7 @@ def run_method(
     )
     if method in ("block", "random", "metis", "hypergraph"):
         res.part, res.params = _vertex_partition(
-            method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask
+            method, indptr, indices, P, seed, imbalance, threads, vweights, train_mask, hg_options
         )
     elif method == "double-perm":
         r, c = grid if grid is not None else near_square_grid(P)
@@ -124,7 +161,7 @@ def run_method(
                     f"(a partition file or one of {', '.join(BASE_METHODS)})"
                 )
             part, base_params = _vertex_partition(
-                base, indptr, indices, P, seed, imbalance, threads, vweights, train_mask
+                base, indptr, indices, P, seed, imbalance, threads, vweights, train_mask, hg_options
             )
             res.params = {"base": base, "base_params": base_params}
         else:
