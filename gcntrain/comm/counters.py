@@ -73,12 +73,6 @@ class Tally:
             t.calls[k] = v - snap.calls.get(k, 0)
         return t
 
-    def scaled(self, factor: int) -> Tally:
-        t = Tally()
-        for k, v in self.phases.items():
-            t.phases[k] = v * factor
-        return t
-
     def merged(self, other: Tally) -> Tally:
         t = Tally()
         for src in (self, other):

@@ -7,10 +7,6 @@ import sys
 import traceback
 
 
-class MPIUnavailable(Exception):
-    """No MPI library could be loaded."""
-
-
 def mpi_initialized_world():
     """COMM_WORLD if mpi4py is loaded and MPI is initialised, else None (never initialises)."""
     mod = sys.modules.get("mpi4py.MPI")

@@ -42,6 +42,16 @@ class RowOps(Ops):
         out = self.reduce_comm.allreduce(arr, phase)
         return out.reshape(np.shape(a)) if np.ndim(a) else out[0]
 
+    def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
+        """Local rows of ``S @ X`` ("f") or ``S^T @ X`` ("t"); each scheme implements it."""
+        raise NotImplementedError
+
+    def aggregate(self, X, phase=""):
+        return self._product("f", X, phase)
+
+    def aggregate_t(self, X, phase=""):
+        return self._product("t", X, phase)
+
     def agree(self, flag: bool) -> bool:
         return self.world.bcast_flag(bool(flag), 0)
 
@@ -59,6 +69,26 @@ class TypedBlocks:
         if key not in self._typed:
             self._typed[key] = as_dtype(self._blocks[which], dtype)
         return self._typed[key]
+
+
+def broadcast_stages(
+    comm, blocks: list, sizes: np.ndarray, stages, me: int, X: np.ndarray, phase: str
+) -> np.ndarray:
+    """Sum of ``blocks[k] @ X_k`` over `stages`, block k broadcast by rank k of `comm`.
+
+    `me` is this rank's block (its X is X_me); empty blocks are skipped (CAGNET's stages).
+    """
+    out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
+    buf = np.empty((int(sizes.max()), X.shape[1]), dtype=X.dtype)
+    for k in stages:
+        nk = int(sizes[k])
+        if nk == 0:
+            continue
+        Xk = X if k == me else buf[:nk]
+        comm.bcast(Xk, k, phase)
+        if blocks[k].nnz:
+            csr_apply(blocks[k], Xk, out, accumulate=True)
+    return out
 
 
 def csr_apply(
@@ -85,11 +115,6 @@ def as_dtype(mats: list[sp.csr_matrix], dtype) -> list[sp.csr_matrix]:
         )
         out.append(M2)
     return out
-
-
-def allgather_blocks(comm, local: np.ndarray, counts: np.ndarray, phase: str = "setup"):
-    """Concatenate every block's `local` rows in block order (comm rank = block index)."""
-    return comm.allgatherv(np.ascontiguousarray(local), counts, phase)
 
 
 def transpose_rows(

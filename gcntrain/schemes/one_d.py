@@ -18,7 +18,7 @@ import numpy as np
 
 from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
-from gcntrain.schemes.base import RowOps, TypedBlocks, csr_apply
+from gcntrain.schemes.base import RowOps, TypedBlocks, broadcast_stages
 from gcntrain.schemes.schedule import AGGREGATIONS, Call, plan_calls, reduction_volume
 
 
@@ -34,12 +34,16 @@ class Layout1D:
         return self.offsets.shape[0] - 1
 
 
-def aggregate_volume(offsets: np.ndarray, rank: int, width: int, itemsize: int) -> np.ndarray:
-    """Bytes/messages of one 1D aggregation for `rank` (a broadcast per non-empty block)."""
+def aggregate_volume(
+    offsets: np.ndarray, rank: int, width: int, itemsize: int, stages=None
+) -> np.ndarray:
+    """Bytes/messages of one aggregation's broadcast stages for `rank` of the broadcasting
+    communicator (one rank per block; all blocks unless `stages` is given), empty blocks
+    skipped, as `gcntrain.schemes.base.broadcast_stages` runs them."""
     P = offsets.shape[0] - 1
     sizes = np.diff(offsets)
     vol = V.zero()
-    for q in range(P):
+    for q in range(P) if stages is None else stages:
         if sizes[q]:
             vol += V.bcast(int(sizes[q]) * width * itemsize, rank, P, q)
     return vol
@@ -75,23 +79,12 @@ class OneDOps(RowOps):
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         X = np.ascontiguousarray(X)
-        blocks = self.blocks.get(which, X.dtype)
-        sizes = np.diff(self.offsets)
-        me = self.world.rank
-        out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
-        buf = np.empty((int(sizes.max()), X.shape[1]), dtype=X.dtype)
-        for q in range(self.world.size):
-            nq = int(sizes[q])
-            if nq == 0:
-                continue
-            Hq = X if q == me else buf[:nq]
-            self.world.bcast(Hq, q, phase)
-            if blocks[q].nnz:
-                csr_apply(blocks[q], Hq, out, accumulate=True)
-        return out
-
-    def aggregate(self, X, phase=""):
-        return self._product("f", X, phase)
-
-    def aggregate_t(self, X, phase=""):
-        return self._product("t", X, phase)
+        return broadcast_stages(
+            self.world,
+            self.blocks.get(which, X.dtype),
+            np.diff(self.offsets),
+            range(self.world.size),
+            self.world.rank,
+            X,
+            phase,
+        )

@@ -20,7 +20,8 @@ from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.grid import check_grid, coords
 from gcntrain.errors import InputError
-from gcntrain.schemes.base import RowOps, TypedBlocks, csr_apply
+from gcntrain.schemes.base import RowOps, TypedBlocks, broadcast_stages
+from gcntrain.schemes.one_d import aggregate_volume
 from gcntrain.schemes.schedule import AGGREGATIONS, Call, plan_calls, reduction_volume
 
 
@@ -69,10 +70,7 @@ def call_volume(layout: Layout15D, rank: int, call: Call) -> np.ndarray:
     i, j = layout.coords(rank)
     sizes = np.diff(layout.offsets)
     if call.op in AGGREGATIONS:
-        vol = V.zero()
-        for k in stage_blocks(B, c, j):
-            if sizes[k]:
-                vol += V.bcast(int(sizes[k]) * call.width * call.itemsize, i, B, k)
+        vol = aggregate_volume(layout.offsets, i, call.width, call.itemsize, stage_blocks(B, c, j))
         return vol + V.allreduce(int(sizes[i]) * call.width, call.itemsize, j, c)
     return reduction_volume(call, i, B, rank, layout.size)
 
@@ -102,23 +100,13 @@ class OneFiveDOps(RowOps):
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         X = np.ascontiguousarray(X)
-        blocks = self.blocks.get(which, X.dtype)
-        sizes = np.diff(self.offsets)
-        i = self.grid.i
-        partial = np.zeros((int(sizes[i]), X.shape[1]), dtype=X.dtype)
-        buf = np.empty((int(sizes.max()), X.shape[1]), dtype=X.dtype)
-        for k in self.stages:
-            nk = int(sizes[k])
-            if nk == 0:
-                continue
-            Hk = X if k == i else buf[:nk]
-            self.grid.col.bcast(Hk, k, phase)
-            if blocks[k].nnz:
-                csr_apply(blocks[k], Hk, partial, accumulate=True)
+        partial = broadcast_stages(
+            self.grid.col,
+            self.blocks.get(which, X.dtype),
+            np.diff(self.offsets),
+            self.stages,
+            self.grid.i,
+            X,
+            phase,
+        )
         return self.grid.row.allreduce(partial, phase)
-
-    def aggregate(self, X, phase=""):
-        return self._product("f", X, phase)
-
-    def aggregate_t(self, X, phase=""):
-        return self._product("t", X, phase)

@@ -134,12 +134,6 @@ class P2POps(RowOps):
         comm.waitall(sreqs, phase)
         return out
 
-    def aggregate(self, X, phase=""):
-        return self._product("f", X, phase)
-
-    def aggregate_t(self, X, phase=""):
-        return self._product("t", X, phase)
-
 
 def halo_matrix(indptr: np.ndarray, indices: np.ndarray, offsets: np.ndarray) -> sp.csr_matrix:
     """Global P x P matrix [q, p] = distinct rows of block q needed by block p (pure).
