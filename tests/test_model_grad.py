@@ -25,6 +25,7 @@ from gcntrain.model.loss import (
 from gcntrain.model.network import build_network
 from gcntrain.model.normalize import degrees, support_matrix, support_rows
 from gcntrain.model.ops import SerialOps
+from gcntrain.model.phase import Phase
 
 EPS = 1e-6
 TOL = 1e-5
@@ -215,7 +216,7 @@ def check_layer(
     layer, ops: SerialOps, n: int, f_in: int, key=None, sparse_input=False, seed: int = 0
 ) -> None:
     rng = np.random.default_rng(seed)
-    layer.init_params(rng, np.float64)
+    layer.init_params(ops, rng, np.float64)
     if layer.bias:
         layer.params["b"][:] = rng.standard_normal(layer.f_out)
     H = rng.standard_normal((n, f_in))
@@ -300,7 +301,9 @@ def test_softmax_xent_value_and_gradient():
     mask[[0, 3]] = True
     eff = mask & (labels >= 0)
     ops = SerialOps(sp.identity(20, format="csr"))
-    loss, acc, grad = mean_xent(ops, logits, labels, eff, int(eff.sum()))
+    loss, acc, grad = mean_xent(
+        ops, logits, labels, eff, int(eff.sum()), width=4, phase=Phase("loss")
+    )
     # independent value: log-sum-exp via numpy's logaddexp.reduce
     lse = np.logaddexp.reduce(logits, axis=1)
     expect = np.mean((lse - logits[np.arange(20), labels.clip(0)])[eff])
@@ -358,17 +361,19 @@ def test_three_layer_network_gradients(graph, model, agg, kind):
     mask = rng.random(n) < 0.7
     ops = SerialOps(support_matrix(graph, kind))
     net = build_network(model, 6, [5, 4], 3, aggregator=agg, dropout=0.3)
-    net.init_params(11, np.float64)
+    net.init_params(ops, 11, np.float64)
     decay = 5e-3
 
     def total_loss() -> float:
-        logits = net.forward(ops, X, seed=2, epoch=4)
+        logits = net.forward(ops, X, seed=2, ctx=Phase("epoch", epoch=4))
         s, _, _ = softmax_xent_sums(logits, labels, mask, need_grad=False)
         return s / mask.sum() + weight_decay_value(net.weights(), decay)
 
-    logits = net.forward(ops, X, seed=2, epoch=4)
-    _, _, dlogits = mean_xent(ops, logits, labels, mask, int(mask.sum()))
-    grads = net.backward(ops, dlogits)
+    logits = net.forward(ops, X, seed=2, ctx=Phase("epoch", epoch=4))
+    _, _, dlogits = mean_xent(
+        ops, logits, labels, mask, int(mask.sum()), width=3, phase=Phase("loss")
+    )
+    grads = net.backward(ops, dlogits, Phase("epoch", epoch=4))
     add_weight_decay_grads(grads, net.weights(), decay)
     assert [layer.order for layer in net.layers] == ["mm_first", "mm_first", "mm_first"]
     for i, lw in enumerate(net.weights()):

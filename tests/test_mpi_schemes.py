@@ -1,4 +1,5 @@
-"""Distributed schemes under MPI at np = 1..4: equal to serial, exact plans, exact volumes.
+"""Distributed schemes under MPI at np = 1..4: Ops equal to SerialOps op by op, training
+equal to serial, measured traffic equal to the plan on every rank and phase, exact volumes.
 
 Each test launches `tests/mpi/worker.py` under mpiexec (killed after a wall-clock limit); the
 worker reduces every rank's verdict, so a failure on any rank fails the test.
@@ -34,6 +35,16 @@ def test_weights_equal_serial_and_traffic_equals_plan(nprocs):
         for dt in ("float64", "float32"):
             for s in ("1d", f"1.5d-c{c}", "p2p-block", "p2p-random", "p2p-metis"):
                 assert (g, dt, s) in labels
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", NPROCS)
+def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
+    """Op by op, on random matrices, independent of training (float64, 1e-12 relative)."""
+    verdict = _check(nprocs, "ops")
+    schemes = {d["scheme"] for d in verdict["details"]}
+    assert {"1d", "p2p", "1.5d-c1"} <= schemes
+    assert ("serial" in schemes) == (nprocs == 1)
 
 
 @pytest.mark.mpi

@@ -27,8 +27,8 @@ from gcntrain.model.normalize import support_matrix
 from gcntrain.model.ops import Ops, SerialOps
 from gcntrain.model.optim import Adam
 from gcntrain.model.output import FILES
-from gcntrain.model.run import run_training
 from gcntrain.model.trainer import TrainConfig, fit, should_stop
+from gcntrain.schemes.runner import run_training
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +159,8 @@ class _World:
 
 
 class RowBlockOps(Ops):
-    """1D row distribution for the test: each rank owns `rows` (any order)."""
+    """1D row distribution for the test: each rank owns `rows` (any order); only the
+    protocol's communication hooks and the two products are defined here."""
 
     def __init__(self, world: _World, rank: int, rows: np.ndarray, S: sp.csr_matrix):
         self.world, self.rank, self.size = world, rank, world.size
@@ -174,23 +175,20 @@ class RowBlockOps(Ops):
             full[rows] = part
         return full
 
-    def aggregate(self, X, phase=""):
+    def aggregate(self, X, *, phase):
         return self.S_rows @ self._gather(X)
 
-    def aggregate_t(self, X, phase=""):
+    def aggregate_t(self, X, *, phase):
         return self.T_rows @ self._gather(X)
 
-    def _sum(self, a):
+    def _sum(self, a, phase):
         parts = self.world.exchange(self.rank, np.asarray(a))
         return sum(parts[1:], parts[0].copy())
 
-    def reduce_weight_grad(self, dW, phase=""):
-        return self._sum(dW)
+    _sum_nodes = _sum
+    _sum_params = _sum
 
-    def allreduce_sum(self, a, phase="metrics"):
-        return self._sum(a)
-
-    def agree(self, flag):
+    def _decide(self, flag, phase):
         return any(self.world.exchange(self.rank, bool(flag)))
 
 

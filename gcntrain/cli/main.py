@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shard": ("gcntrain.cli.shard_cmd:shard", "Write a sharded store (1D row blocks or 2D)."),
     "partition": ("gcntrain.cli.partition_cmd:partition", "Partition a graph; report quality."),
     "train": ("gcntrain.cli.train_cmd:train", "Train GCN/GraphSAGE full-batch (serial or MPI)."),
+    "simulate": (
+        "gcntrain.cli.simulate_cmd:simulate",
+        "Plan a run on P ranks: bytes, messages, flops, memory.",
+    ),
 }
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

@@ -40,3 +40,238 @@ def threads_option(f):
         expose_value=False,
         help="Numba threads per process (default: NUMBA_NUM_THREADS, else all cores).",
     )(f)
+
+
+def parse_hidden(values: tuple[str, ...]) -> list[int]:
+    """``--hidden 16 --hidden 32`` or ``--hidden 16,32`` -> [16, 32] (default [16])."""
+    if not values:
+        return [16]
+    out: list[int] = []
+    for v in values:
+        for part in str(v).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                width = int(part)
+            except ValueError:
+                raise click.BadParameter(
+                    f"not an integer width: {part!r}", param_hint="--hidden"
+                ) from None
+            if width < 1:
+                raise click.BadParameter(f"widths must be >= 1, got {width}", param_hint="--hidden")
+            out.append(width)
+    return out
+
+
+#: (flags, click keyword arguments) of the model and training options of `train`/`simulate`
+_MODEL_OPTIONS = [
+    (("--epochs",), dict(type=int, default=200, show_default=True, help="Maximum epochs.")),
+    (
+        ("--dtype",),
+        dict(
+            type=click.Choice(["float32", "float64"]),
+            default="float32",
+            show_default=True,
+            help="Floating-point type of features, weights, gradients.",
+        ),
+    ),
+    (
+        ("--model",),
+        dict(
+            type=click.Choice(["gcn", "sage"]),
+            default="gcn",
+            show_default=True,
+            help="GCN (Kipf & Welling) or GraphSAGE.",
+        ),
+    ),
+    (
+        ("--aggregator",),
+        dict(
+            type=click.Choice(["mean", "gcn"]),
+            default="mean",
+            show_default=True,
+            help="GraphSAGE aggregator.",
+        ),
+    ),
+    (
+        ("--hidden",),
+        dict(
+            multiple=True,
+            metavar="W[,W...]",
+            help="Hidden widths, repeatable or comma-separated  [default: 16].",
+        ),
+    ),
+    (
+        ("--dropout",),
+        dict(
+            type=float, default=0.5, show_default=True, help="Dropout rate on every layer's input."
+        ),
+    ),
+    (("--lr",), dict(type=float, default=0.01, show_default=True, help="Learning rate.")),
+    (
+        ("--weight-decay",),
+        dict(
+            type=float,
+            default=5e-4,
+            show_default=True,
+            help="L2 loss coefficient on the first layer's weights.",
+        ),
+    ),
+    (("--weight-decay-all",), dict(is_flag=True, help="Apply --weight-decay to every layer.")),
+    (
+        ("--optimizer",),
+        dict(
+            type=click.Choice(["adam", "adamw"]),
+            default="adam",
+            show_default=True,
+            help="Adam (TF1 form) or AdamW.",
+        ),
+    ),
+    (
+        ("--adamw-decay",),
+        dict(type=float, default=0.01, show_default=True, help="AdamW's decoupled weight decay."),
+    ),
+    (
+        ("--early-stopping",),
+        dict(
+            type=int,
+            default=10,
+            show_default=True,
+            metavar="W",
+            help="Stop when the val loss exceeds the mean of the previous W (0 = off).",
+        ),
+    ),
+    (
+        ("--patience",),
+        dict(
+            type=int,
+            default=None,
+            metavar="P",
+            help="Instead: stop after P epochs without a lower val loss.",
+        ),
+    ),
+    (("--bias/--no-bias",), dict(default=None, help="Layer bias [default: gcn no, sage yes].")),
+    (
+        ("--no-normalize-features", "no_normalize"),
+        dict(is_flag=True, help="Do not row-normalise the features."),
+    ),
+    (
+        ("--eval-every",),
+        dict(type=int, default=1, show_default=True, help="Evaluate val/test every N epochs."),
+    ),
+]
+
+#: names of the keyword arguments `model_options` adds
+MODEL_KEYS = (
+    "epochs",
+    "seed",
+    "dtype",
+    "model",
+    "aggregator",
+    "hidden",
+    "dropout",
+    "lr",
+    "weight_decay",
+    "weight_decay_all",
+    "optimizer",
+    "adamw_decay",
+    "early_stopping",
+    "patience",
+    "bias",
+    "no_normalize",
+    "eval_every",
+)
+
+
+def model_options(f):
+    """The model and training options shared by `train` and `simulate` (plus --seed)."""
+    for flags, kw in reversed(_MODEL_OPTIONS):
+        f = click.option(*flags, **kw)(f)
+    return seed_option(f)
+
+
+def train_config(kw: dict):
+    """A TrainConfig from the values of `model_options` (removed from `kw`)."""
+    from gcntrain.model.trainer import TrainConfig
+
+    v = {k: kw.pop(k) for k in MODEL_KEYS}
+    return TrainConfig(
+        model=v["model"],
+        aggregator=v["aggregator"],
+        hidden=parse_hidden(v["hidden"]),
+        dropout=v["dropout"],
+        lr=v["lr"],
+        weight_decay=v["weight_decay"],
+        weight_decay_all=v["weight_decay_all"],
+        optimizer=v["optimizer"],
+        adamw_decay=v["adamw_decay"],
+        epochs=v["epochs"],
+        early_stopping=v["early_stopping"],
+        patience=v["patience"],
+        seed=v["seed"],
+        dtype=v["dtype"],
+        normalize_features=not v["no_normalize"],
+        eval_every=v["eval_every"],
+        bias=v["bias"],
+    )
+
+
+def scheme_options(f):
+    """--scheme (from the registry), every scheme's declared options, and the partition."""
+    from gcntrain.schemes import registry
+
+    opts = list(registry.all_options().values())
+    for o in reversed(opts):
+        f = click.option(
+            *o.flags,
+            o.name,
+            type=o.type,
+            default=o.default,
+            show_default=o.default is not None,
+            metavar=o.metavar,
+            help=o.help,
+        )(f)
+    f = click.option(
+        "--partition-seed",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Seed of --partition random / --permute random.",
+    )(f)
+    f = click.option(
+        "--permute",
+        type=click.Choice(["none", "random"]),
+        default="none",
+        show_default=True,
+        help="Random vertex permutation for load balance (= --partition random).",
+    )(f)
+    f = click.option(
+        "--partition",
+        default=None,
+        metavar="block|random|PART.h5",
+        help="Row partition of the scheme [default: block].",
+    )(f)
+    return click.option(
+        "--scheme",
+        type=click.Choice(["auto", *registry.names()]),
+        default="auto",
+        show_default=True,
+        help="Distribution scheme (auto: "
+        + f"{registry.AUTO[0]} on one rank, {registry.AUTO[1]} on several).",
+    )(f)
+
+
+def scheme_args(kw: dict) -> tuple[str, dict, str | None, int]:
+    """(scheme, its option values, partition, partition seed) from `scheme_options` values
+    (removed from `kw`)."""
+    from gcntrain.errors import InputError
+    from gcntrain.schemes import registry
+
+    options = {name: kw.pop(name) for name in registry.all_options()}
+    partition, permute = kw.pop("partition"), kw.pop("permute")
+    if permute == "random":
+        if partition not in (None, "random"):
+            raise InputError("--permute random conflicts with --partition " + partition)
+        partition = "random"
+    return kw.pop("scheme"), options, partition, kw.pop("partition_seed")

@@ -68,8 +68,8 @@ class Comm:
         sendbuf = np.ascontiguousarray(sendbuf)
         if out is None:
             out = np.empty_like(sendbuf)
-        mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
         if self.size > 1:
+            mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
             self.comm.Allreduce(sendbuf, out, op=mop)
         else:
             out[...] = sendbuf
@@ -143,6 +143,24 @@ class Comm:
         self._count(phase, "alltoall", vol, t0)
         return out
 
+    def reduce_scatterv(
+        self, sendbuf: np.ndarray, counts: Sequence[int], phase: str, op: str = "sum"
+    ) -> np.ndarray:
+        """Sum `sendbuf` (1-D, the concatenation of one block per rank, block q of
+        ``counts[q]`` elements) over ranks; return this rank's summed block."""
+        t0 = time.perf_counter()
+        sendbuf = np.ascontiguousarray(sendbuf).reshape(-1)
+        counts = np.asarray(counts, dtype=np.int64)
+        out = np.empty(int(counts[self.rank]), dtype=sendbuf.dtype)
+        if self.size > 1:
+            mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
+            self.comm.Reduce_scatter(sendbuf, out, recvcounts=counts, op=mop)
+        else:
+            out[...] = sendbuf
+        vol = V.reduce_scatterv(counts * sendbuf.itemsize, self.rank)
+        self._count(phase, "reduce_scatter", vol, t0)
+        return out
+
     def alltoall_counts(self, counts: np.ndarray, phase: str) -> np.ndarray:
         """Exchange one int64 per rank pair (how much each will send to each)."""
         counts = np.ascontiguousarray(counts, dtype=np.int64)
@@ -175,9 +193,37 @@ class Comm:
             self.MPI.Request.Waitall(reqs)
         self.tally.add(phase, V.zero(), "wait", time.perf_counter() - t0)
 
-    # -- small helpers (objects; counted by their pickled size is not exact, so these are
-    #    reserved for control data and counted under the phase "control") ------------------
-    def bcast_flag(self, flag: bool, root: int = 0) -> bool:
+    # -- small helpers -------------------------------------------------------------------
+    def bcast_flag(self, flag: bool, root: int = 0, phase: str = "control") -> bool:
+        """`root`'s boolean on every rank (one byte)."""
         buf = np.array([1 if flag else 0], dtype=np.int8)
-        self.bcast(buf, root, "control")
+        self.bcast(buf, root, phase)
         return bool(buf[0])
+
+
+class SelfComm(Comm):
+    """A counted communicator of one process that never loads MPI (the serial scheme).
+
+    Every collective is a local copy and counts nothing, so one runner serves serial and
+    distributed schemes alike.
+    """
+
+    def __init__(self, tally: Tally | None = None):
+        self.MPI = None
+        self.comm = None
+        self.rank = 0
+        self.size = 1
+        self.tally = Tally() if tally is None else tally
+
+    def split(self, color: int, key: int | None = None) -> Comm:
+        return self
+
+    def barrier(self) -> None:
+        return None
+
+    def waitany(self, reqs: list, phase: str) -> int:  # pragma: no cover - no peers
+        raise RuntimeError("a one-process communicator has no requests to wait for")
+
+    def waitall(self, reqs: list, phase: str) -> None:
+        if reqs:  # pragma: no cover - no peers
+            raise RuntimeError("a one-process communicator has no requests to wait for")

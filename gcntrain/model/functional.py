@@ -1,7 +1,8 @@
 """Element-wise and row-wise math used by the layers: activations, dropout, init, features.
 
-Node-wise matrices are row blocks (local rows, global ids in ``rows``); nothing here needs the
-other rows.  The first layer's input may be a scipy CSR row block (sparse features).
+Node-wise matrices are blocks (local rows with global ids ``rows``, local columns starting at
+global column ``col0``); nothing here needs the other rows.  The first layer's input may be a
+scipy CSR block (sparse features).
 """
 
 from __future__ import annotations
@@ -23,9 +24,15 @@ def relu_backward(dH: np.ndarray, Z: np.ndarray) -> np.ndarray:
 
 
 def dropout_forward(
-    H: np.ndarray | sp.csr_matrix, rows: np.ndarray, seed: int, stream: int, p: float
+    H: np.ndarray | sp.csr_matrix,
+    rows: np.ndarray,
+    seed: int,
+    stream: int,
+    p: float,
+    col0: int = 0,
 ) -> np.ndarray | sp.csr_matrix:
-    """Inverted dropout of a row block with the counter-based mask of (seed, stream).
+    """Inverted dropout of a block (global rows `rows`, global columns from `col0`) with the
+    counter-based mask of (seed, stream).
 
     A CSR block is dropped on its stored entries only (same mask, zeros stay zero).
     ``p == 0`` returns `H` itself.
@@ -35,20 +42,20 @@ def dropout_forward(
     if sp.issparse(H):
         H = sp.csr_matrix(H)
         out = np.empty_like(H.data)
-        dropout_apply_csr_rows(H.indptr, H.indices, H.data, rows, seed, stream, p, out)
+        dropout_apply_csr_rows(H.indptr, H.indices, H.data, rows, seed, stream, p, out, col0)
         return sp.csr_matrix((out, H.indices, H.indptr), shape=H.shape)
     H = np.ascontiguousarray(H)
-    return dropout_apply_rows(H, rows, seed, stream, p, np.empty_like(H))
+    return dropout_apply_rows(H, rows, seed, stream, p, np.empty_like(H), col0)
 
 
 def dropout_backward(
-    dHd: np.ndarray, rows: np.ndarray, seed: int, stream: int, p: float
+    dHd: np.ndarray, rows: np.ndarray, seed: int, stream: int, p: float, col0: int = 0
 ) -> np.ndarray:
     """Gradient through `dropout_forward`: the same mask and scale (recomputed, not stored)."""
     if p <= 0.0:
         return dHd
     dHd = np.ascontiguousarray(dHd)
-    return dropout_apply_rows(dHd, rows, seed, stream, p, np.empty_like(dHd))
+    return dropout_apply_rows(dHd, rows, seed, stream, p, np.empty_like(dHd), col0)
 
 
 def glorot_uniform(
@@ -63,20 +70,30 @@ def glorot_uniform(
     return rng.uniform(-r, r, size=(fan_in, fan_out)).astype(dtype)
 
 
-def row_normalize(X: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
+def row_l1_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
+    """L1 norm of every row of a dense or CSR block, accumulated in float64."""
+    if sp.issparse(X):
+        return np.asarray(abs(sp.csr_matrix(X)).sum(axis=1, dtype=np.float64)).ravel()
+    return np.abs(X).sum(axis=1, dtype=np.float64)
+
+
+def row_normalize(
+    X: np.ndarray | sp.spmatrix, norms: np.ndarray | None = None
+) -> np.ndarray | sp.csr_matrix:
     """Divide every row by its L1 norm; rows with norm 0 stay 0 (reference preprocessing).
 
-    The norm is accumulated in float64; the result keeps X's dtype (and CSR-ness).
+    `norms` (float64, one per row) are the full rows' norms when X holds only some of the
+    columns (default: ``row_l1_norms(X)``).  The result keeps X's dtype (and CSR-ness).
     """
+    if norms is None:
+        norms = row_l1_norms(X)
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        norms = np.asarray(abs(X).sum(axis=1, dtype=np.float64)).ravel()
         inv = np.zeros_like(norms)
         inv[norms > 0] = 1.0 / norms[norms > 0]
         out = sp.csr_matrix(X, copy=True)
         out.data = (out.data * np.repeat(inv, np.diff(out.indptr))).astype(X.dtype)
         return out
-    norms = np.abs(X).sum(axis=1, dtype=np.float64)
     inv = np.zeros_like(norms)
     inv[norms > 0] = 1.0 / norms[norms > 0]
     return (X * inv[:, None]).astype(X.dtype, copy=False)

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from gcntrain.data.graph import Graph
-from gcntrain.model.run import check_trainable, serial_ops
+from gcntrain.model.normalize import support_kind, support_matrix
+from gcntrain.model.ops import SerialOps
+from gcntrain.model.run import check_trainable
 from gcntrain.model.trainer import TrainConfig, fit
 
 #: test accuracy (%) of "GCN (this paper)", Table 2 of arXiv:1609.02907
@@ -42,7 +44,7 @@ def seed_accuracies(
     """
     num_classes = check_trainable(graph, graph.name)
     base = TrainConfig(dtype=dtype, **overrides)
-    ops = serial_ops(graph, base)
+    ops = SerialOps(support_matrix(graph, support_kind(base.model, base.aggregator)))
     masks = {"train": graph.train_mask, "val": graph.val_mask, "test": graph.test_mask}
     out = []
     for seed in seeds:

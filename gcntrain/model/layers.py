@@ -1,9 +1,13 @@
-"""Graph layers with hand-written backward passes, written against `Ops` only.
+"""Graph layers with hand-written backward passes, written against the Ops protocol only.
 
-Every node-wise matrix is the block of local rows ``ops.rows``; the graph is reached through
-``ops.aggregate`` (rows of S @ X) and ``ops.aggregate_t`` (rows of S^T @ X); dense products go
-through ``ops.matmul`` / ``ops.matmul_grads`` and weight gradients are summed over ranks with
-``ops.reduce_weight_grad`` inside `backward`, so the gradients a layer returns are global.
+Every node-wise matrix is a local block (rows ``ops.rows``, columns ``ops.col_range(f)``);
+the graph is reached through ``ops.aggregate`` (S @ X) and ``ops.aggregate_t`` (S^T @ X),
+dense products through ``ops.matmul`` / ``ops.matmul_grads``, dropout through ``ops.dropout``
+(mask keyed by global row and column), and gradients are reduced by
+``ops.reduce_weight_grad`` / ``ops.bias_grad`` inside `backward`, so the gradients a layer
+returns are those of its (local shards of the) parameters.  Parameters are initialised whole
+from the run's generator and sharded by ``ops.shard_param``, so every layout starts from the
+weights of a single process.
 
 Layers
 ------
@@ -15,9 +19,9 @@ Layers
     ``Z = drop(H) W_self + (S drop(H)) W_neigh (+ b)`` (GraphSAGE mean aggregator, sum form).
 
 Dropout is inverted dropout on the layer input with the counter-based mask of
-``(seed, stream = epoch * 1024 + layer index, global row, column)``; the backward pass
-recomputes the mask instead of storing it.  Phase names: ``L<i>.fwd``, ``L<i>.bwd``,
-``L<i>.wgrad``.
+``(seed, stream = epoch * 1024 + layer index, global row, global column)``; the backward pass
+recomputes the mask instead of storing it.  Every call carries a `Phase` derived from the
+pass context `ctx` (training flag, epoch): ``L<i>.fwd.agg``, ``L<i>.bwd.mm``, ``L<i>.wgrad``...
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.model.functional import dropout_backward, dropout_forward, glorot_uniform
-from gcntrain.model.ops import Ops
-
-#: dropout key: (seed, stream) of the counter-based mask, or None for no dropout
-DropKey = tuple[int, int] | None
+from gcntrain.model.functional import glorot_uniform
+from gcntrain.model.ops import DropKey, Ops, ParamSpec
+from gcntrain.model.phase import Phase
 
 ORDERS = ("auto", "mm_first", "agg_first")
+
+#: the context of a training pass outside any epoch (tests, gradient checks)
+TRAIN = Phase("epoch")
 
 
 def choose_order(f_in: int, f_out: int, order: str = "auto") -> str:
@@ -75,37 +80,42 @@ class Layer:
         """Parameter names in initialisation order."""
         raise NotImplementedError
 
-    def init_params(self, rng: np.random.Generator, dtype: np.dtype | type) -> None:
-        """Glorot-uniform weights (in `param_names` order) and zero bias."""
+    def spec(self, name: str) -> ParamSpec:
+        """The whole shape of parameter `name` (bias: (f_out,), weights: (f_in, f_out))."""
+        shape = (self.f_out,) if name == "b" else (self.f_in, self.f_out)
+        return ParamSpec(self.index, name, shape)
+
+    def init_params(self, ops: Ops, rng: np.random.Generator, dtype: np.dtype | type) -> None:
+        """Glorot-uniform weights (in `param_names` order) and zero bias, drawn whole from
+        `rng` and sharded by `ops`."""
+        phase = Phase("param", self.index)
         for name in self.param_names():
             if name == "b":
-                self.params[name] = np.zeros(self.f_out, dtype=dtype)
+                full = np.zeros(self.f_out, dtype=dtype)
             else:
-                self.params[name] = glorot_uniform(rng, self.f_in, self.f_out, dtype)
+                full = glorot_uniform(rng, self.f_in, self.f_out, dtype)
+            self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
 
     # helpers ----------------------------------------------------------------------------
-    def _phase(self, what: str) -> str:
-        return f"L{self.index}.{what}"
+    def _drop(self, ops: Ops, H, key: DropKey, ctx: Phase):
+        phase = ctx.at("dropout", self.index, "fwd")
+        return ops.dropout(H, key, self.dropout, width=self.f_in, phase=phase)
 
-    def _drop(self, ops: Ops, H, key: DropKey):
-        if key is None or self.dropout <= 0.0:
-            return H
-        return dropout_forward(H, ops.rows, key[0], key[1], self.dropout)
+    def _undrop(self, ops: Ops, dHd: np.ndarray, key: DropKey, ctx: Phase) -> np.ndarray:
+        phase = ctx.at("dropout", self.index, "bwd")
+        return ops.dropout_backward(dHd, key, self.dropout, width=self.f_in, phase=phase)
 
-    def _undrop(self, ops: Ops, dHd: np.ndarray, key: DropKey) -> np.ndarray:
-        if key is None or self.dropout <= 0.0:
-            return dHd
-        return dropout_backward(dHd, ops.rows, key[0], key[1], self.dropout)
+    def _bias_grad(self, ops: Ops, dZ: np.ndarray, ctx: Phase) -> np.ndarray:
+        return ops.bias_grad(dZ, self.spec("b"), phase=ctx.at("wgrad", self.index))
 
-    def _reduce(self, ops: Ops, grads: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        phase = self._phase("wgrad")
-        return {k: ops.reduce_weight_grad(g, phase) for k, g in grads.items()}
+    def _weight_grad(self, ops: Ops, name: str, dW, ctx: Phase) -> np.ndarray:
+        return ops.reduce_weight_grad(dW, self.spec(name), phase=ctx.at("wgrad", self.index))
 
-    def forward(self, ops: Ops, H, key: DropKey = None) -> np.ndarray:
+    def forward(self, ops: Ops, H, key: DropKey = None, ctx: Phase = TRAIN) -> np.ndarray:
         raise NotImplementedError
 
     def backward(
-        self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True
+        self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True, ctx: Phase = TRAIN
     ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
         raise NotImplementedError
 
@@ -118,44 +128,46 @@ class GCNLayer(Layer):
     def param_names(self) -> list[str]:
         return ["W", "b"] if self.bias else ["W"]
 
-    def forward(self, ops: Ops, H, key: DropKey = None) -> np.ndarray:
-        """Return Z (local rows) and cache what the backward pass needs."""
+    def forward(self, ops: Ops, H, key: DropKey = None, ctx: Phase = TRAIN) -> np.ndarray:
+        """Return Z (local block) and cache what the backward pass needs."""
         W = self.params["W"]
-        Hd = self._drop(ops, H, key)
+        agg, mm = ctx.at("aggregate", self.index, "fwd"), ctx.at("matmul", self.index, "fwd")
+        Hd = self._drop(ops, H, key, ctx)
         if self.order == "mm_first":
-            Z = ops.aggregate(ops.matmul(Hd, W), self._phase("fwd"))
+            Z = ops.aggregate(ops.matmul(Hd, W, phase=mm), phase=agg)
             self._cache = {"X": Hd, "key": key}
         else:
-            A = ops.aggregate(np.ascontiguousarray(_dense(Hd)), self._phase("fwd"))
-            Z = ops.matmul(A, W)
+            A = ops.aggregate(np.ascontiguousarray(_dense(Hd)), phase=agg)
+            Z = ops.matmul(A, W, phase=mm)
             self._cache = {"X": A, "key": key}
         if self.bias:
             Z = Z + self.params["b"]
         return Z
 
     def backward(
-        self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True
+        self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True, ctx: Phase = TRAIN
     ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
-        """Return (dH or None, reduced gradients {name: array})."""
+        """Return (dH or None, reduced gradients {name: local shard})."""
         W = self.params["W"]
         X, key = self._cache["X"], self._cache["key"]
+        agg, mm = ctx.at("aggregate", self.index, "bwd"), ctx.at("matmul", self.index, "bwd")
         dZ = np.ascontiguousarray(dZ)
-        grads: dict[str, np.ndarray] = {}
         dH = None
         if self.order == "mm_first":
-            dP = ops.aggregate_t(dZ, self._phase("bwd"))
-            dXd, grads["W"] = ops.matmul_grads(X, W, dP, need_input_grad)
+            dP = ops.aggregate_t(dZ, phase=agg)
+            dXd, dW = ops.matmul_grads(X, W, dP, need_input_grad=need_input_grad, phase=mm)
             if need_input_grad:
-                dH = self._undrop(ops, dXd, key)
+                dH = self._undrop(ops, dXd, key, ctx)
         else:
-            dA, grads["W"] = ops.matmul_grads(X, W, dZ, need_input_grad)
+            dA, dW = ops.matmul_grads(X, W, dZ, need_input_grad=need_input_grad, phase=mm)
             if need_input_grad:
-                dHd = ops.aggregate_t(np.ascontiguousarray(dA), self._phase("bwd"))
-                dH = self._undrop(ops, dHd, key)
+                dHd = ops.aggregate_t(np.ascontiguousarray(dA), phase=agg)
+                dH = self._undrop(ops, dHd, key, ctx)
+        grads = {"W": self._weight_grad(ops, "W", dW, ctx)}
         if self.bias:
-            grads["b"] = dZ.sum(axis=0)
+            grads["b"] = self._bias_grad(ops, dZ, ctx)
         self._cache = {}
-        return dH, self._reduce(ops, grads)
+        return dH, grads
 
 
 class SAGEMeanLayer(Layer):
@@ -167,43 +179,45 @@ class SAGEMeanLayer(Layer):
         names = ["W_self", "W_neigh"]
         return names + ["b"] if self.bias else names
 
-    def forward(self, ops: Ops, H, key: DropKey = None) -> np.ndarray:
-        """Return Z (local rows) and cache what the backward pass needs."""
+    def forward(self, ops: Ops, H, key: DropKey = None, ctx: Phase = TRAIN) -> np.ndarray:
+        """Return Z (local block) and cache what the backward pass needs."""
         Ws, Wn = self.params["W_self"], self.params["W_neigh"]
-        Hd = self._drop(ops, H, key)
-        Z = ops.matmul(Hd, Ws)
+        agg, mm = ctx.at("aggregate", self.index, "fwd"), ctx.at("matmul", self.index, "fwd")
+        Hd = self._drop(ops, H, key, ctx)
+        Z = ops.matmul(Hd, Ws, phase=mm)
         if self.order == "mm_first":
-            Z = Z + ops.aggregate(ops.matmul(Hd, Wn), self._phase("fwd"))
+            Z = Z + ops.aggregate(ops.matmul(Hd, Wn, phase=mm), phase=agg)
             A = None
         else:
-            A = ops.aggregate(np.ascontiguousarray(_dense(Hd)), self._phase("fwd"))
-            Z = Z + ops.matmul(A, Wn)
+            A = ops.aggregate(np.ascontiguousarray(_dense(Hd)), phase=agg)
+            Z = Z + ops.matmul(A, Wn, phase=mm)
         if self.bias:
             Z = Z + self.params["b"]
         self._cache = {"Hd": Hd, "A": A, "key": key}
         return Z
 
     def backward(
-        self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True
+        self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True, ctx: Phase = TRAIN
     ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
-        """Return (dH or None, reduced gradients {name: array})."""
+        """Return (dH or None, reduced gradients {name: local shard})."""
         Ws, Wn = self.params["W_self"], self.params["W_neigh"]
         Hd, A, key = self._cache["Hd"], self._cache["A"], self._cache["key"]
+        agg, mm = ctx.at("aggregate", self.index, "bwd"), ctx.at("matmul", self.index, "bwd")
+        need = need_input_grad
         dZ = np.ascontiguousarray(dZ)
-        grads: dict[str, np.ndarray] = {}
-        dHd, grads["W_self"] = ops.matmul_grads(Hd, Ws, dZ, need_input_grad)
+        dHd, dWs = ops.matmul_grads(Hd, Ws, dZ, need_input_grad=need, phase=mm)
         if self.order == "mm_first":
-            dP = ops.aggregate_t(dZ, self._phase("bwd"))
-            dHn, grads["W_neigh"] = ops.matmul_grads(Hd, Wn, dP, need_input_grad)
+            dP = ops.aggregate_t(dZ, phase=agg)
+            dHn, dWn = ops.matmul_grads(Hd, Wn, dP, need_input_grad=need, phase=mm)
         else:
-            dA, grads["W_neigh"] = ops.matmul_grads(A, Wn, dZ, need_input_grad)
-            dHn = (
-                ops.aggregate_t(np.ascontiguousarray(dA), self._phase("bwd"))
-                if need_input_grad
-                else None
-            )
+            dA, dWn = ops.matmul_grads(A, Wn, dZ, need_input_grad=need, phase=mm)
+            dHn = ops.aggregate_t(np.ascontiguousarray(dA), phase=agg) if need else None
+        grads = {
+            "W_self": self._weight_grad(ops, "W_self", dWs, ctx),
+            "W_neigh": self._weight_grad(ops, "W_neigh", dWn, ctx),
+        }
         if self.bias:
-            grads["b"] = dZ.sum(axis=0)
-        dH = self._undrop(ops, dHd + dHn, key) if need_input_grad else None
+            grads["b"] = self._bias_grad(ops, dZ, ctx)
+        dH = self._undrop(ops, dHd + dHn, key, ctx) if need else None
         self._cache = {}
-        return dH, self._reduce(ops, grads)
+        return dH, grads

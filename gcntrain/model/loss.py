@@ -1,15 +1,15 @@
-"""Masked softmax cross-entropy, accuracy and weight decay.
+"""Masked softmax cross-entropy, accuracy and weight decay (pure math on local blocks).
 
 Local functions return SUMS over the local masked rows; the caller divides by the GLOBAL number
-of masked nodes, reduced with ``ops.allreduce_sum``, so the model never uses the global n.
-Nodes with label -1 never count, even inside a mask.
+of masked nodes, which the Ops reduce (``ops.node_sum``, ``ops.xent``), so the model never
+uses the global n.  Nodes with label -1 never count, even inside a mask.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
 
-from gcntrain.model.ops import Ops
+import numpy as np
 
 
 def effective_mask(labels: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -26,7 +26,7 @@ def softmax_xent_sums(
 
     Parameters
     ----------
-    logits : (m, C) array of local rows.
+    logits : (m, C) array of whole rows.
     labels : int64 (m,), class ids (-1 = unlabeled).
     mask : bool (m,), rows that count (already combined with labels >= 0).
     need_grad : also return d(sum of losses)/d logits.
@@ -55,27 +55,50 @@ def softmax_xent_sums(
     return loss_sum, correct, grad
 
 
-def masked_counts(
-    ops: Ops, labels: np.ndarray, masks: dict[str, np.ndarray | None]
-) -> dict[str, int]:
-    """Global number of counted nodes per mask name (one ``allreduce_sum``)."""
+def local_xent(
+    logits: np.ndarray,
+    labels: np.ndarray,
+    masks: list[np.ndarray],
+    grad_index: int | None,
+    grad_divisor: float,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(loss sum, correct) of each mask over whole local rows, and the gradient of one mask's
+    loss sum divided by `grad_divisor` (None when `grad_index` is None)."""
+    sums: list[float] = []
+    grad = None
+    for k, m in enumerate(masks):
+        s, c, g = softmax_xent_sums(logits, labels, m, need_grad=k == grad_index)
+        sums += [s, c]
+        if g is not None:
+            g /= g.dtype.type(max(grad_divisor, 1))
+            grad = g
+    return np.array(sums, dtype=np.float64), grad
+
+
+def masked_counts(ops, labels: np.ndarray, masks: dict[str, np.ndarray | None], phase) -> dict:
+    """Global number of counted nodes per mask name (one ``ops.node_sum``)."""
     names = list(masks)
     local = np.array([effective_mask(labels, masks[k]).sum() for k in names], dtype=np.float64)
-    total = ops.allreduce_sum(local, "metrics")
+    total = ops.node_sum(local, phase=phase)
     return {k: int(round(float(v))) for k, v in zip(names, total)}
 
 
 def mean_xent(
-    ops: Ops, logits: np.ndarray, labels: np.ndarray, mask: np.ndarray, count: int
+    ops,
+    logits: np.ndarray,
+    labels: np.ndarray,
+    mask: np.ndarray,
+    count: int,
+    *,
+    width: int,
+    phase,
 ) -> tuple[float, float, np.ndarray]:
-    """Mean cross-entropy, accuracy and d(mean)/d logits over a mask (global count).
-
-    One ``allreduce_sum`` of (loss_sum, correct) in phase "metrics".
-    """
-    loss_sum, correct, grad = softmax_xent_sums(logits, labels, mask, need_grad=True)
-    tot = ops.allreduce_sum(np.array([loss_sum, correct], dtype=np.float64), "metrics")
+    """Mean cross-entropy, accuracy and d(mean)/d logits over a mask (global `count`;
+    `width` = number of classes).  One ``ops.xent`` in `phase`."""
+    tot, grad = ops.xent(
+        logits, labels, [mask], width=width, grad_index=0, grad_divisor=count, phase=phase
+    )
     denom = max(count, 1)
-    grad /= grad.dtype.type(denom)
     return float(tot[0]) / denom, float(tot[1]) / denom, grad
 
 
@@ -90,13 +113,21 @@ def decayed(layer_index: int, name: str, all_layers: bool) -> bool:
 
 
 def weight_decay_value(
-    weights: list[dict[str, np.ndarray]], decay: float, all_layers: bool = False
+    weights: list[dict[str, np.ndarray]],
+    decay: float,
+    all_layers: bool = False,
+    sum_sq: Callable[[int, str, np.ndarray], float] | None = None,
 ) -> float:
-    """``decay * sum(l2_loss(W))`` over the decayed weights (replicated: no communication)."""
+    """``decay * sum(l2_loss(W))`` over the decayed weights.
+
+    `sum_sq(layer, name, W)` gives ``sum(W ** 2)`` of the whole parameter whose local shard is
+    W (``ops.param_sum_sq``); default: W is whole.
+    """
     if decay == 0.0:
         return 0.0
+    sq = sum_sq or (lambda i, k, W: 2.0 * l2_loss(W))
     return decay * sum(
-        l2_loss(W)
+        0.5 * sq(i, k, W)
         for i, lw in enumerate(weights)
         for k, W in lw.items()
         if decayed(i, k, all_layers)
@@ -109,7 +140,8 @@ def add_weight_decay_grads(
     decay: float,
     all_layers: bool = False,
 ) -> None:
-    """In place: ``grads += decay * W`` for the decayed weights (after the reduction)."""
+    """In place: ``grads += decay * W`` for the decayed weights (shard by shard, after the
+    reduction, so the decay is counted once)."""
     if decay == 0.0:
         return
     for i, (lg, lw) in enumerate(zip(grads, weights)):

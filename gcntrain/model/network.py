@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.model.functional import relu, relu_backward
-from gcntrain.model.layers import GCNLayer, Layer, SAGEMeanLayer
-from gcntrain.model.ops import Ops
+from gcntrain.model.layers import TRAIN, GCNLayer, Layer, SAGEMeanLayer
+from gcntrain.model.ops import Ops, ParamSpec
+from gcntrain.model.phase import Phase
 
 #: stream id = epoch * STREAMS_PER_EPOCH + layer index (dropout masks)
 STREAMS_PER_EPOCH = 1024
@@ -37,24 +38,26 @@ class Network:
         self.layers = layers
         self._Z: list[np.ndarray] = []
 
-    def init_params(self, seed: int, dtype: np.dtype | type) -> None:
-        """All weights from ``np.random.default_rng(seed)``, layer by layer, in a fixed order."""
+    def init_params(self, ops: Ops, seed: int, dtype: np.dtype | type) -> None:
+        """All weights from ``np.random.default_rng(seed)``, layer by layer, in a fixed order,
+        drawn whole and sharded by `ops` (so every layout starts from the same weights)."""
         rng = np.random.default_rng(seed)
         for layer in self.layers:
-            layer.init_params(rng, dtype)
+            layer.init_params(ops, rng, dtype)
 
-    def forward(self, ops: Ops, X, seed: int | None = None, epoch: int | None = None) -> np.ndarray:
-        """Logits of the local rows.  Dropout is on when `seed` and `epoch` are given."""
+    def forward(self, ops: Ops, X, seed: int | None = None, ctx: Phase = TRAIN) -> np.ndarray:
+        """Logits of the local block.  Dropout is on in training passes (``ctx.training``)
+        when `seed` is given; its masks depend on ``ctx.epoch``."""
         self._Z = []
         H = X
         last = len(self.layers) - 1
         for layer in self.layers:
             key = (
                 None
-                if seed is None or epoch is None
-                else (seed, dropout_stream(epoch, layer.index))
+                if seed is None or not ctx.training
+                else (seed, dropout_stream(max(ctx.epoch, 0), layer.index))
             )
-            Z = layer.forward(ops, H, key)
+            Z = layer.forward(ops, H, key, ctx)
             if layer.index != last:
                 self._Z.append(Z)
                 H = relu(Z)
@@ -62,20 +65,38 @@ class Network:
                 H = Z
         return H
 
-    def backward(self, ops: Ops, dlogits: np.ndarray) -> list[dict[str, np.ndarray]]:
-        """Reduced (global) gradients of every layer's parameters, given d loss / d logits."""
+    def backward(
+        self, ops: Ops, dlogits: np.ndarray, ctx: Phase = TRAIN
+    ) -> list[dict[str, np.ndarray]]:
+        """Reduced gradients of every layer's parameter shards, given d loss / d logits."""
         grads: list[dict[str, np.ndarray]] = [{} for _ in self.layers]
         dH = dlogits
         for layer in reversed(self.layers):
             if layer.index != len(self.layers) - 1:
                 dH = relu_backward(dH, self._Z[layer.index])
-            dH, grads[layer.index] = layer.backward(ops, dH, need_input_grad=layer.index > 0)
+            dH, grads[layer.index] = layer.backward(
+                ops, dH, need_input_grad=layer.index > 0, ctx=ctx
+            )
         self._Z = []
         return grads
 
     def weights(self) -> list[dict[str, np.ndarray]]:
-        """The parameter arrays themselves (not copies), one dict per layer."""
+        """The local parameter shards themselves (not copies), one dict per layer."""
         return [layer.params for layer in self.layers]
+
+    def specs(self) -> list[dict[str, ParamSpec]]:
+        """Whole shapes of the parameters, one dict per layer."""
+        return [{k: layer.spec(k) for k in layer.params} for layer in self.layers]
+
+    def full_weights(self, ops: Ops) -> list[dict[str, np.ndarray]]:
+        """Whole parameters (copies), gathered from the shards by `ops` (phase "param")."""
+        return [
+            {
+                k: np.array(ops.gather_param(w, layer.spec(k), phase=Phase("param", layer.index)))
+                for k, w in layer.params.items()
+            }
+            for layer in self.layers
+        ]
 
     def describe(self) -> list[dict]:
         """Per layer: kind, sizes, order, bias, dropout (for outputs and logs)."""

@@ -1,31 +1,85 @@
-"""The small set of operations the model calls; a distribution scheme implements them.
+"""The Ops protocol: every operation the model performs that depends on the layout.
 
-The model never touches MPI or the layout.  It holds the rows `ops.rows` (global ids) of every
-node-wise matrix and calls:
+The model never touches MPI or the layout.  Node-wise matrices are *local blocks*: the rows
+``ops.rows`` (original global ids, int64) and, for a node-wise matrix of global width ``f``,
+the columns ``ops.col_range(f)``.  Parameters are created whole (same seed, same values as a
+single process) and handed to ``shard_param``; the model then only sees the local shards.
+Every protocol method takes a keyword-only ``phase`` (`gcntrain.model.phase.Phase`).
 
-* ``aggregate(X, phase)``   -> rows of ``S @ X``      (S: the layer's support matrix, n x n)
-* ``aggregate_t(X, phase)`` -> rows of ``S.T @ X``    (backward of aggregate)
-* ``matmul(H, W)`` / ``matmul_grads(H, W, dZ)``       (dense layer, weights replicated in 1D)
-* ``reduce_weight_grad(dW, phase)``                   (sum of partial weight gradients)
-* ``allreduce_sum(a, phase)``                         (metrics, loss terms; same on all ranks)
-* ``agree(flag)``                                     (one decision for all ranks, e.g. stopping)
+`PROTOCOL` declares the methods once; the timing, recording and fault-injection proxies are
+generated from it (`gcntrain.model.wrappers`), and a test fails if an Ops class has a public
+method outside it.  docs/architecture.md explains each method.
 
-`SerialOps` is the single-process reference: no communication, so "distributed equals serial"
-is a property of each scheme's Ops, testable op by op.
+`Ops` is the *row layout* default (full columns, one copy of every local row, replicated
+parameters).  All of its communication goes through three hooks, ``_sum_nodes`` (a sum over
+nodes, each node counted once), ``_sum_params`` (a sum of partial parameter gradients) and
+``_decide`` (rank 0's decision); `SerialOps` leaves them as identities.  A scheme maps them to
+collectives and overrides whatever else its layout changes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.kernels.spmm import spmm_csr_dense
+from gcntrain.model.functional import (
+    dropout_backward,
+    dropout_forward,
+    row_l1_norms,
+    row_normalize,
+)
+from gcntrain.model.loss import local_xent
+from gcntrain.model.phase import Phase
+
+#: method -> category.  graph: S or S^T products; dense: products with W; reduce: sums over
+#: ranks; rowwise: need whole rows; local: no communication in row layouts; control:
+#: decisions; hook: epoch boundaries.
+PROTOCOL: dict[str, str] = {
+    "shard_param": "local",
+    "gather_param": "reduce",
+    "param_sum_sq": "reduce",
+    "row_normalize": "rowwise",
+    "dropout": "local",
+    "dropout_backward": "local",
+    "aggregate": "graph",
+    "aggregate_t": "graph",
+    "matmul": "dense",
+    "matmul_grads": "dense",
+    "reduce_weight_grad": "reduce",
+    "bias_grad": "reduce",
+    "xent": "rowwise",
+    "predict": "rowwise",
+    "node_sum": "reduce",
+    "element_sum": "reduce",
+    "agree": "control",
+    "begin_epoch": "hook",
+    "end_epoch": "hook",
+}
+
+#: dropout key: (seed, stream) of the counter-based mask, or None for no dropout
+DropKey = tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A model parameter: its layer, name and whole (global) shape."""
+
+    layer: int
+    name: str
+    shape: tuple[int, ...]
+
+    @property
+    def is_bias(self) -> bool:
+        return len(self.shape) == 1
 
 
 class Ops:
-    """Base class: local dense parts shared by every 1D-family scheme."""
+    """Row-layout defaults of the protocol (see the module docstring)."""
 
-    #: global node ids of the local rows, int64
+    #: original global ids of the local rows, int64
     rows: np.ndarray
     #: number of nodes in the whole graph
     n_global: int
@@ -33,31 +87,139 @@ class Ops:
     rank: int = 0
     size: int = 1
 
-    def aggregate(self, X: np.ndarray, phase: str = "") -> np.ndarray:
+    # -- layout ----------------------------------------------------------------------------
+    def col_range(self, width: int) -> tuple[int, int]:
+        """Global columns [lo, hi) of the local block of a node-wise matrix of width `width`."""
+        return 0, int(width)
+
+    # -- communication hooks (identities: one process) ------------------------------------
+    def _sum_nodes(self, a: np.ndarray, phase: Phase) -> np.ndarray:
+        return a
+
+    def _sum_params(self, a: np.ndarray, phase: Phase) -> np.ndarray:
+        return a
+
+    def _sum_elements(self, a: np.ndarray, phase: Phase) -> np.ndarray:
+        return self._sum_nodes(a, phase)
+
+    def _decide(self, flag: bool, phase: Phase) -> bool:
+        return bool(flag)
+
+    # -- parameters ------------------------------------------------------------------------
+    def shard_param(self, full: np.ndarray, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
+        """This rank's part of a parameter initialised whole (replicated: the whole)."""
+        return full
+
+    def gather_param(self, local: np.ndarray, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
+        """The whole parameter from the local shards."""
+        return local
+
+    def param_sum_sq(self, local: np.ndarray, spec: ParamSpec, *, phase: Phase) -> float:
+        """``sum(W ** 2)`` of the whole parameter (float64), each entry counted once."""
+        return float(np.sum(np.square(local, dtype=np.float64)))
+
+    # -- features and dropout --------------------------------------------------------------
+    def row_normalize(self, X, *, width: int, phase: Phase):
+        """L1 row normalisation of the local block of a width-`width` feature matrix."""
+        return row_normalize(X, row_l1_norms(X))
+
+    def dropout(self, H, key: DropKey, rate: float, *, width: int, phase: Phase):
+        """Inverted dropout with the mask of (seed, stream, global row, global column)."""
+        if key is None or rate <= 0.0:
+            return H
+        return dropout_forward(H, self.rows, key[0], key[1], rate, self.col_range(width)[0])
+
+    def dropout_backward(self, dH, key: DropKey, rate: float, *, width: int, phase: Phase):
+        """Gradient through `dropout` (same mask, recomputed)."""
+        if key is None or rate <= 0.0:
+            return dH
+        return dropout_backward(dH, self.rows, key[0], key[1], rate, self.col_range(width)[0])
+
+    # -- graph -----------------------------------------------------------------------------
+    def aggregate(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
+        """Local block of ``S @ X``."""
         raise NotImplementedError
 
-    def aggregate_t(self, X: np.ndarray, phase: str = "") -> np.ndarray:
+    def aggregate_t(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
+        """Local block of ``S.T @ X``."""
         raise NotImplementedError
 
-    def matmul(self, H: np.ndarray, W: np.ndarray) -> np.ndarray:
+    # -- dense -----------------------------------------------------------------------------
+    def matmul(self, H, W: np.ndarray, *, phase: Phase) -> np.ndarray:
+        """Local block of ``H @ W`` (H dense or CSR)."""
         return H @ W
 
     def matmul_grads(
-        self, H: np.ndarray, W: np.ndarray, dZ: np.ndarray, need_input_grad: bool = True
+        self, H, W: np.ndarray, dZ: np.ndarray, *, need_input_grad: bool, phase: Phase
     ) -> tuple[np.ndarray | None, np.ndarray]:
-        """Return (dH, dW_partial) for Z = H @ W; dW still needs `reduce_weight_grad`."""
+        """(dH or None, partial dW) for Z = H @ W; dW still needs `reduce_weight_grad`."""
         dW = H.T @ dZ
         dH = dZ @ W.T if need_input_grad else None
         return dH, dW
 
-    def reduce_weight_grad(self, dW: np.ndarray, phase: str = "") -> np.ndarray:
-        return dW
+    def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
+        """The parameter's gradient shard from the partial `dW` of `matmul_grads`."""
+        return self._sum_params(np.ascontiguousarray(dW), phase)
 
-    def allreduce_sum(self, a: np.ndarray, phase: str = "metrics") -> np.ndarray:
-        return a
+    def bias_grad(self, dZ: np.ndarray, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
+        """Gradient shard of a bias added to Z: the sum of dZ over all nodes."""
+        return self._sum_params(np.ascontiguousarray(dZ.sum(axis=0)), phase)
 
-    def agree(self, flag: bool) -> bool:
-        return bool(flag)
+    # -- row-wise --------------------------------------------------------------------------
+    def xent(
+        self,
+        logits: np.ndarray,
+        labels: np.ndarray,
+        masks: list[np.ndarray],
+        *,
+        width: int,
+        grad_index: int | None = None,
+        grad_divisor: float = 1.0,
+        phase: Phase,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Global (loss sum, correct count) of every mask (float64, ``2 * len(masks)``), and
+        d(loss sum of ``masks[grad_index]``) / d logits divided by `grad_divisor`."""
+        sums, grad = local_xent(logits, labels, masks, grad_index, grad_divisor)
+        return self.node_sum(sums, phase=phase), grad
+
+    def predict(self, logits: np.ndarray, *, width: int, phase: Phase) -> np.ndarray:
+        """int64 argmax of every local row."""
+        if not logits.size:
+            return np.zeros(logits.shape[0], dtype=np.int64)
+        return np.argmax(logits, axis=1).astype(np.int64)
+
+    # -- sums and decisions ----------------------------------------------------------------
+    def node_sum(self, a, *, phase: Phase):
+        """Sum over ranks of per-node quantities summed locally (each node once)."""
+        return self._shaped(self._sum_nodes, a, phase)
+
+    def element_sum(self, a, *, phase: Phase):
+        """Sum over ranks of quantities summed over the local block's elements."""
+        return self._shaped(self._sum_elements, a, phase)
+
+    @staticmethod
+    def _shaped(fn, a, phase):
+        arr = np.ascontiguousarray(np.atleast_1d(np.asarray(a)))
+        out = fn(arr, phase)
+        return out.reshape(np.shape(a)) if np.ndim(a) else out[0]
+
+    def agree(self, flag: bool, *, phase: Phase) -> bool:
+        """One decision for every rank (rank 0's)."""
+        return self._decide(bool(flag), phase)
+
+    def begin_epoch(self, *, phase: Phase) -> None:
+        """Called before each epoch's training step (``phase.epoch``)."""
+
+    def end_epoch(self, *, phase: Phase) -> None:
+        """Called after each epoch (after evaluation)."""
+
+
+def csr_product(M: sp.csr_matrix, X: np.ndarray) -> np.ndarray:
+    """``M @ X`` with the Numba kernel, in X's dtype."""
+    X = np.ascontiguousarray(X)
+    out = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
+    data = M.data if M.data.dtype == X.dtype else M.data.astype(X.dtype)
+    return spmm_csr_dense(M.indptr, M.indices, data, X, out)
 
 
 class SerialOps(Ops):
@@ -72,16 +234,18 @@ class SerialOps(Ops):
         self.T = T
         self.n_global = S.shape[0]
         self.rows = np.arange(self.n_global, dtype=np.int64)
+        self._typed: dict = {}
 
-    @staticmethod
-    def _apply(M: sp.csr_matrix, X: np.ndarray) -> np.ndarray:
-        X = np.ascontiguousarray(X)
-        out = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
-        data = M.data if M.data.dtype == X.dtype else M.data.astype(X.dtype)
-        return spmm_csr_dense(M.indptr, M.indices, data, X, out)
+    def _matrix(self, which: str, dtype) -> sp.csr_matrix:
+        """S or S^T with values in `dtype` (cast once per dtype)."""
+        key = (which, np.dtype(dtype).str)
+        if key not in self._typed:
+            M = self.S if which == "f" else self.T
+            self._typed[key] = M if M.dtype == dtype else M.astype(dtype)
+        return self._typed[key]
 
-    def aggregate(self, X: np.ndarray, phase: str = "") -> np.ndarray:
-        return self._apply(self.S, X)
+    def aggregate(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
+        return csr_product(self._matrix("f", X.dtype), X)
 
-    def aggregate_t(self, X: np.ndarray, phase: str = "") -> np.ndarray:
-        return self._apply(self.T, X)
+    def aggregate_t(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
+        return csr_product(self._matrix("t", X.dtype), X)

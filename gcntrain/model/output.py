@@ -44,7 +44,7 @@ def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
         raise
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
     def w(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
@@ -58,7 +58,7 @@ def write_metrics(path: Path, history: Iterable) -> None:
         json.dumps(r.to_dict() if hasattr(r, "to_dict") else r, default=json_default)
         for r in history
     ]
-    _write_text(path, "".join(line + "\n" for line in lines))
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
 
 
 def write_weights(
@@ -134,7 +134,7 @@ def write_outputs(
     out.mkdir(parents=True, exist_ok=True)
     paths = {name: out / name for name in FILES}
     write_metrics(paths["metrics.jsonl"], history)
-    _write_text(
+    write_text_atomic(
         paths["config.json"],
         json.dumps(config_dict, default=json_default, indent=2, sort_keys=True) + "\n",
     )

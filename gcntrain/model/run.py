@@ -1,43 +1,16 @@
-"""Serial training driver: graph -> support matrix -> `SerialOps` -> `fit` -> outputs.
+"""Helpers of the training runner that belong to the model: loading a whole graph for
+training, checking it can be trained on, and the summary of a `TrainResult`.
 
-The `train` command is a thin wrapper around `run_training`; distributed drivers replace the
-`SerialOps` construction and keep the rest.
+The runner itself (`gcntrain.schemes.runner.run_training`) is the same for every scheme.
 """
 
 from __future__ import annotations
-
-import os
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 from gcntrain.data.graph import Graph
 from gcntrain.errors import InputError
-from gcntrain.model.normalize import support_kind, support_matrix
-from gcntrain.model.ops import Ops, SerialOps
-from gcntrain.model.trainer import EpochRecord, TrainConfig, TrainResult, fit
-
-DEFAULT_SOURCE = "<embedded default dataset>"
-
-
-def load_training_graph(graph_or_path: Graph | str | os.PathLike | None) -> tuple[Graph, str]:
-    """The graph to train on and a name for messages.
-
-    None -> the embedded default dataset; a `Graph` -> itself; a path -> ``read_graph``.
-    """
-    if graph_or_path is None:
-        from gcntrain.data.generate import default_dataset
-
-        return default_dataset(), DEFAULT_SOURCE
-    if isinstance(graph_or_path, Graph):
-        return graph_or_path, graph_or_path.name
-    from gcntrain.data.store import read_graph
-
-    path = os.fspath(graph_or_path)
-    if not os.path.exists(path):
-        raise InputError("no such graph file", path)
-    return read_graph(path), path
+from gcntrain.model.trainer import TrainConfig, TrainResult
 
 
 def check_trainable(graph: Graph, source: str) -> int:
@@ -75,12 +48,6 @@ def check_trainable(graph: Graph, source: str) -> int:
     return int(num_classes)
 
 
-def serial_ops(graph: Graph, config: TrainConfig) -> Ops:
-    """`SerialOps` over the support matrix of the configured model, in the run's dtype."""
-    S = support_matrix(graph, support_kind(config.model, config.aggregator))
-    return SerialOps(S.astype(np.dtype(config.dtype)))
-
-
 def _median(values: list[float]) -> float:
     return float(np.median(values)) if values else 0.0
 
@@ -112,79 +79,3 @@ def model_summary(config: TrainConfig) -> dict:
         "dtype": config.dtype,
         "seed": config.seed,
     }
-
-
-def summarize(
-    result: TrainResult, config: TrainConfig, graph: Graph, source: str, total_seconds: float
-) -> dict:
-    """The flat summary the CLI prints (``--json``): final metrics, medians of the time split."""
-    return {
-        **result_summary(result),
-        "total_seconds": total_seconds,
-        **model_summary(config),
-        "graph": graph.name,
-        "source": source,
-        "num_nodes": graph.n,
-        "num_edges": graph.nnz,
-        "num_features": graph.num_features,
-        "num_classes": graph.num_classes,
-    }
-
-
-def run_training(
-    graph_or_path: Graph | str | os.PathLike | None,
-    config: TrainConfig,
-    out_dir: str | os.PathLike | None = None,
-    callback: Callable[[EpochRecord], None] | None = None,
-) -> tuple[TrainResult, dict]:
-    """Train serially and optionally write the outputs.
-
-    Parameters
-    ----------
-    graph_or_path : a `Graph`, an HDF5 graph path, or None for the embedded default dataset.
-    config : hyperparameters (validated here).
-    out_dir : directory for metrics.jsonl, config.json, weights.h5, predictions.h5, or None.
-    callback : per-epoch hook, see `fit`.
-
-    Returns
-    -------
-    (TrainResult, summary dict)
-    """
-    config.validate()
-    if out_dir is not None:
-        from gcntrain.model.output import check_out_dir
-
-        check_out_dir(out_dir)
-    t0 = time.perf_counter()
-    graph, source = load_training_graph(graph_or_path)
-    num_classes = check_trainable(graph, source)
-    ops = serial_ops(graph, config)
-    masks = {"train": graph.train_mask, "val": graph.val_mask, "test": graph.test_mask}
-    result = fit(ops, graph.features, graph.labels, masks, num_classes, config, callback)
-    summary = summarize(result, config, graph, source, time.perf_counter() - t0)
-    if out_dir is not None:
-        from gcntrain.model.output import write_outputs
-
-        resolved = {
-            **config.to_dict(),
-            "graph": graph.name,
-            "source": source,
-            "num_nodes": graph.n,
-            "num_classes": num_classes,
-            "support": support_kind(config.model, config.aggregator),
-            "layers": result.layers,
-            "bias": result.layers[0]["bias"],
-            "ranks": 1,
-        }
-        write_outputs(
-            out_dir,
-            resolved,
-            result.history,
-            result.weights,
-            result.predictions,
-            result.rows,
-            labels=graph.labels[result.rows],
-            layers=result.layers,
-        )
-        summary["out"] = os.fspath(out_dir)
-    return result, summary

@@ -24,19 +24,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.errors import InputError
-from gcntrain.model.functional import row_normalize
 from gcntrain.model.loss import (
     add_weight_decay_grads,
     effective_mask,
     masked_counts,
     mean_xent,
-    softmax_xent_sums,
     weight_decay_value,
 )
 from gcntrain.model.network import Network, build_network
 from gcntrain.model.ops import Ops
 from gcntrain.model.optim import Adam
-from gcntrain.model.timing import TimedOps
+from gcntrain.model.phase import Phase
+from gcntrain.model.wrappers import TimedOps
 
 #: CSR features are used for the first layer when the global density is below this (auto)
 SPARSE_DENSITY = 0.2
@@ -182,20 +181,23 @@ class TrainResult:
         return len(self.history)
 
 
-def prepare_features(ops: Ops, X, config: TrainConfig):
-    """Cast, optionally row-normalise, and choose dense or CSR storage for the first layer."""
+def prepare_features(ops: Ops, X, config: TrainConfig, num_features: int):
+    """Cast, optionally row-normalise (``ops.row_normalize``), and choose dense or CSR storage
+    for the first layer (auto: CSR when the global density, one ``ops.element_sum``, is below
+    `SPARSE_DENSITY`).  `X` is the local block of an (n x `num_features`) matrix."""
     dtype = np.dtype(config.dtype)
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=dtype)
     else:
         X = np.ascontiguousarray(X, dtype=dtype)
+    phase = Phase("prepare")
     if config.normalize_features:
-        X = row_normalize(X)
+        X = ops.row_normalize(X, width=num_features, phase=phase)
     use_sparse = config.sparse_features
     if use_sparse is None:
         nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
-        tot = ops.allreduce_sum(
-            np.array([nnz, X.shape[0] * X.shape[1]], dtype=np.float64), "metrics"
+        tot = ops.element_sum(
+            np.array([nnz, X.shape[0] * X.shape[1]], dtype=np.float64), phase=phase
         )
         use_sparse = bool(tot[1] > 0 and tot[0] / tot[1] < SPARSE_DENSITY)
     if use_sparse and not sp.issparse(X):
@@ -207,8 +209,8 @@ def prepare_features(ops: Ops, X, config: TrainConfig):
     return X
 
 
-def make_network(config: TrainConfig, num_features: int, num_classes: int) -> Network:
-    """Build and initialise the network of `config` (same weights on every rank)."""
+def make_network(config: TrainConfig, num_features: int, num_classes: int, ops: Ops) -> Network:
+    """Build and initialise the network of `config` (shards of the serial weights)."""
     net = build_network(
         config.model,
         num_features,
@@ -219,7 +221,7 @@ def make_network(config: TrainConfig, num_features: int, num_classes: int) -> Ne
         bias=config.bias,
         order=config.order,
     )
-    net.init_params(config.seed, np.dtype(config.dtype))
+    net.init_params(ops, config.seed, np.dtype(config.dtype))
     return net
 
 
@@ -231,21 +233,21 @@ def evaluate(
     masks: dict[str, np.ndarray],
     counts: dict[str, int],
     wd: float,
+    epoch: int = -1,
 ) -> tuple[dict[str, float | None], np.ndarray]:
-    """Forward without dropout; mean loss (+ `wd`) and accuracy per mask (one allreduce).
+    """Forward without dropout; mean loss (+ `wd`) and accuracy per mask (one ``ops.xent``).
 
     Returns
     -------
-    ({"<mask>_loss": ..., "<mask>_acc": ...}, logits of the local rows)
+    ({"<mask>_loss": ..., "<mask>_acc": ...}, logits of the local block)
         Both None for a mask that selects no labelled node.
     """
-    logits = net.forward(ops, X)
+    ctx = Phase("epoch", training=False, epoch=epoch)
+    logits = net.forward(ops, X, ctx=ctx)
     names = list(masks)
-    local = []
-    for k in names:
-        s, c, _ = softmax_xent_sums(logits, labels, masks[k], need_grad=False)
-        local += [s, c]
-    tot = ops.allreduce_sum(np.array(local, dtype=np.float64), "metrics")
+    tot, _ = ops.xent(
+        logits, labels, [masks[k] for k in names], width=net.layers[-1].f_out, phase=ctx.at("loss")
+    )
     out: dict[str, float | None] = {}
     for i, k in enumerate(names):
         d = counts[k]
@@ -277,18 +279,20 @@ def fit(
     num_classes: int,
     config: TrainConfig,
     callback: Callable[[EpochRecord], None] | None = None,
+    num_features: int | None = None,
 ) -> TrainResult:
-    """Train a GCN/GraphSAGE model full-batch on the local rows ``ops.rows``.
+    """Train a GCN/GraphSAGE model full-batch on the local block of `ops`.
 
     Parameters
     ----------
     ops : the distribution scheme's operations (`SerialOps` for one process).
-    X_local : (m, f) features of the local rows, dense or scipy sparse.
+    X_local : (m, f_local) local block of the features, dense or scipy sparse.
     labels_local : int64 (m,), -1 = unlabeled.
     masks_local : {"train": bool (m,), "val": ..., "test": ...}; "val"/"test" may be missing.
     num_classes : number of output classes.
     config : hyperparameters.
     callback : called with each `EpochRecord` after the epoch (progress, fault injection).
+    num_features : global feature width (default: the local block's width, a row layout).
 
     Returns
     -------
@@ -304,8 +308,9 @@ def fit(
             f"features ({X_local.shape[0]}) and labels ({labels.shape[0]}) must "
             f"have one row per local row ({m})"
         )
+    f0 = int(X_local.shape[1] if num_features is None else num_features)
     masks = {k: effective_mask(labels, masks_local.get(k)) for k in ("train", "val", "test")}
-    counts = masked_counts(ops, labels, masks)
+    counts = masked_counts(ops, labels, masks, Phase("metrics"))
     if counts["train"] == 0:
         raise InputError("the train mask selects no labelled node")
     if labels.size and int(labels.max(initial=-1)) >= num_classes:
@@ -313,12 +318,22 @@ def fit(
             f"a label ({int(labels.max())}) is >= the number of classes ({num_classes})"
         )
     tops = TimedOps(ops)
-    X = prepare_features(ops, X_local, config)
-    net = make_network(config, X.shape[1], num_classes)
+    X = prepare_features(ops, X_local, config, f0)
+    net = make_network(config, f0, num_classes, ops)
     weights = net.weights()
+    specs = net.specs()
     decay = config.adamw_decay if config.optimizer == "adamw" else 0.0
     opt = Adam(weights, lr=config.lr, decoupled_decay=decay)
     eval_masks = {k: masks[k] for k in ("val", "test")}
+
+    def wd_value(ctx: Phase) -> float:
+        phase = ctx.at("metrics")
+        return weight_decay_value(
+            weights,
+            config.weight_decay,
+            config.weight_decay_all,
+            lambda i, k, W: ops.param_sum_sq(W, specs[i][k], phase=phase),
+        )
 
     history: list[EpochRecord] = []
     val_losses: list[float] = []
@@ -326,17 +341,27 @@ def fit(
     for epoch in range(config.epochs):
         t0 = perf_counter()
         tops.reset()
-        logits = net.forward(tops, X, seed=config.seed, epoch=epoch)
-        xent, train_acc, dlogits = mean_xent(tops, logits, labels, masks["train"], counts["train"])
-        loss = xent + weight_decay_value(weights, config.weight_decay, config.weight_decay_all)
-        grads = net.backward(tops, dlogits)
+        ctx = Phase("epoch", epoch=epoch)
+        ops.begin_epoch(phase=ctx)
+        logits = net.forward(tops, X, seed=config.seed, ctx=ctx)
+        xent, train_acc, dlogits = mean_xent(
+            tops,
+            logits,
+            labels,
+            masks["train"],
+            counts["train"],
+            width=num_classes,
+            phase=ctx.at("loss"),
+        )
+        loss = xent + wd_value(ctx)
+        grads = net.backward(tops, dlogits, ctx)
         add_weight_decay_grads(grads, weights, config.weight_decay, config.weight_decay_all)
         opt.step(grads)
         do_eval = (epoch + 1) % config.eval_every == 0 or epoch == config.epochs - 1
         val_loss = val_acc = test_acc = None
         if do_eval:
-            wd = weight_decay_value(weights, config.weight_decay, config.weight_decay_all)
-            ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd)
+            wd = wd_value(ctx)
+            ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd, epoch)
             val_loss, val_acc, test_acc = ev["val_loss"], ev["val_acc"], ev["test_acc"]
         secs = perf_counter() - t0
         rec = EpochRecord(
@@ -356,23 +381,28 @@ def fit(
             callback(rec)
         if not math.isfinite(loss):
             raise FloatingPointError(f"training loss is {loss} at epoch {epoch + 1}")
+        stop = False
         if do_eval and val_loss is not None:
             val_losses.append(val_loss)
-            if ops.agree(should_stop(val_losses, config.early_stopping, config.patience)):
-                stopped = epoch < config.epochs - 1
-                break
+            decision = should_stop(val_losses, config.early_stopping, config.patience)
+            stop = ops.agree(decision, phase=ctx.at("control"))
+        ops.end_epoch(phase=ctx)
+        if stop:
+            stopped = epoch < config.epochs - 1
+            break
 
-    wd = weight_decay_value(weights, config.weight_decay, config.weight_decay_all)
+    final_ctx = Phase("epoch", training=False)
+    wd = wd_value(final_ctx)
     ev, logits = evaluate(ops, net, X, labels, masks, counts, wd)
     final = {
         "loss": history[-1].loss,
         "train_acc": history[-1].train_acc,
         **{k if not k.startswith("train_") else "eval_" + k: v for k, v in ev.items()},
     }
-    preds = np.argmax(logits, axis=1).astype(np.int64) if logits.size else np.zeros(m, np.int64)
+    preds = ops.predict(logits, width=num_classes, phase=final_ctx.at("predict"))
     return TrainResult(
         history=history,
-        weights=[{k: w.copy() for k, w in lw.items()} for lw in weights],
+        weights=net.full_weights(ops),
         final=final,
         predictions=preds,
         rows=np.asarray(ops.rows, dtype=np.int64).copy(),

@@ -1,14 +1,68 @@
-"""Pieces shared by the 1D-family schemes: the Ops base over a communicator, and setup
-exchanges (global degrees, transposed rows) done once before training (phase ``"setup"``)."""
+"""Pieces shared by the row-layout schemes (1D, 1.5D, p2p): the Ops over a communicator,
+the setup exchanges (global degrees, transposed rows, symmetry check) and their descriptions,
+and the pricing of the calls that do not depend on how S is multiplied.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, Uniform
 from gcntrain.kernels.spmm import spmm_csr_dense
+from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
-from gcntrain.schemes.layout import column_blocks, owner_of
+from gcntrain.model.phase import Phase, phase_key
+from gcntrain.schemes.layout import block_pair_counts, column_blocks, owner_of
+from gcntrain.schemes.protocol import LoadRequest, Numbering, PlanContext, Scheme
+
+#: one int64 count, one (row, col) int64 pair, one float64 value
+COUNT_BYTES, PAIR_BYTES, VALUE_BYTES = 8, 16, 8
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """Row blocks of a numbering, each replicated on `c` ranks of a (B x c) grid (c = 1: one
+    rank per block).  Rank r holds block ``r // c``; ranks with ``r % c == 0`` own the rows
+    for outputs."""
+
+    numbering: Numbering
+    c: int = 1
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.numbering.offsets
+
+    @property
+    def blocks(self) -> int:
+        return self.numbering.parts
+
+    @property
+    def size(self) -> int:
+        return self.blocks * self.c
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def block_of(self, rank: int) -> int:
+        return int(rank) // self.c
+
+    def block_of_ranks(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64) // self.c
+
+    def request(self, rank: int) -> LoadRequest:
+        b = self.block_of(rank)
+        return LoadRequest((int(self.offsets[b]), int(self.offsets[b + 1])))
+
+    def owned(self, rank: int) -> bool:
+        return int(rank) % self.c == 0
+
+    def block_groups(self) -> Groups:
+        """One rank per block, for every copy: the process columns of the (B x c) grid."""
+        return Groups.axis((self.blocks, self.c), 0)
 
 
 class RowOps(Ops):
@@ -20,7 +74,7 @@ class RowOps(Ops):
         All ranks (stop decisions are taken by its rank 0).
     reduce_comm : Comm
         Ranks holding one copy of every row block (the world for 1D and p2p, a process column
-        for 1.5D): sums of weight gradients and metrics run over it.
+        for 1.5D): sums over nodes and of weight gradients run over it.
     rows : int64 array
         ORIGINAL global ids of the local rows (dropout masks and outputs use them).
     n_global : int
@@ -34,26 +88,24 @@ class RowOps(Ops):
         self.rank = world.rank
         self.size = world.size
 
-    def reduce_weight_grad(self, dW: np.ndarray, phase: str = "") -> np.ndarray:
-        return self.reduce_comm.allreduce(np.ascontiguousarray(dW), phase)
+    def _sum_nodes(self, a, phase: Phase):
+        return self.reduce_comm.allreduce(np.ascontiguousarray(a), phase_key(phase))
 
-    def allreduce_sum(self, a, phase: str = "metrics"):
-        arr = np.ascontiguousarray(np.atleast_1d(np.asarray(a)))
-        out = self.reduce_comm.allreduce(arr, phase)
-        return out.reshape(np.shape(a)) if np.ndim(a) else out[0]
+    def _sum_params(self, a, phase: Phase):
+        return self.reduce_comm.allreduce(np.ascontiguousarray(a), phase_key(phase))
+
+    def _decide(self, flag: bool, phase: Phase) -> bool:
+        return self.world.bcast_flag(bool(flag), 0, phase_key(phase))
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         """Local rows of ``S @ X`` ("f") or ``S^T @ X`` ("t"); each scheme implements it."""
         raise NotImplementedError
 
-    def aggregate(self, X, phase=""):
-        return self._product("f", X, phase)
+    def aggregate(self, X, *, phase):
+        return self._product("f", np.ascontiguousarray(X), phase_key(phase))
 
-    def aggregate_t(self, X, phase=""):
-        return self._product("t", X, phase)
-
-    def agree(self, flag: bool) -> bool:
-        return self.world.bcast_flag(bool(flag), 0)
+    def aggregate_t(self, X, *, phase):
+        return self._product("t", np.ascontiguousarray(X), phase_key(phase))
 
 
 class TypedBlocks:
@@ -69,26 +121,6 @@ class TypedBlocks:
         if key not in self._typed:
             self._typed[key] = as_dtype(self._blocks[which], dtype)
         return self._typed[key]
-
-
-def broadcast_stages(
-    comm, blocks: list, sizes: np.ndarray, stages, me: int, X: np.ndarray, phase: str
-) -> np.ndarray:
-    """Sum of ``blocks[k] @ X_k`` over `stages`, block k broadcast by rank k of `comm`.
-
-    `me` is this rank's block (its X is X_me); empty blocks are skipped (CAGNET's stages).
-    """
-    out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
-    buf = np.empty((int(sizes.max()), X.shape[1]), dtype=X.dtype)
-    for k in stages:
-        nk = int(sizes[k])
-        if nk == 0:
-            continue
-        Xk = X if k == me else buf[:nk]
-        comm.bcast(Xk, k, phase)
-        if blocks[k].nnz:
-            csr_apply(blocks[k], Xk, out, accumulate=True)
-    return out
 
 
 def csr_apply(
@@ -125,19 +157,22 @@ def transpose_rows(
     data: np.ndarray,
     phase: str = "setup",
 ):
-    """Rows of the transpose owned by this block, from every block's rows (one Alltoallv).
+    """Rows of the transpose owned by this block, from every block's rows (one Alltoall of
+    counts, two Alltoallv).
 
     Block p holds rows offsets[p]:offsets[p+1] of S with global column ids; afterwards it
-    holds the same rows of S^T.  Entry (i, j, v) travels to the owner of j as (j, i, v).
+    holds the same rows of S^T.  Entry (i, j, v) travels to the owner of j as (j, i, v)
+    (`block_pair_counts`, the function the plan uses too).
     """
     me = comm.rank
     nparts = offsets.shape[0] - 1
     m = indptr.shape[0] - 1
     rows = np.repeat(np.arange(m, dtype=np.int64) + offsets[me], np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
-    dest = owner_of(cols, offsets)
-    order = np.argsort(dest, kind="stable")
-    send_counts = np.bincount(dest, minlength=nparts).astype(np.int64)
+    order = np.argsort(owner_of(cols, offsets), kind="stable")
+    _, dst, cnt = block_pair_counts(me, cols, offsets)
+    send_counts = np.zeros(nparts, dtype=np.int64)
+    send_counts[dst] = cnt
     recv_counts = comm.alltoall_counts(send_counts, phase)
     pairs = np.ascontiguousarray(np.stack([cols[order], rows[order]], axis=1))
     got = comm.alltoallv(pairs, send_counts, recv_counts, phase)
@@ -149,3 +184,184 @@ def transpose_rows(
     T.sum_duplicates()
     T.sort_indices()
     return T.indptr.astype(np.int64), T.indices.astype(np.int64), T.data.astype(np.float64)
+
+
+def row_setup(world, bcomm, layout: RowLayout, local, kind: str):
+    """Support rows of S (and S^T, None when S is symmetric) of this rank's block.
+
+    Phase "setup": the block's degrees are Allgathered over `bcomm` (one rank per block),
+    S^T's rows come from `transpose_rows`, and one Allreduce over the world decides whether
+    S^T equals S everywhere.
+    """
+    sizes = layout.sizes
+    deg = degrees(local.indptr, local.indices, local.data, kind, rows=local.new_ids)
+    deg_all = bcomm.allgatherv(deg.astype(np.float64), sizes, "setup")
+    fwd = support_rows(local.indptr, local.indices, local.data, local.new_ids, deg_all, kind)
+    bwd = transpose_rows(bcomm, layout.offsets, *fwd)
+    same = (
+        bwd[0].shape == fwd[0].shape
+        and np.array_equal(bwd[0], fwd[0])
+        and np.array_equal(bwd[1], fwd[1])
+        and np.allclose(bwd[2], fwd[2], rtol=1e-12, atol=0)
+    )
+    flag = world.allreduce(np.array([0 if same else 1], dtype=np.int64), "setup", op="max")
+    return fwd, (None if flag[0] == 0 else bwd)
+
+
+def entry_blocks(S: sp.csr_matrix, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row block of every entry, column of every entry) of a whole matrix."""
+    rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), np.diff(S.indptr))
+    return owner_of(rows, offsets), S.indices.astype(np.int64)
+
+
+def row_setup_steps(ctx: PlanContext) -> list[tuple[str, object]]:
+    """Description of `row_setup` for every rank: in each block group (the ranks holding one
+    copy of every block), the degree Allgatherv, the Alltoall of counts and the two Alltoallv
+    of the transposition; then the world's symmetry Allreduce."""
+    lay: RowLayout = ctx.layout
+    bg = lay.block_groups()
+    blk = lay.block_of_ranks()
+    src_b, dst_b, cnt = ctx.cached(
+        "entry_pairs",
+        lambda: block_pair_counts(*entry_blocks(ctx.support, lay.offsets), lay.offsets),
+    )
+    # block pairs -> rank pairs inside every copy's group
+    copies = np.arange(lay.c, dtype=np.int64)
+    src = bg.rank_at(copies[:, None], src_b[None, :]).ravel()
+    dst = bg.rank_at(copies[:, None], dst_b[None, :]).ravel()
+    n = np.tile(cnt, lay.c)
+    return [
+        ("setup", Allgatherv(bg, lay.sizes[blk] * VALUE_BYTES)),
+        ("setup", Uniform(bg, COUNT_BYTES)),
+        ("setup", Pairs(lay.size, src, dst, n * PAIR_BYTES)),
+        ("setup", Pairs(lay.size, src, dst, n * VALUE_BYTES)),
+        ("setup", Allreduce(Groups.world(lay.size), np.array([1]), COUNT_BYTES)),
+    ]
+
+
+class RowScheme(Scheme):
+    """Pricing shared by the row-layout schemes: every sum over nodes or weight gradients is an
+    Allreduce over the block groups (one copy of every row); only the products with S differ
+    (``steps_aggregate`` / ``steps_aggregate_t`` of each scheme)."""
+
+    def reduce_steps(self, ctx: PlanContext, nelems: int, itemsize: int) -> list:
+        bg = ctx.layout.block_groups()
+        return [Allreduce(bg, np.full(bg.sizes.shape[0], nelems), itemsize)]
+
+    def _array_sum(self, ctx: PlanContext, call) -> list:
+        shape = call.shape(0)
+        return self.reduce_steps(ctx, int(np.prod(shape)), call.itemsize(0))
+
+    steps_node_sum = _array_sum
+    steps_element_sum = _array_sum
+    steps_reduce_weight_grad = _array_sum
+
+    def steps_bias_grad(self, ctx: PlanContext, call) -> list:
+        return self.reduce_steps(ctx, call.shape(0)[1], call.itemsize(0))
+
+    def steps_xent(self, ctx: PlanContext, call) -> list:
+        return self.reduce_steps(ctx, 2 * call.args[2][1], 8)
+
+    def setup_steps(self, ctx: PlanContext) -> list:
+        return row_setup_steps(ctx)
+
+    # -- compute and memory ----------------------------------------------------------------
+    def block_nnz(self, ctx: PlanContext, which: str) -> np.ndarray:
+        """(P,) stored entries each rank multiplies per product with S ("f") or S^T ("t"):
+        its block's rows (1D, p2p)."""
+        lay: RowLayout = ctx.layout
+
+        def make():
+            M = ctx.support if which == "f" else ctx.transpose()
+            per_block = M.indptr[lay.offsets[1:]] - M.indptr[lay.offsets[:-1]]
+            return per_block[lay.block_of_ranks()].astype(np.int64)
+
+        return ctx.cached(f"block_nnz_{which}", make)
+
+    def work_aggregate(self, ctx: PlanContext, call) -> np.ndarray:
+        return spmm_work(self.block_nnz(ctx, "f"), call.shape(0)[1])
+
+    def work_aggregate_t(self, ctx: PlanContext, call) -> np.ndarray:
+        return spmm_work(self.block_nnz(ctx, "t"), call.shape(0)[1])
+
+    def _feature_rows(self, ctx: PlanContext):
+        if ctx.feature_nnz is None:
+            return None
+        lay: RowLayout = ctx.layout
+        csum = np.concatenate(([0], np.cumsum(ctx.feature_nnz)))
+        per_block = csum[lay.offsets[1:]] - csum[lay.offsets[:-1]]
+        return per_block[lay.block_of_ranks()]
+
+    def work_matmul(self, ctx: PlanContext, call) -> np.ndarray:
+        lay: RowLayout = ctx.layout
+        return dense_rows_work(lay.sizes[lay.block_of_ranks()], call, self._feature_rows(ctx))
+
+    work_matmul_grads = work_matmul
+
+    def footprint(self, ctx: PlanContext) -> dict:
+        lay: RowLayout = ctx.layout
+        rows = lay.sizes[lay.block_of_ranks()]
+        blk = lay.block_of_ranks()
+        adj = np.zeros(lay.size, dtype=np.int64)
+        for M in [ctx.support] + ([] if ctx.symmetric else [ctx.transpose()]):
+            adj += (M.indptr[lay.offsets[1:]] - M.indptr[lay.offsets[:-1]])[blk]
+        return {
+            "rows": rows,
+            "adjacency": adj,
+            "buffer_rows": self.buffer_rows(ctx),
+            "col_fraction": np.ones(lay.size),
+        }
+
+    def buffer_rows(self, ctx: PlanContext) -> np.ndarray:
+        """(P,) rows of other blocks a rank holds at once during a product."""
+        lay: RowLayout = ctx.layout
+        return np.full(lay.size, int(lay.sizes.max(initial=0)), dtype=np.int64)
+
+
+def run_block_broadcasts(
+    comm, stages, group: int, me: int, blocks: list, sizes: np.ndarray, X: np.ndarray, phase
+) -> np.ndarray:
+    """Sum over the stages of `group` of ``blocks[q] @ X_q``, block q broadcast by member q of
+    `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
+    `BcastStages` description (row counts as sizes): it decides the order and skips empty
+    blocks, as CAGNET's stages do."""
+    out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
+    buf = np.empty((int(sizes.max(initial=0)), X.shape[1]), dtype=X.dtype)
+
+    def provide(s: int) -> np.ndarray:
+        q = int(stages.root[s])
+        return X if q == me else buf[: int(sizes[q])]
+
+    def consume(s: int, Xq: np.ndarray) -> None:
+        q = int(stages.root[s])
+        if blocks[q].nnz:
+            csr_apply(blocks[q], Xq, out, accumulate=True)
+
+    stages.run(comm, group, provide, consume, phase)
+    return out
+
+
+def dense_rows_work(rows: np.ndarray, call, nnz_rows: np.ndarray | None) -> np.ndarray:
+    """(P, 3) work of `matmul` / `matmul_grads` with local blocks of `rows` rows of H
+    (f_in columns) and W (f_in x f_out): 2 flops per multiply-add; ``H @ W`` (or ``H^T dZ``)
+    counts the stored nonzeros of a CSR H (`nnz_rows`), ``dZ W^T`` is dense."""
+    f_in, f_out = call.shape(1)
+    rows = np.asarray(rows, dtype=np.int64)
+    if call.sparse(0) and nnz_rows is not None:
+        prod = 2 * np.asarray(nnz_rows, dtype=np.int64) * f_out
+    else:
+        prod = 2 * rows * f_in * f_out
+    if call.method == "matmul_grads" and call.kw("need_input_grad"):
+        prod = prod + 2 * rows * f_in * f_out
+    out = np.zeros((rows.shape[0], 3), dtype=np.int64)
+    out[:, 2] = prod
+    return out
+
+
+def spmm_work(nnz: np.ndarray, width: int) -> np.ndarray:
+    """(P, 3) work of SpMMs multiplying `nnz` stored entries by `width` columns."""
+    nnz = np.asarray(nnz, dtype=np.int64)
+    out = np.zeros((nnz.shape[0], 3), dtype=np.int64)
+    out[:, 0] = nnz
+    out[:, 1] = 2 * nnz * int(width)
+    return out

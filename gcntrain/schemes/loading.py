@@ -1,8 +1,16 @@
-"""Where a rank's rows come from: the embedded default, a graph file, or a row-shard store.
+"""Where a rank's data come from: the embedded default, a Graph, a graph file, or a store.
 
-`make_loader(source, partition, seed)` returns ``loader(nblocks, block) -> LocalBlock``, run
-by every rank under collective error agreement.  A graph file is read row-selectively
-(`gcntrain.data.rows`); a shard store opens only the manifest and the rank's own shard.
+`open_source(source)` returns a `Source` with three methods, run on every rank under
+collective error agreement:
+
+* ``meta()`` -> `GraphMeta` (read without loading arrays);
+* ``numbering(parts, spec, seed, col_parts)`` -> `Numbering`: the partition `spec`
+  (block | random | PART.h5) renumbered part by part, or the store's own;
+* ``load(request, numbering)`` -> `LocalGraph`: the rows, adjacency columns and feature
+  columns of a `LoadRequest`.  A graph file is read row-selectively
+  (`gcntrain.data.rows`), or whole with full validation (content hash included) when the
+  request is the whole graph; a row store opens only the manifest and the rank's shard; a 2D
+  block store only the manifest, the rank's block and its block row's node file.
 """
 
 from __future__ import annotations
@@ -14,8 +22,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.errors import InputError
-from gcntrain.schemes.driver import LocalBlock, block_from_graph
 from gcntrain.schemes.layout import renumber
+from gcntrain.schemes.protocol import GraphMeta, LoadRequest, LocalGraph, Numbering
+
+DEFAULT_SOURCE = "<embedded default dataset>"
 
 
 def is_shard_store(path: str) -> bool:
@@ -23,34 +33,53 @@ def is_shard_store(path: str) -> bool:
     return p.is_dir() or p.name == "manifest.json"
 
 
-def partition_vector(spec: str, n: int, nblocks: int, seed: int, graph_hash: str) -> np.ndarray:
-    """block | random | PART.h5 (checked against the graph's content hash and part count)."""
+def partition_vector(spec, n: int, nblocks: int, seed: int, graph_hash: str) -> np.ndarray:
+    """block | random | PART.h5 (checked against the graph's content hash and part count), or
+    a partition vector given as an array (library callers, tests)."""
     from gcntrain.partition.basic import block_partition, random_partition
 
+    if isinstance(spec, np.ndarray):
+        part = np.asarray(spec, dtype=np.int64)
+        if part.shape != (n,) or (n and (part.min() < 0 or part.max() >= nblocks)):
+            raise InputError(f"a partition vector must have {n} entries in 0..{nblocks - 1}")
+        return part
     if spec == "block":
         return block_partition(n, nblocks)
     if spec == "random":
         return random_partition(n, nblocks, seed=seed)
+    if not os.path.exists(spec):
+        raise InputError(
+            f"--partition must be block, random or a partition file; no such file: {spec}"
+        )
     from gcntrain.partition.io import read_partition
 
     res = read_partition(spec, graph_hash or None)
     if res.part is None:
         kind = "2D permutation" if res.row_perm is not None else "vertex-cut (edge)"
         raise InputError(
-            f"{spec} holds a {res.method} {kind} partition; the 1D schemes need a "
+            f"{spec} holds a {res.method} {kind} partition; this scheme needs a "
             "vertex partition (block, random, metis, hypergraph)"
         )
     if res.parts != nblocks:
         raise InputError(
             f"{spec} has {res.parts} parts but this run needs {nblocks} row "
-            f"blocks (one per rank, or ranks / replication for 1.5d)"
+            f"blocks (the scheme's row parts for this number of ranks)"
         )
     if res.part.shape[0] != n:
         raise InputError(f"{spec} partitions {res.part.shape[0]} nodes, the graph has {n}")
     return np.asarray(res.part, dtype=np.int64)
 
 
-def _require_node_data(features, labels, train, where: str) -> None:
+def _spec(spec):
+    return "block" if spec is None else spec
+
+
+def numbering_of(spec: str, n: int, parts: int, seed: int, graph_hash: str) -> Numbering:
+    perm, inv, offsets = renumber(partition_vector(spec, n, parts, seed, graph_hash), parts)
+    return Numbering(perm, inv, offsets)
+
+
+def require_node_data(features, labels, train, where: str) -> None:
     missing = [
         k
         for k, v in (("node features", features), ("labels", labels), ("a train mask", train))
@@ -64,116 +93,385 @@ def _require_node_data(features, labels, train, where: str) -> None:
         )
 
 
-def _from_file(path: str, spec: str, seed: int, nblocks: int, block: int) -> LocalBlock:
-    from gcntrain.data.rows import read_graph_rows
-    from gcntrain.data.store import read_meta
+def _window(indptr, indices, data, cols: tuple[int, int] | None):
+    """Keep the entries whose column lies in [lo, hi) (all when `cols` is None)."""
+    if cols is None:
+        return indptr, indices, data
+    keep = (indices >= cols[0]) & (indices < cols[1])
+    m = indptr.shape[0] - 1
+    row = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row[keep], minlength=m), out=ptr[1:])
+    return ptr, indices[keep], None if data is None else data[keep]
 
-    meta = read_meta(path)["attrs"]
-    n = int(meta["n"])
-    part = partition_vector(spec, n, nblocks, seed, str(meta.get("content_hash", "")))
-    perm, inv, offsets = renumber(part, nblocks)
-    old = perm[offsets[block] : offsets[block + 1]]
-    r = read_graph_rows(path, old)
-    _require_node_data(r["features"], r["labels"], r["train_mask"], path)
+
+def _feature_window(X, cols: tuple[int, int] | None):
+    if X is None or cols is None:
+        return X
+    return X[:, cols[0] : cols[1]]
+
+
+def local_graph(
+    *,
+    n: int,
+    nnz: int,
+    name: str,
+    num_classes: int | None,
+    num_features: int,
+    req: LoadRequest,
+    orig_ids: np.ndarray,
+    indptr: np.ndarray,
+    cols_new: np.ndarray,
+    data: np.ndarray | None,
+    features,
+    labels: np.ndarray,
+    masks: dict,
+    where: str,
+) -> LocalGraph:
+    """Assemble a `LocalGraph`: sort each row's columns, apply the request's windows."""
+    require_node_data(features, labels, masks.get("train"), where)
+    m = int(orig_ids.shape[0])
     M = sp.csr_matrix(
-        (
-            np.ones(r["indices"].size) if r["data"] is None else r["data"],
-            inv[r["indices"]],
-            r["indptr"],
-        ),
-        shape=(old.size, n),
+        (np.ones(cols_new.size) if data is None else data, cols_new, indptr), shape=(m, n)
     )
     M.sort_indices()
-    masks = {k: r[f"{k}_mask"] for k in ("train", "val", "test") if r[f"{k}_mask"] is not None}
-    ncls = r["num_classes"]
-    return LocalBlock(
-        n,
-        offsets,
-        block,
+    ip, ix, dv = _window(
         M.indptr.astype(np.int64),
         M.indices.astype(np.int64),
-        None if r["data"] is None else M.data.astype(np.float32),
-        old,
-        r["features"],
-        r["labels"].astype(np.int64),
-        masks,
-        int(ncls if ncls is not None else max(int(r["labels"].max(initial=0)) + 1, 2)),
-        r["name"],
+        None if data is None else M.data.astype(np.float32),
+        req.cols,
+    )
+    ncls = num_classes
+    if ncls is None:
+        ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)
+    return LocalGraph(
+        n=n,
+        nnz=nnz,
+        name=name,
+        num_classes=int(ncls),
+        num_features=int(num_features),
+        rows=(int(req.rows[0]), int(req.rows[1])),
+        orig_ids=np.asarray(orig_ids, dtype=np.int64),
+        indptr=ip,
+        indices=ix,
+        data=dv,
+        features=_feature_window(features, req.features),
+        labels=np.asarray(labels, dtype=np.int64),
+        masks={k: v for k, v in masks.items() if v is not None},
     )
 
 
-def _from_store(path: str, spec: str | None, nblocks: int, block: int) -> LocalBlock:
-    from gcntrain.data.shards import open_manifest, read_row_shard
+def check_classes(local: LocalGraph) -> LocalGraph:
+    """Classification needs at least two classes (same rule as the serial path)."""
+    if local.num_classes < 2:
+        raise InputError(f"need at least 2 classes, found {local.num_classes}", local.name)
+    return local
 
-    man = open_manifest(path, check_files=False)
-    if man.kind != "rows":
-        raise InputError(f"store kind {man.kind!r} is not a 1D row-shard store", path)
-    if spec not in (None, "block"):
+
+class GraphSource:
+    """An in-memory graph (the embedded default dataset, or a `Graph` given by a caller)."""
+
+    kind = "graph"
+
+    def __init__(self, graph, label: str):
+        self.graph = graph
+        self.label = label
+
+    def meta(self) -> GraphMeta:
+        g = self.graph
+        return GraphMeta(g.n, g.nnz, g.num_features, g.num_classes, g.name, g.content_hash())
+
+    def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
+        g = self.graph
+        return numbering_of(_spec(spec), g.n, parts, seed, g.content_hash())
+
+    def whole(self, numbering: Numbering):
+        """(the whole graph in its original numbering, `numbering` with perm/inv) for plans."""
+        return self.graph, numbering
+
+    def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
+        g = self.graph
+        if req.whole:
+            from gcntrain.model.run import check_trainable
+
+            check_trainable(g, self.label)
+        lo, hi = req.rows
+        old = numbering.perm[lo:hi]
+        A = g.adjacency()[old]
+        masks = {
+            k: None
+            if getattr(g, f"{k}_mask") is None
+            else np.asarray(getattr(g, f"{k}_mask"), dtype=bool)[old]
+            for k in ("train", "val", "test")
+        }
+        return local_graph(
+            n=g.n,
+            nnz=g.nnz,
+            name=g.name,
+            num_classes=g.num_classes,
+            num_features=g.num_features,
+            req=req,
+            orig_ids=old,
+            indptr=A.indptr.astype(np.int64),
+            cols_new=numbering.inv[A.indices.astype(np.int64)],
+            data=None if g.data is None else A.data.astype(np.float32),
+            features=None if g.features is None else g.features[old],
+            labels=None if g.labels is None else np.asarray(g.labels, dtype=np.int64)[old],
+            masks=masks,
+            where=self.label,
+        )
+
+
+class FileSource:
+    """A single-file graph store."""
+
+    kind = "file"
+
+    def __init__(self, path: str):
+        self.path = path
+        self.label = path
+        self._meta: GraphMeta | None = None
+
+    def meta(self) -> GraphMeta:
+        if self._meta is None:
+            self._meta = self._read_meta()
+        return self._meta
+
+    def _read_meta(self) -> GraphMeta:
+        from gcntrain.data.store import read_meta
+
+        m = read_meta(self.path)
+        a, ds = m["attrs"], m["datasets"]
+        nc = int(a.get("num_classes", -1))
+        nf = (
+            int(a["num_features"])
+            if "num_features" in a
+            else (int(ds["features"]["shape"][1]) if "features" in ds else 0)
+        )
+        return GraphMeta(
+            int(a["n"]),
+            int(a.get("nnz", ds.get("indices", {"shape": [0]})["shape"][0])),
+            nf,
+            None if nc < 0 else nc,
+            str(a.get("name", Path(self.path).stem)),
+            str(a.get("content_hash", "")),
+        )
+
+    def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
+        meta = self.meta()
+        return numbering_of(_spec(spec), meta.n, parts, seed, meta.content_hash)
+
+    def whole(self, numbering: Numbering):
+        from gcntrain.data.store import read_graph
+
+        return read_graph(self.path), numbering
+
+    def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
+        if req.whole:
+            from gcntrain.data.store import read_graph
+
+            return GraphSource(read_graph(self.path), self.path).load(req, numbering)
+        from gcntrain.data.rows import read_graph_rows
+
+        meta = self.meta()
+        lo, hi = req.rows
+        old = numbering.perm[lo:hi]
+        r = read_graph_rows(self.path, old)
+        require_node_data(r["features"], r["labels"], r["train_mask"], self.path)
+        return local_graph(
+            n=r["n"],
+            nnz=meta.nnz,
+            name=r["name"],
+            num_classes=r["num_classes"],
+            num_features=meta.num_features,
+            req=req,
+            orig_ids=old,
+            indptr=r["indptr"],
+            cols_new=numbering.inv[r["indices"]],
+            data=r["data"],
+            features=r["features"],
+            labels=r["labels"],
+            masks={k: r[f"{k}_mask"] for k in ("train", "val", "test")},
+            where=self.path,
+        )
+
+
+def _with_perm(numbering: Numbering, perm: np.ndarray, inv: np.ndarray) -> Numbering:
+    return Numbering(
+        np.asarray(perm, np.int64),
+        np.asarray(inv, np.int64),
+        numbering.offsets,
+        numbering.col_offsets,
+    )
+
+
+def _no_partition(spec, path: str) -> None:
+    if spec is not None and not (isinstance(spec, str) and spec == "block"):
         raise InputError(
             "--partition does not apply to a shard store (its partition is "
             "fixed when it is written with `gcntrain shard`)",
             path,
         )
-    if man.num_parts != nblocks:
-        raise InputError(
-            f"store has {man.num_parts} row shards but this run needs {nblocks} "
-            f"row blocks; reshard with `gcntrain shard --parts {nblocks}`",
-            path,
+
+
+class RowStoreSource:
+    """A 1D row-shard store (`gcntrain shard --parts B`): its partition is the numbering."""
+
+    kind = "store"
+
+    def __init__(self, path: str, manifest):
+        self.path = path
+        self.label = path
+        self.man = manifest
+
+    def meta(self) -> GraphMeta:
+        m = self.man
+        return GraphMeta(m.n, m.nnz, m.num_features, m.num_classes, m.name, m.content_hash)
+
+    def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
+        man = self.man
+        _no_partition(spec, self.path)
+        if man.num_parts != parts:
+            raise InputError(
+                f"store has {man.num_parts} row shards but this run needs {parts} "
+                f"row blocks; reshard with `gcntrain shard --parts {parts}`",
+                self.path,
+            )
+        offsets = np.array(
+            [e["row_start"] for e in man.shards] + [man.shards[-1]["row_stop"]], dtype=np.int64
         )
-    sh = read_row_shard(man, block)
-    _require_node_data(sh.features, sh.labels, sh.train_mask, path)
-    offsets = np.array(
-        [e["row_start"] for e in man.shards] + [man.shards[-1]["row_stop"]], dtype=np.int64
-    )
-    M = sp.csr_matrix(
-        (np.ones(sh.nnz) if sh.data is None else sh.data, sh.indices, sh.indptr),
-        shape=(sh.rows, man.n),
-    )
-    M.sort_indices()
-    masks = {
-        k: getattr(sh, f"{k}_mask")
-        for k in ("train", "val", "test")
-        if getattr(sh, f"{k}_mask") is not None
-    }
-    ncls = man.num_classes if man.num_classes is not None else sh.num_classes
-    return LocalBlock(
-        man.n,
-        offsets,
-        block,
-        M.indptr.astype(np.int64),
-        M.indices.astype(np.int64),
-        None if sh.data is None else M.data.astype(np.float32),
-        np.asarray(sh.orig_ids, dtype=np.int64),
-        sh.features,
-        np.asarray(sh.labels, dtype=np.int64),
-        masks,
-        int(ncls or 2),
-        man.name,
-    )
+        return Numbering(None, None, offsets)
+
+    def whole(self, numbering: Numbering):
+        from gcntrain.data.shards import assemble, read_perm
+
+        p = read_perm(self.man)
+        return assemble(self.man), _with_perm(numbering, p["perm"], p["iperm"])
+
+    def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
+        from gcntrain.data.shards import read_row_shard
+
+        man = self.man
+        starts = [int(e["row_start"]) for e in man.shards]
+        k = starts.index(int(req.rows[0]))
+        sh = read_row_shard(man, k)
+        return local_graph(
+            n=man.n,
+            nnz=man.nnz,
+            name=man.name,
+            num_classes=man.num_classes if man.num_classes is not None else sh.num_classes,
+            num_features=man.num_features,
+            req=req,
+            orig_ids=sh.orig_ids,
+            indptr=sh.indptr.astype(np.int64),
+            cols_new=sh.indices.astype(np.int64),
+            data=sh.data,
+            features=sh.features,
+            labels=sh.labels,
+            masks={k: getattr(sh, f"{k}_mask") for k in ("train", "val", "test")},
+            where=self.path,
+        )
 
 
-def make_loader(source, partition: str | None = None, seed: int = 0):
-    """Loader for `source`: None (embedded default), a Graph, a graph file or a store."""
-    spec = partition
+class BlockStoreSource:
+    """A 2D block store (`gcntrain shard --grid RxC`) whose rows and columns share one
+    numbering: its row ranges are the row parts, its column ranges the column parts."""
 
-    def loader(nblocks: int, block: int) -> LocalBlock:
-        from gcntrain.data.graph import Graph
+    kind = "store"
 
-        if source is None or isinstance(source, Graph):
-            if source is None:
-                from gcntrain.data.generate import default_dataset
+    def __init__(self, path: str, manifest):
+        self.path = path
+        self.label = path
+        self.man = manifest
 
-                g = default_dataset()
-            else:
-                g = source
-            part = partition_vector(spec or "block", g.n, nblocks, seed, g.content_hash())
-            _require_node_data(g.features, g.labels, g.train_mask, g.name)
-            return block_from_graph(g, part, nblocks, block)
-        path = os.fspath(source)
-        if not os.path.exists(path):
-            raise InputError("no such graph file or shard store", path)
-        if is_shard_store(path):
-            return _from_store(path, spec, nblocks, block)
-        return _from_file(path, spec or "block", seed, nblocks, block)
+    def meta(self) -> GraphMeta:
+        m = self.man
+        return GraphMeta(m.n, m.nnz, m.num_features, m.num_classes, m.name, m.content_hash)
 
-    return loader
+    def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
+        man = self.man
+        _no_partition(spec, self.path)
+        r, c = man.grid
+        if col_parts is None:
+            raise InputError(
+                f"store is a {r}x{c} 2D block store; this scheme reads row blocks "
+                "(shard with --parts instead)",
+                self.path,
+            )
+        if (r, c) != (parts, col_parts):
+            raise InputError(
+                f"store has a {r}x{c} block grid but this run needs {parts}x{col_parts}; "
+                f"reshard with `gcntrain shard --grid {parts}x{col_parts}`",
+                self.path,
+            )
+        if man.row_perm != man.col_perm or (man.row_perm and not self._same_perm()):
+            raise InputError(
+                "store permutes rows and columns differently (--permute double); this "
+                "scheme needs one numbering for both (shard with --permute none or random)",
+                self.path,
+            )
+        rows = np.array([a for a, _ in man.row_ranges] + [man.row_ranges[-1][1]], np.int64)
+        cols = np.array([a for a, _ in man.col_ranges] + [man.col_ranges[-1][1]], np.int64)
+        return Numbering(None, None, rows, cols)
+
+    def _same_perm(self) -> bool:
+        from gcntrain.data.shards import read_perm
+
+        p = read_perm(self.man)
+        return bool(np.array_equal(p["row_perm"], p["col_perm"]))
+
+    def whole(self, numbering: Numbering):
+        from gcntrain.data.shards import assemble, read_perm
+
+        p = read_perm(self.man)
+        ident = np.arange(self.man.n, dtype=np.int64)
+        perm, inv = p.get("row_perm", ident), p.get("row_iperm", ident)
+        return assemble(self.man), _with_perm(numbering, perm, inv)
+
+    def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
+        from gcntrain.data.shards import read_block_nodes, read_block_shard
+
+        man = self.man
+        i = [int(a) for a, _ in man.row_ranges].index(int(req.rows[0]))
+        j = [int(a) for a, _ in man.col_ranges].index(int(req.cols[0]))
+        blk = read_block_shard(man, i, j)
+        nodes = read_block_nodes(man, i)
+        return local_graph(
+            n=man.n,
+            nnz=man.nnz,
+            name=man.name,
+            num_classes=man.num_classes,
+            num_features=man.num_features,
+            req=LoadRequest(req.rows, None, req.features),
+            orig_ids=nodes.orig_ids,
+            indptr=blk.indptr.astype(np.int64),
+            cols_new=blk.indices.astype(np.int64) + blk.col_start,
+            data=blk.data,
+            features=nodes.features,
+            labels=nodes.labels,
+            masks={k: getattr(nodes, f"{k}_mask") for k in ("train", "val", "test")},
+            where=self.path,
+        )
+
+
+def open_source(source):
+    """A `Source` for None (the embedded default), a `Graph`, a graph file or a store."""
+    from gcntrain.data.graph import Graph
+
+    if source is None:
+        from gcntrain.data.generate import default_dataset
+
+        return GraphSource(default_dataset(), DEFAULT_SOURCE)
+    if isinstance(source, Graph):
+        return GraphSource(source, source.name)
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError("no such graph file or shard store", path)
+    if is_shard_store(path):
+        from gcntrain.data.shards import open_manifest
+
+        man = open_manifest(path, check_files=False)
+        if man.kind == "rows":
+            return RowStoreSource(path, man)
+        return BlockStoreSource(path, man)
+    return FileSource(path)

@@ -12,52 +12,25 @@ for equal blocks).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from gcntrain.comm import volume as V
-from gcntrain.comm.counters import Tally
-from gcntrain.schemes.base import RowOps, TypedBlocks, broadcast_stages
-from gcntrain.schemes.schedule import AGGREGATIONS, Call, plan_calls, reduction_volume
+from gcntrain.comm.exchange import BcastStages, Groups
+from gcntrain.schemes.base import (
+    RowLayout,
+    RowOps,
+    RowScheme,
+    TypedBlocks,
+    row_setup,
+    run_block_broadcasts,
+)
 
 
-@dataclass
-class Layout1D:
-    """offsets: block row boundaries (P+1); symmetric: S == S^T (no transposed copy)."""
-
-    offsets: np.ndarray
-    symmetric: bool
-
-    @property
-    def size(self) -> int:
-        return self.offsets.shape[0] - 1
-
-
-def aggregate_volume(
-    offsets: np.ndarray, rank: int, width: int, itemsize: int, stages=None
-) -> np.ndarray:
-    """Bytes/messages of one aggregation's broadcast stages for `rank` of the broadcasting
-    communicator (one rank per block; all blocks unless `stages` is given), empty blocks
-    skipped, as `gcntrain.schemes.base.broadcast_stages` runs them."""
-    P = offsets.shape[0] - 1
-    sizes = np.diff(offsets)
-    vol = V.zero()
-    for q in range(P) if stages is None else stages:
-        if sizes[q]:
-            vol += V.bcast(int(sizes[q]) * width * itemsize, rank, P, q)
-    return vol
-
-
-def call_volume(layout: Layout1D, rank: int, call: Call) -> np.ndarray:
-    if call.op in AGGREGATIONS:
-        return aggregate_volume(layout.offsets, rank, call.width, call.itemsize)
-    return reduction_volume(call, rank, layout.size, rank, layout.size)
-
-
-def plan(layout: Layout1D, rank: int, calls: list[Call]) -> Tally:
-    """Exact per-phase tally of `calls` for `rank` (training only; setup: `setup_plan`)."""
-    return plan_calls(calls, lambda c: call_volume(layout, rank, c))
+def broadcast_stages(layout: RowLayout, unit_bytes: int) -> BcastStages:
+    """The 1D aggregation: block q's owner broadcasts its ``sizes[q] * unit_bytes`` bytes to
+    the world, q = 0..P-1 (run time: unit_bytes = 1, i.e. row counts)."""
+    P = layout.size
+    q = np.arange(P, dtype=np.int64)
+    return BcastStages(Groups.world(P), np.zeros(P, np.int64), q, layout.sizes * unit_bytes)
 
 
 class OneDOps(RowOps):
@@ -66,25 +39,38 @@ class OneDOps(RowOps):
     Parameters
     ----------
     world : Comm
-    offsets : int64 (P+1) block boundaries in the new numbering.
+    layout : RowLayout (one rank per block).
     fwd : (indptr, indices, data) local rows of S (global new-numbering column ids).
     bwd : same for S^T, or None when S is symmetric.
     rows : original ids of the local rows.
     """
 
-    def __init__(self, world, offsets, fwd, bwd, rows):
-        super().__init__(world, world, rows, int(offsets[-1]))
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.blocks = TypedBlocks(self.offsets, fwd, bwd)
+    def __init__(self, world, layout: RowLayout, fwd, bwd, rows):
+        super().__init__(world, world, rows, int(layout.offsets[-1]))
+        self.layout = layout
+        self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
+        self.stages = broadcast_stages(layout, 1)
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
-        X = np.ascontiguousarray(X)
-        return broadcast_stages(
-            self.world,
-            self.blocks.get(which, X.dtype),
-            np.diff(self.offsets),
-            range(self.world.size),
-            self.world.rank,
-            X,
-            phase,
+        blocks = self.blocks.get(which, X.dtype)
+        me = self.world.rank
+        return run_block_broadcasts(
+            self.world, self.stages, 0, me, blocks, self.layout.sizes, X, phase
         )
+
+
+class OneD(RowScheme):
+    name = "1d"
+    summary = "CAGNET 1D block rows: every block broadcast in turn (Algorithm 1)"
+
+    def layout(self, numbering, meta, size, config) -> RowLayout:
+        return RowLayout(numbering, 1)
+
+    def setup(self, world, layout: RowLayout, local, kind: str) -> OneDOps:
+        fwd, bwd = row_setup(world, world, layout, local, kind)
+        return OneDOps(world, layout, fwd, bwd, local.orig_ids)
+
+    def steps_aggregate(self, ctx, call) -> list:
+        return [broadcast_stages(ctx.layout, call.shape(0)[1] * call.itemsize(0))]
+
+    steps_aggregate_t = steps_aggregate

@@ -12,17 +12,23 @@ column (one copy of every block row).  c = 1 is the 1D algorithm on B = P blocks
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from gcntrain.comm import volume as V
-from gcntrain.comm.counters import Tally
-from gcntrain.comm.grid import check_grid, coords
+from gcntrain.comm.exchange import Allreduce, BcastStages, Groups
+from gcntrain.comm.grid import check_grid, grid_2d
 from gcntrain.errors import InputError
-from gcntrain.schemes.base import RowOps, TypedBlocks, broadcast_stages
-from gcntrain.schemes.one_d import aggregate_volume
-from gcntrain.schemes.schedule import AGGREGATIONS, Call, plan_calls, reduction_volume
+from gcntrain.schemes.base import (
+    RowLayout,
+    RowOps,
+    RowScheme,
+    TypedBlocks,
+    entry_blocks,
+    row_setup,
+    run_block_broadcasts,
+)
+from gcntrain.schemes.layout import block_pair_counts
+from gcntrain.schemes.protocol import SchemeOption
 
 
 def check_replication(P: int, c: int) -> int:
@@ -47,36 +53,27 @@ def stage_blocks(B: int, c: int, j: int) -> range:
     return range(start, start + int(counts[j]))
 
 
-@dataclass
-class Layout15D:
-    offsets: np.ndarray  # B+1 block-row boundaries
-    c: int
-    symmetric: bool
-
-    @property
-    def blocks(self) -> int:
-        return self.offsets.shape[0] - 1
-
-    @property
-    def size(self) -> int:
-        return self.blocks * self.c
-
-    def coords(self, rank: int) -> tuple[int, int]:
-        return coords(rank, (self.blocks, self.c))
-
-
-def call_volume(layout: Layout15D, rank: int, call: Call) -> np.ndarray:
+def broadcast_stages(layout: RowLayout, unit_bytes: int) -> BcastStages:
+    """Process column j broadcasts the blocks of its chunk down the column, in order."""
     B, c = layout.blocks, layout.c
-    i, j = layout.coords(rank)
-    sizes = np.diff(layout.offsets)
-    if call.op in AGGREGATIONS:
-        vol = aggregate_volume(layout.offsets, i, call.width, call.itemsize, stage_blocks(B, c, j))
-        return vol + V.allreduce(int(sizes[i]) * call.width, call.itemsize, j, c)
-    return reduction_volume(call, i, B, rank, layout.size)
+    grp, root = [], []
+    for j in range(c):
+        ks = list(stage_blocks(B, c, j))
+        grp += [j] * len(ks)
+        root += ks
+    root_a = np.array(root, dtype=np.int64)
+    return BcastStages(
+        layout.block_groups(),
+        np.array(grp, dtype=np.int64),
+        root_a,
+        layout.sizes[root_a] * unit_bytes,
+    )
 
 
-def plan(layout: Layout15D, rank: int, calls: list[Call]) -> Tally:
-    return plan_calls(calls, lambda c: call_volume(layout, rank, c))
+def partial_sum_step(layout: RowLayout, width: int, itemsize: int) -> Allreduce:
+    """Partial sums of block row i Allreduced along process row i."""
+    rows = Groups.axis((layout.blocks, layout.c), 1)
+    return Allreduce(rows, layout.sizes * width, itemsize)
 
 
 class OneFiveDOps(RowOps):
@@ -86,27 +83,82 @@ class OneFiveDOps(RowOps):
     ----------
     world : Comm
     grid : Grid2D with pr = B, pc = c (row = process row, col = process column).
-    offsets : B+1 block-row boundaries.
+    layout : RowLayout with c copies.
     fwd, bwd : local rows of S and S^T (bwd None when symmetric).
     rows : original ids of the local rows.
     """
 
-    def __init__(self, world, grid, offsets, fwd, bwd, rows):
-        super().__init__(world, grid.col, rows, int(offsets[-1]))
+    def __init__(self, world, grid, layout: RowLayout, fwd, bwd, rows):
+        super().__init__(world, grid.col, rows, int(layout.offsets[-1]))
         self.grid = grid
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.stages = stage_blocks(grid.pr, grid.pc, grid.j)
-        self.blocks = TypedBlocks(self.offsets, fwd, bwd)
+        self.layout = layout
+        self.stages = broadcast_stages(layout, 1)
+        self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
 
-    def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
-        X = np.ascontiguousarray(X)
-        partial = broadcast_stages(
-            self.grid.col,
-            self.blocks.get(which, X.dtype),
-            np.diff(self.offsets),
-            self.stages,
-            self.grid.i,
-            X,
-            phase,
+    def _product(self, which: str, X, phase: str):
+        g = self.grid
+        blocks = self.blocks.get(which, X.dtype)
+        partial = run_block_broadcasts(
+            g.col, self.stages, g.j, g.i, blocks, self.layout.sizes, X, phase
         )
-        return self.grid.row.allreduce(partial, phase)
+        return g.row.allreduce(partial, phase)
+
+
+class OneFiveD(RowScheme):
+    name = "1.5d"
+    summary = "CAGNET 1.5D: block rows replicated c times on a (P/c) x c grid (Algorithm 2)"
+    options = (
+        SchemeOption(
+            "replication",
+            ("--replication", "-c"),
+            1,
+            "1.5d: replication factor c (a P/c x c grid).",
+            int,
+        ),
+    )
+
+    def configure(self, size: int, values: dict) -> dict:
+        c = int(values.get("replication", 1))
+        check_replication(size, c)
+        return {"replication": c}
+
+    def row_parts(self, size: int, config: dict) -> int:
+        return size // config["replication"]
+
+    def layout(self, numbering, meta, size, config) -> RowLayout:
+        return RowLayout(numbering, config["replication"])
+
+    def setup(self, world, layout: RowLayout, local, kind: str) -> OneFiveDOps:
+        grid = grid_2d(world, layout.blocks, layout.c)
+        fwd, bwd = row_setup(world, grid.col, layout, local, kind)
+        return OneFiveDOps(world, grid, layout, fwd, bwd, local.orig_ids)
+
+    def steps_aggregate(self, ctx, call) -> list:
+        w, isz = call.shape(0)[1], call.itemsize(0)
+        lay = ctx.layout
+        return [broadcast_stages(lay, w * isz), partial_sum_step(lay, w, isz)]
+
+    steps_aggregate_t = steps_aggregate
+
+    def block_nnz(self, ctx, which: str) -> np.ndarray:
+        """Rank (i, j) multiplies the entries of block row i whose column block is in chunk j."""
+        lay: RowLayout = ctx.layout
+        B, c = lay.blocks, lay.c
+
+        def make():
+            M = ctx.support if which == "f" else ctx.transpose()
+            src, dst, cnt = block_pair_counts(*entry_blocks(M, lay.offsets), lay.offsets)
+            chunk = np.zeros(B, dtype=np.int64)
+            for j in range(c):
+                chunk[list(stage_blocks(B, c, j))] = j
+            per = np.zeros((B, c), dtype=np.int64)
+            np.add.at(per, (src, chunk[dst]), cnt)
+            r = np.arange(lay.size)
+            return per[r // c, r % c]
+
+        return ctx.cached(f"block_nnz_{which}", make)
+
+    def buffer_rows(self, ctx) -> np.ndarray:
+        """A broadcast buffer and the partial sums of the rank's block."""
+        lay: RowLayout = ctx.layout
+        return int(lay.sizes.max(initial=0)) + lay.sizes[lay.block_of_ranks()]

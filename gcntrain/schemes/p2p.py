@@ -7,62 +7,41 @@ Alltoallv of row ids.  ``S @ X`` then posts an Irecv per source, packs and Isend
 per destination that needs it, multiplies the local diagonal block while the messages are in
 flight, and adds each source's contribution as its message arrives (Waitany).  The rows sent
 per aggregation equal the connectivity-1 metric of the column-net hypergraph of the partition.
+
+Who needs which rows is `gcntrain.schemes.layout.needed_pairs`, evaluated on a rank's own rows
+at run time and on all rows by the plan.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.comm import volume as V
-from gcntrain.comm.counters import Tally
-from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
-from gcntrain.schemes.layout import halo_needs, owner_of
-from gcntrain.schemes.schedule import Call, plan_calls, reduction_volume
-
-TAG = 7
-
-
-@dataclass
-class LayoutP2P:
-    """halo_fwd[q, p] = rows q sends p per forward aggregation (sparse, P x P); halo_bwd for
-    S^T (None when S is symmetric)."""
-
-    offsets: np.ndarray
-    halo_fwd: sp.csr_matrix
-    halo_bwd: sp.csr_matrix | None
-
-    @property
-    def size(self) -> int:
-        return self.offsets.shape[0] - 1
+from gcntrain.comm.exchange import Groups, Pairs, Uniform
+from gcntrain.schemes.base import (
+    COUNT_BYTES,
+    RowLayout,
+    RowOps,
+    RowScheme,
+    as_dtype,
+    csr_apply,
+    entry_blocks,
+    row_setup,
+)
+from gcntrain.schemes.layout import needed_pairs, owner_of
 
 
-def exchange_volume(halo: sp.csr_matrix, rank: int, row_bytes: int) -> np.ndarray:
-    """Isend/Irecv tally of one aggregation for `rank` given the halo matrix."""
-    H = sp.csr_matrix(halo)
-    sends = H.getrow(rank)
-    recvs = H.T.tocsr().getrow(rank)
-    vol = V.zero()
-    for cnt in sends.data:
-        vol += V.send(int(cnt) * row_bytes)
-    for cnt in recvs.data:
-        vol += V.recv(int(cnt) * row_bytes)
-    return vol
+def halo_pairs(ctx, which: str):
+    """(src, dst, rows) of the rows each rank receives per product with S ("f") or S^T
+    ("t"), for all ranks (cached on the plan context)."""
 
+    def make():
+        M = ctx.support if which == "f" else ctx.transpose()
+        src, dst, ptr, _ = needed_pairs(*entry_blocks(M, ctx.layout.offsets), ctx.layout.offsets)
+        return src, dst, np.diff(ptr)
 
-def call_volume(layout: LayoutP2P, rank: int, call: Call) -> np.ndarray:
-    if call.op == "aggregate":
-        return exchange_volume(layout.halo_fwd, rank, call.width * call.itemsize)
-    if call.op == "aggregate_t":
-        halo = layout.halo_fwd if layout.halo_bwd is None else layout.halo_bwd
-        return exchange_volume(halo, rank, call.width * call.itemsize)
-    return reduction_volume(call, rank, layout.size, rank, layout.size)
-
-
-def plan(layout: LayoutP2P, rank: int, calls: list[Call]) -> Tally:
-    return plan_calls(calls, lambda c: call_volume(layout, rank, c))
+    key = "halo_f" if which == "f" or ctx.symmetric else "halo_t"
+    return ctx.cached(key, make)
 
 
 class _Exchange:
@@ -72,17 +51,24 @@ class _Exchange:
         me, P = comm.rank, comm.size
         lo, hi = int(offsets[me]), int(offsets[me + 1])
         m = hi - lo
-        need = halo_needs(indices, offsets, me)
-        counts = np.array([a.size for a in need], dtype=np.int64)
-        send_counts = comm.alltoall_counts(counts, phase)  # what each q needs from me
-        req = np.ascontiguousarray(np.concatenate(need)) if counts.sum() else np.zeros(0, np.int64)
-        got = comm.alltoallv(req, counts, send_counts, phase)
-        bounds = np.concatenate(([0], np.cumsum(send_counts)))
-        self.send = [
-            (q, got[bounds[q] : bounds[q + 1]] - lo) for q in range(P) if send_counts[q] > 0
-        ]
-        self.recv = [(q, int(counts[q])) for q in range(P) if counts[q] > 0]
         cols = np.asarray(indices, dtype=np.int64)
+        src, _, ptr, need = needed_pairs(me, cols, offsets)
+        counts = np.zeros(P, dtype=np.int64)
+        counts[src] = np.diff(ptr)
+        send_counts = comm.alltoall_counts(counts, phase)  # what each q needs from me
+        got = comm.alltoallv(np.ascontiguousarray(need), counts, send_counts, phase)
+        bounds = np.concatenate(([0], np.cumsum(send_counts)))
+        sends = [q for q in range(P) if send_counts[q] > 0]
+        self.send = {q: got[bounds[q] : bounds[q + 1]] - lo for q in sends}
+        recvs = [int(q) for q in src]
+        # this rank's part of the description: what it receives from and sends to whom
+        self.pairs = Pairs(
+            P,
+            np.array(recvs + [me] * len(sends), dtype=np.int64),
+            np.array([me] * len(recvs) + sends, dtype=np.int64),
+            np.concatenate([np.diff(ptr), send_counts[sends]]).astype(np.int64),
+            kind="p2p",
+        )
         own = owner_of(cols, offsets)
         row = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
         vals = np.asarray(data, dtype=np.float64)
@@ -90,10 +76,11 @@ class _Exchange:
         self.local = sp.csr_matrix((vals[loc], (row[loc], cols[loc] - lo)), shape=(m, m))
         self.local.sort_indices()
         self.remote = {}
-        for q, cnt in self.recv:
+        for k, q in enumerate(recvs):
+            ids = need[ptr[k] : ptr[k + 1]]
             sel = own == q
-            pos = np.searchsorted(need[q], cols[sel])
-            M = sp.csr_matrix((vals[sel], (row[sel], pos)), shape=(m, cnt))
+            pos = np.searchsorted(ids, cols[sel])
+            M = sp.csr_matrix((vals[sel], (row[sel], pos)), shape=(m, ids.size))
             M.sort_indices()
             self.remote[q] = M
         self._typed: dict = {}
@@ -110,42 +97,74 @@ class _Exchange:
 class P2POps(RowOps):
     """Runtime of the point-to-point scheme for one rank."""
 
-    def __init__(self, world, offsets, fwd, bwd, rows):
-        super().__init__(world, world, rows, int(offsets[-1]))
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        self._ex = {"f": _Exchange(world, self.offsets, *fwd)}
-        self._ex["t"] = self._ex["f"] if bwd is None else _Exchange(world, self.offsets, *bwd)
+    def __init__(self, world, layout: RowLayout, fwd, bwd, rows):
+        super().__init__(world, world, rows, int(layout.offsets[-1]))
+        self.layout = layout
+        self._ex = {"f": _Exchange(world, layout.offsets, *fwd)}
+        self._ex["t"] = self._ex["f"] if bwd is None else _Exchange(world, layout.offsets, *bwd)
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
-        X = np.ascontiguousarray(X)
         ex = self._ex[which]
         local, remote = ex.typed(X.dtype)
-        comm = self.world
+        pairs = ex.pairs
         f = X.shape[1]
-        bufs = [np.empty((cnt, f), dtype=X.dtype) for _, cnt in ex.recv]
-        rreqs = [comm.irecv(b, q, TAG, phase) for (q, _), b in zip(ex.recv, bufs)]
-        sbufs = [np.ascontiguousarray(X[idx]) for _, idx in ex.send]
-        sreqs = [comm.isend(b, q, TAG, phase) for (q, _), b in zip(ex.send, sbufs)]
-        out = csr_apply(local, X)
-        for _ in range(len(rreqs)):
-            k = comm.waitany(rreqs, phase)
-            q = ex.recv[k][0]
-            csr_apply(remote[q], bufs[k], out, accumulate=True)
-        comm.waitall(sreqs, phase)
+        result = {}
+
+        def work() -> None:
+            result["out"] = csr_apply(local, X)
+
+        def consume(k: int, buf: np.ndarray) -> None:
+            csr_apply(remote[int(pairs.src[k])], buf, result["out"], accumulate=True)
+
+        pairs.run_p2p(
+            self.world,
+            self.world.rank,
+            send_buf=lambda k: np.ascontiguousarray(X[ex.send[int(pairs.dst[k])]]),
+            recv_buf=lambda k: np.empty((int(pairs.nbytes[k]), f), dtype=X.dtype),
+            local_work=work,
+            consume=consume,
+            phase=phase,
+        )
+        return result["out"]
+
+
+class P2P(RowScheme):
+    name = "p2p"
+    summary = "1D sparse point-to-point: each needed row sent once per destination"
+
+    def layout(self, numbering, meta, size, config) -> RowLayout:
+        return RowLayout(numbering, 1)
+
+    def setup(self, world, layout: RowLayout, local, kind: str) -> P2POps:
+        fwd, bwd = row_setup(world, world, layout, local, kind)
+        return P2POps(world, layout, fwd, bwd, local.orig_ids)
+
+    def _product_steps(self, ctx, call, which: str) -> list:
+        src, dst, rows = halo_pairs(ctx, which)
+        row_bytes = call.shape(0)[1] * call.itemsize(0)
+        return [Pairs(ctx.P, src, dst, rows * row_bytes, kind="p2p")]
+
+    def steps_aggregate(self, ctx, call) -> list:
+        return self._product_steps(ctx, call, "f")
+
+    def steps_aggregate_t(self, ctx, call) -> list:
+        return self._product_steps(ctx, call, "t")
+
+    def setup_steps(self, ctx) -> list:
+        """Row setup, then per product (S, and S^T when it differs) the request exchange:
+        an Alltoall of counts and an Alltoallv of the needed row ids (needing rank -> owner)."""
+        out = super().setup_steps(ctx)
+        for which in ("f",) if ctx.symmetric else ("f", "t"):
+            src, dst, rows = halo_pairs(ctx, which)
+            out.append(("setup", Uniform(Groups.world(ctx.P), COUNT_BYTES)))
+            out.append(("setup", Pairs(ctx.P, dst, src, rows * COUNT_BYTES)))
         return out
 
-
-def halo_matrix(indptr: np.ndarray, indices: np.ndarray, offsets: np.ndarray) -> sp.csr_matrix:
-    """Global P x P matrix [q, p] = distinct rows of block q needed by block p (pure).
-
-    `indptr`, `indices`: the whole support matrix in the new numbering.  The pair volumes come
-    from `gcntrain.partition.metrics.comm_volume`, the same code that reports a partition's
-    communication volume, so reports, plans and the simulator share one definition.
-    """
-    from gcntrain.partition.metrics import comm_volume
-
-    P = offsets.shape[0] - 1
-    n = indptr.shape[0] - 1
-    part = owner_of(np.arange(n, dtype=np.int64), offsets)
-    v = comm_volume(indptr, indices, part, P, symmetric=False)
-    return sp.csr_matrix((v["pair_volume"], (v["pair_src"], v["pair_dst"])), shape=(P, P))
+    def buffer_rows(self, ctx) -> np.ndarray:
+        """Every row received from other ranks in one product (all receives are posted)."""
+        src, dst, rows = halo_pairs(ctx, "f")
+        out = np.bincount(dst, weights=rows, minlength=ctx.P).astype(np.int64)
+        if not ctx.symmetric:
+            src, dst, rows = halo_pairs(ctx, "t")
+            out = np.maximum(out, np.bincount(dst, weights=rows, minlength=ctx.P))
+        return out.astype(np.int64)

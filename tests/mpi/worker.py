@@ -12,19 +12,22 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from gcntrain.comm.communicator import Comm
-from gcntrain.comm.counters import Tally, same_volume
+from gcntrain.comm.counters import Tally
 from gcntrain.data.convert import convert_source
 from gcntrain.data.generate import rmat
 from gcntrain.model.normalize import support_kind, support_matrix
-from gcntrain.model.ops import SerialOps
+from gcntrain.model.ops import ParamSpec, SerialOps
+from gcntrain.model.phase import Phase
 from gcntrain.model.trainer import TrainConfig, fit
 from gcntrain.partition.basic import block_partition, random_partition
 from gcntrain.partition.hypergraph import column_nets, km1
 from gcntrain.partition.metis import metis_partition
-from gcntrain.schemes import driver, registry
-from gcntrain.schemes.schedule import record_schedule
+from gcntrain.schemes.registry import SCHEMES
+from gcntrain.schemes.runner import load_rank, train_with
+from gcntrain.simulate.run import plan_training
 
 
 def shared_dir() -> Path:
@@ -44,30 +47,34 @@ def masks_of(g):
 
 
 def scheme_cases(g, size):
-    """(label, scheme, replication, partition vector) per the acceptance list."""
-    out = []
-    out.append(("1d", "1d", 1, block_partition(g.n, size)))
+    """(label, scheme, options, partition vector) of the row schemes per the acceptance list."""
     c = 2 if size == 4 else 1
-    B = size // c
-    out.append((f"1.5d-c{c}", "1.5d", c, block_partition(g.n, B)))
-    out.append(("p2p-block", "p2p", 1, block_partition(g.n, size)))
-    out.append(("p2p-random", "p2p", 1, random_partition(g.n, size, seed=5)))
-    out.append(("p2p-metis", "p2p", 1, metis_partition(g.indptr, g.indices, size, seed=0)))
-    return out
-
-
-def run_scheme(world, g, scheme, c, part, cfg):
-    world.tally = Tally()
-    return driver.train_distributed(
-        world, scheme, lambda nb, b: driver.block_from_graph(g, part, nb, b), cfg, c
-    )
-
-
-def plan_diffs(run, gl, rank, calls) -> list[str]:
-    """Measured vs planned, setup and training separately, every phase of this rank."""
-    return ["setup " + d for d in same_volume(run.tally_setup, registry.setup_plan(gl, rank))] + [
-        "train " + d for d in same_volume(run.tally_train, registry.training_plan(gl, rank, calls))
+    return [
+        ("1d", "1d", {}, block_partition(g.n, size)),
+        (f"1.5d-c{c}", "1.5d", {"replication": c}, block_partition(g.n, size // c)),
+        ("p2p-block", "p2p", {}, block_partition(g.n, size)),
+        ("p2p-random", "p2p", {}, random_partition(g.n, size, seed=5)),
+        ("p2p-metis", "p2p", {}, metis_partition(g.indptr, g.indices, size, seed=0)),
     ]
+
+
+def run_scheme(world, g, scheme, opts, part, cfg):
+    world.tally = Tally()
+    return train_with(world, SCHEMES[scheme], g, cfg, opts, part)
+
+
+def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
+    """Measured vs planned, every phase of this rank, whole run (setup to final)."""
+    sim = plan_training(g, cfg, scheme, run.layout.size, opts, part)
+    planned = sim.table.phases()
+    measured = run.phases().phases
+    out = []
+    for k in sorted(set(planned) | set(measured)):
+        a = measured.get(k, np.zeros(4, np.int64))
+        b = planned[k][rank] if k in planned else np.zeros(4, np.int64)
+        if not np.array_equal(a, b):
+            out.append(f"{k}: measured {a.tolist()} planned {b.tolist()}")
+    return out
 
 
 def rel_err(ws_a, ws_b) -> float:
@@ -76,6 +83,33 @@ def rel_err(ws_a, ws_b) -> float:
         for k in a:
             err = max(err, float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)))
     return err
+
+
+def serial_fit(g, cfg, masks=None):
+    S = support_matrix(g, support_kind(cfg.model, cfg.aggregator))
+    return fit(SerialOps(S), g.features, g.labels, masks or masks_of(g), g.num_classes, cfg)
+
+
+def check_cases(world, g, cfg, cases, tol, label_extra, masks=None):
+    ser = serial_fit(g, cfg, masks)
+    ok, details = True, []
+    for label, scheme, opts, part in cases:
+        run = run_scheme(world, g, scheme, opts, part, cfg)
+        err = rel_err(run.result.weights, ser.weights)
+        diffs = plan_diffs(run, g, cfg, scheme, opts, part, world.rank)
+        good = err <= tol and not diffs
+        ok &= good
+        if not good or world.rank == 0:
+            details.append(
+                {
+                    **label_extra,
+                    "scheme": label,
+                    "rank": world.rank,
+                    "rel_err": err,
+                    "plan_diffs": diffs[:3],
+                }
+            )
+    return ok, details
 
 
 def case_equiv(world):
@@ -88,27 +122,11 @@ def case_equiv(world):
     for gname, g in graphs.items():
         for dtype, tol in (("float64", 1e-5), ("float32", 1e-4)):
             cfg = TrainConfig(epochs=5, seed=3, dtype=dtype, early_stopping=0)
-            S = support_matrix(g, support_kind(cfg.model, cfg.aggregator))
-            ser = fit(SerialOps(S), g.features, g.labels, masks_of(g), g.num_classes, cfg)
-            calls = record_schedule(cfg, g.num_features, g.num_classes, 5)
-            for label, scheme, c, part in scheme_cases(g, world.size):
-                run = run_scheme(world, g, scheme, c, part, cfg)
-                err = rel_err(run.result.weights, ser.weights)
-                gl = registry.global_layout(scheme, S, part, world.size, c)
-                diffs = plan_diffs(run, gl, world.rank, calls)
-                good = err <= tol and not diffs
-                ok &= good
-                if not good or world.rank == 0:
-                    details.append(
-                        {
-                            "graph": gname,
-                            "dtype": dtype,
-                            "scheme": label,
-                            "rank": world.rank,
-                            "rel_err": err,
-                            "plan_diffs": diffs[:2],
-                        }
-                    )
+            good, det = check_cases(
+                world, g, cfg, scheme_cases(g, world.size), tol, {"graph": gname, "dtype": dtype}
+            )
+            ok &= good
+            details += det
     return ok, details
 
 
@@ -118,27 +136,11 @@ def case_directed(world):
     ok, details = True, []
     for model in ("gcn", "sage"):
         cfg = TrainConfig(model=model, epochs=4, seed=1, dtype="float64", early_stopping=0)
-        S = support_matrix(g, support_kind(model, cfg.aggregator))
-        ser = fit(SerialOps(S), g.features, g.labels, masks_of(g), g.num_classes, cfg)
-        calls = record_schedule(cfg, g.num_features, g.num_classes, 4)
-        for label, scheme, c, part in scheme_cases(g, world.size)[:4]:
-            run = run_scheme(world, g, scheme, c, part, cfg)
-            err = rel_err(run.result.weights, ser.weights)
-            gl = registry.global_layout(scheme, S, part, world.size, c)
-            diffs = plan_diffs(run, gl, world.rank, calls)
-            good = err <= 1e-10 and not diffs and not gl.symmetric
-            ok &= good
-            if not good or world.rank == 0:
-                details.append(
-                    {
-                        "model": model,
-                        "scheme": label,
-                        "rank": world.rank,
-                        "rel_err": err,
-                        "symmetric": gl.symmetric,
-                        "plan_diffs": diffs[:2],
-                    }
-                )
+        good, det = check_cases(
+            world, g, cfg, scheme_cases(g, world.size)[:4], 1e-10, {"model": model}
+        )
+        ok &= good
+        details += det
     return ok, details
 
 
@@ -148,50 +150,34 @@ def case_nomask(world):
     g.val_mask = None
     g.test_mask = None
     cfg = TrainConfig(epochs=4, seed=2, dtype="float64", early_stopping=0)
-    S = support_matrix(g, "gcn")
-    ser = fit(SerialOps(S), g.features, g.labels, {"train": g.train_mask}, g.num_classes, cfg)
-    calls = record_schedule(cfg, g.num_features, g.num_classes, 4, ("train",))
-    ok, details = True, []
-    for label, scheme, c, part in scheme_cases(g, world.size)[:3]:
-        run = run_scheme(world, g, scheme, c, part, cfg)
-        err = rel_err(run.result.weights, ser.weights)
-        gl = registry.global_layout(scheme, S, part, world.size, c)
-        diffs = plan_diffs(run, gl, world.rank, calls)
-        good = err <= 1e-10 and not diffs
-        ok &= good
-        if not good or world.rank == 0:
-            details.append(
-                {"scheme": label, "rank": world.rank, "rel_err": err, "plan_diffs": diffs[:2]}
-            )
-    return ok, details
+    return check_cases(
+        world, g, cfg, scheme_cases(g, world.size)[:3], 1e-10, {}, {"train": g.train_mask}
+    )
 
 
 def case_accuracy(world):
     """Full Cora training: test accuracy under each scheme equals the serial run."""
     g = cora()
     ok, details = True, []
-    for dtype in ("float32",):
-        cfg = TrainConfig(seed=123, dtype=dtype)
-        S = support_matrix(g, "gcn")
-        ser = fit(SerialOps(S), g.features, g.labels, masks_of(g), g.num_classes, cfg)
-        for label, scheme, c, part in scheme_cases(g, world.size):
-            if label in ("p2p-block", "p2p-random"):
-                continue
-            run = run_scheme(world, g, scheme, c, part, cfg)
-            a, b = run.result.final["test_acc"], ser.final["test_acc"]
-            good = a == b and len(run.result.history) == len(ser.history)
-            ok &= good
-            if world.rank == 0:
-                details.append(
-                    {
-                        "dtype": dtype,
-                        "scheme": label,
-                        "test_acc": a,
-                        "serial_test_acc": b,
-                        "epochs": len(run.result.history),
-                        "serial_epochs": len(ser.history),
-                    }
-                )
+    cfg = TrainConfig(seed=123, dtype="float32")
+    ser = serial_fit(g, cfg)
+    for label, scheme, opts, part in scheme_cases(g, world.size):
+        if label in ("p2p-block", "p2p-random"):
+            continue
+        run = run_scheme(world, g, scheme, opts, part, cfg)
+        a, b = run.result.final["test_acc"], ser.final["test_acc"]
+        good = a == b and len(run.result.history) == len(ser.history)
+        ok &= good
+        if world.rank == 0:
+            details.append(
+                {
+                    "scheme": label,
+                    "test_acc": a,
+                    "serial_test_acc": b,
+                    "epochs": len(run.result.history),
+                    "serial_epochs": len(ser.history),
+                }
+            )
     return ok, details
 
 
@@ -199,6 +185,7 @@ def case_volume(world):
     """Per-SpMM traffic: 1D receives (n - n_p) f words; p2p sends km1 rows in total."""
     ok, details = True, []
     rng = np.random.default_rng(17)
+    cfg = TrainConfig(dtype="float64")
     for trial in range(3):
         g = rmat(
             8 + trial, edge_factor=4 + 4 * trial, seed=40 + trial, num_features=4, num_classes=2
@@ -208,12 +195,13 @@ def case_volume(world):
         S = support_matrix(g, "gcn")
         for scheme in ("1d", "p2p"):
             world.tally = Tally()
-            local = driver.block_from_graph(g, part, world.size, world.rank)
-            ops = driver.setup_ops(world, scheme, 1, local, "gcn")
+            sch = SCHEMES[scheme]
+            _, _, layout, local = load_rank(world, sch, g, cfg, {}, part)
+            ops = sch.setup(world, layout, local, "gcn")
             X = rng.random((local.orig_ids.size, f))
-            got = ops.aggregate(X, "probe")
-            sent = world.tally.phases["probe"][0] // (f * 8)
-            recv = world.tally.phases["probe"][1] // (f * 8)
+            got = ops.aggregate(X, phase=Phase("aggregate", 0, "fwd"))
+            probe = world.tally.phases["L0.fwd.agg"]
+            sent, recv = probe[0] // (f * 8), probe[1] // (f * 8)
             tot = world.allreduce(np.array([sent, recv], dtype=np.int64), "report")
             if scheme == "1d":
                 expect_recv = g.n - local.orig_ids.size
@@ -244,11 +232,148 @@ def case_volume(world):
     return ok, details
 
 
+def ops_cases(size: int) -> list[tuple[str, str, dict]]:
+    """(label, scheme, options) of every registered scheme valid on `size` ranks."""
+    out = [("serial", "serial", {})] if size == 1 else []
+    out += [("1d", "1d", {}), ("p2p", "p2p", {}), ("1.5d-c1", "1.5d", {"replication": 1})]
+    if size % 2 == 0:
+        out.append(("1.5d-c2", "1.5d", {"replication": 2}))
+    return out
+
+
+def _block(ops, A: np.ndarray, width: int) -> np.ndarray:
+    lo, hi = ops.col_range(width)
+    return np.ascontiguousarray(A[ops.rows][:, lo:hi])
+
+
+def _rel(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return np.inf
+    return float(np.abs(a - b).max(initial=0.0) / max(np.abs(b).max(initial=0.0), 1e-300))
+
+
+def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict[str, float]:
+    """Relative error of every Ops method against SerialOps on random matrices (float64)."""
+    rng = np.random.default_rng(seed)
+    f_in, f_out, C = 7, 5, num_classes
+    X = rng.standard_normal((n, f_in))
+    W = rng.standard_normal((f_in, f_out))
+    b = rng.standard_normal(f_out)
+    dZ = rng.standard_normal((n, f_out))
+    logits = rng.standard_normal((n, C))
+    labels = rng.integers(-1, C, n)
+    masks = [rng.random(n) < 0.4, rng.random(n) < 0.3]
+    ph = Phase("aggregate", 0, "fwd")
+    wspec, bspec = ParamSpec(0, "W", (f_in, f_out)), ParamSpec(0, "b", (f_out,))
+    Xl, dZl = _block(ops, X, f_in), _block(ops, dZ, f_out)
+    Wl = ops.shard_param(W, wspec, phase=ph)
+    bl = ops.shard_param(b, bspec, phase=ph)
+    Xs = sp.csr_matrix(np.where(rng.random(X.shape) < 0.3, X, 0.0))
+    err = {
+        "aggregate": _rel(ops.aggregate(Xl, phase=ph), _block(ops, ser.S @ X, f_in)),
+        "aggregate_t": _rel(ops.aggregate_t(Xl, phase=ph), _block(ops, ser.T @ X, f_in)),
+        "matmul": _rel(ops.matmul(Xl, Wl, phase=ph), _block(ops, X @ W, f_out)),
+        "matmul_sparse": _rel(
+            ops.matmul(sp.csr_matrix(_block(ops, Xs.toarray(), f_in)), Wl, phase=ph),
+            _block(ops, Xs @ W, f_out),
+        ),
+        "gather_param": _rel(ops.gather_param(Wl, wspec, phase=ph), W)
+        + _rel(ops.gather_param(bl, bspec, phase=ph), b),
+        "param_sum_sq": _rel(ops.param_sum_sq(Wl, wspec, phase=ph), np.sum(W * W)),
+        "bias_grad": _rel(
+            ops.gather_param(ops.bias_grad(dZl, bspec, phase=ph), bspec, phase=ph), dZ.sum(0)
+        ),
+        "row_normalize": _rel(
+            ops.row_normalize(Xl, width=f_in, phase=ph),
+            _block(ops, ser.row_normalize(X, width=f_in, phase=ph), f_in),
+        ),
+        "dropout": _rel(
+            ops.dropout(Xl, (3, 5), 0.4, width=f_in, phase=ph),
+            _block(ops, ser.dropout(X, (3, 5), 0.4, width=f_in, phase=ph), f_in),
+        ),
+        "dropout_backward": _rel(
+            ops.dropout_backward(Xl, (3, 6), 0.4, width=f_in, phase=ph),
+            _block(ops, ser.dropout_backward(X, (3, 6), 0.4, width=f_in, phase=ph), f_in),
+        ),
+        "predict": _rel(
+            ops.predict(_block(ops, logits, C), width=C, phase=ph),
+            ser.predict(logits, width=C, phase=ph)[ops.rows],
+        ),
+        "agree": float(ops.agree(ops.rank == 0, phase=ph) is not True),
+    }
+    dH, dW = ops.matmul_grads(Xl, Wl, dZl, need_input_grad=True, phase=ph)
+    sdH, sdW = ser.matmul_grads(X, W, dZ, need_input_grad=True, phase=ph)
+    err["matmul_grads.dH"] = _rel(dH, _block(ops, sdH, f_in))
+    gW = ops.reduce_weight_grad(dW, wspec, phase=ph)
+    err["reduce_weight_grad"] = _rel(ops.gather_param(gW, wspec, phase=ph), sdW)
+    lm = [m[ops.rows] for m in masks]
+    sums, grad = ops.xent(
+        _block(ops, logits, C),
+        labels[ops.rows],
+        lm,
+        width=C,
+        grad_index=1,
+        grad_divisor=7.0,
+        phase=ph,
+    )
+    ssums, sgrad = ser.xent(
+        logits, labels, masks, width=C, grad_index=1, grad_divisor=7.0, phase=ph
+    )
+    err["xent.sums"] = _rel(sums, ssums)
+    err["xent.grad"] = _rel(grad, _block(ops, sgrad, C))
+    # node sums count each node once; element sums every element of the local block
+    owned_rows = np.ones(len(ops.rows))
+    err["node_sum"] = _rel(ops.node_sum(np.array([owned_rows.sum()]), phase=ph), [n])
+    err["element_sum"] = _rel(ops.element_sum(np.array([Xl.size]), phase=ph), [X.size])
+    return err
+
+
+def case_ops(world):
+    """Every Ops method of every scheme equals SerialOps on random matrices (float64,
+    1e-12 relative), independent of training; a directed and an undirected graph."""
+    ok, details = True, []
+    graphs = {
+        "rmat-undirected": rmat(8, edge_factor=6, seed=21, num_features=7, num_classes=4),
+        "rmat-directed": rmat(
+            7, edge_factor=6, seed=22, num_features=7, num_classes=4, symmetrize=False
+        ),
+    }
+    cfg = TrainConfig(dtype="float64")
+    for gname, g in graphs.items():
+        for model, agg in (("gcn", "mean"), ("sage", "mean")):
+            kind = support_kind(model, agg)
+            ser = SerialOps(support_matrix(g, kind))
+            for label, scheme, opts in ops_cases(world.size):
+                sch = SCHEMES[scheme]
+                part = random_partition(
+                    g.n, sch.row_parts(world.size, sch.configure(world.size, opts)), seed=4
+                )
+                _, _, layout, local = load_rank(world, sch, g, cfg, opts, part)
+                ops = sch.setup(world, layout, local, kind)
+                err = ops_errors(ops, ser, g.n, g.num_classes, seed=7)
+                worst = max(err.values())
+                good = worst <= 1e-12
+                ok &= good
+                if not good or world.rank == 0:
+                    details.append(
+                        {
+                            "graph": gname,
+                            "model": model,
+                            "scheme": label,
+                            "rank": world.rank,
+                            "worst": worst,
+                            "bad": {k: v for k, v in err.items() if v > 1e-12},
+                        }
+                    )
+    return ok, details
+
+
 def case_fault(world):
     """Rank 1 (or 0 at np=1) raises mid-epoch through the GCNTRAIN_FAULT hook."""
     g = rmat(8, edge_factor=8, seed=1, num_features=8, num_classes=2)
     cfg = TrainConfig(epochs=50, early_stopping=0)
-    run_scheme(world, g, "1d", 1, block_partition(g.n, world.size), cfg)
+    run_scheme(world, g, "1d", {}, block_partition(g.n, world.size), cfg)
     return False, ["training finished although a fault was injected"]
 
 
@@ -258,6 +383,7 @@ CASES = {
     "accuracy": case_accuracy,
     "nomask": case_nomask,
     "volume": case_volume,
+    "ops": case_ops,
     "fault": case_fault,
 }
 

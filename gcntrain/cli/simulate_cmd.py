@@ -1,0 +1,102 @@
+"""`gcntrain simulate`: the accounting half of the simulator (no MPI): the exact bytes and
+messages of every rank and phase of a `gcntrain train` run on P ranks, its compute and an
+estimate of its memory, from one process."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from gcntrain.cli.display import emit
+from gcntrain.cli.options import (
+    json_option,
+    model_options,
+    scheme_args,
+    scheme_options,
+    train_config,
+)
+
+
+def _mb(b: float) -> str:
+    return f"{b / 1e6:.3f} MB"
+
+
+def _human(s: dict) -> str:
+    opts = ", ".join(f"{k} {v}" for k, v in (s.get("scheme_options") or {}).items())
+    rows = [
+        ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
+        (
+            "scheme",
+            f"{s['scheme']} on {s['ranks']} ranks"
+            + (f" ({opts})" if opts else "")
+            + f", partition {s['partition'] or 'block'}",
+        ),
+        ("model", f"{s['model']}, hidden {s['hidden']}, {s['dtype']}, {s['epochs']} epochs"),
+        (
+            "traffic / epoch",
+            f"sent max {_mb(s['bytes_sent_max'])}, mean {_mb(s['bytes_sent_mean'])}; "
+            f"received max {_mb(s['bytes_recv_max'])}; messages max {s['messages_max']}",
+        ),
+        (
+            "setup",
+            f"sent max {_mb(s['setup_bytes_sent_max'])}; messages max {s['setup_messages_max']}",
+        ),
+        (
+            "compute / epoch",
+            f"SpMM nonzeros max {s['spmm_nnz_max']}, flops max "
+            f"{(s['spmm_flops_max'] + s['dense_flops_max']) / 1e9:.3f} G "
+            f"(imbalance {s['flops_imbalance']:.3f})",
+        ),
+        ("memory (estimate)", f"max {_mb(s['memory_bytes_max'])} per rank"),
+        (
+            "simulated in",
+            f"{s['simulate_seconds']:.2f} s, peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB",
+        ),
+    ]
+    if s.get("per_rank"):
+        rows.append(("per-rank table", s["per_rank"]))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+@click.command("simulate")
+@click.argument("graph", required=False, type=click.Path())
+@click.option(
+    "--ranks",
+    "-P",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Number of ranks to plan for.",
+)
+@model_options
+@scheme_options
+@json_option
+@click.option(
+    "--per-rank",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Write the planned bytes/messages of every rank and phase (CSV, as train's).",
+)
+def simulate(graph, ranks, as_json, per_rank, **kw):
+    """Plan a `gcntrain train` run of GRAPH on P ranks without MPI: per rank and phase bytes
+    and messages (equal to what train measures), SpMM nonzeros and flops, memory estimate.
+
+    The plan covers --epochs epochs (early stopping cannot be predicted); the figures of a
+    steady-state epoch use the same keys as `train --json`.
+    """
+    from gcntrain.simulate.run import plan_training, simulation_summary
+
+    config = train_config(kw)
+    scheme, options, partition, partition_seed = scheme_args(kw)
+    t0 = time.perf_counter()
+    sim = plan_training(graph, config, scheme, ranks, options, partition, partition_seed)
+    if per_rank is not None:
+        from gcntrain.simulate.table import write_table
+
+        write_table(per_rank, sim.table.phases())
+    summary = simulation_summary(sim, config, partition, time.perf_counter() - t0)
+    if per_rank is not None:
+        summary["per_rank"] = str(per_rank)
+    emit(summary, as_json, _human)

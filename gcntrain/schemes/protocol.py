@@ -1,0 +1,234 @@
+"""The Scheme protocol: what every distribution scheme provides (docs/architecture.md).
+
+A scheme is a small object registered in `gcntrain.schemes.registry.SCHEMES`.  It declares its
+options, validates them, computes a pure layout from the graph's metadata, the numbering and P
+(no MPI), says what each rank must load, builds the rank's Ops, and describes every
+communicating call as exchange steps (`gcntrain.comm.exchange`), which its Ops execute at run
+time and the simulator prices for all ranks at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.comm.exchange import BcastStages, Groups
+from gcntrain.errors import InputError
+
+
+@dataclass(frozen=True)
+class SchemeOption:
+    """A command-line option a scheme declares (the CLI builds its options from these).
+
+    ``parse`` turns the raw value into the configured one (raising `InputError`).
+    """
+
+    name: str
+    flags: tuple[str, ...]
+    default: Any
+    help: str
+    type: Any = str
+    metavar: str | None = None
+
+    def given(self, value) -> bool:
+        return value is not None and value != self.default
+
+
+@dataclass(frozen=True)
+class GraphMeta:
+    """What a layout may know of the graph before anything is loaded."""
+
+    n: int
+    nnz: int
+    num_features: int
+    num_classes: int | None
+    name: str
+    content_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """A renumbering that makes every row part contiguous: ``perm[new] = old``,
+    ``inv[old] = new``, part p = new ids ``offsets[p]:offsets[p+1]``.
+
+    A shard store fixes its own numbering: there `perm`/`inv` are None (each shard carries its
+    rows' original ids and new-numbering columns), and a 2D block store also fixes the column
+    parts (`col_offsets`; None otherwise: the scheme chooses them).
+    """
+
+    perm: np.ndarray | None
+    inv: np.ndarray | None
+    offsets: np.ndarray
+    col_offsets: np.ndarray | None = None
+
+    @property
+    def parts(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+    @staticmethod
+    def identity(n: int, offsets: np.ndarray) -> Numbering:
+        ids = np.arange(n, dtype=np.int64)
+        return Numbering(ids, ids, np.asarray(offsets, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """What one rank reads: new-numbering rows [lo, hi), the adjacency columns in `cols`
+    (new numbering; None = all), the feature columns in `features` (None = all); `whole`
+    asks for the whole graph with full validation (content hash included)."""
+
+    rows: tuple[int, int]
+    cols: tuple[int, int] | None = None
+    features: tuple[int, int] | None = None
+    whole: bool = False
+
+
+@dataclass
+class LocalGraph:
+    """What a rank holds after loading (adjacency columns in the new numbering)."""
+
+    n: int
+    nnz: int
+    name: str
+    num_classes: int
+    num_features: int
+    rows: tuple[int, int]
+    orig_ids: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray | None
+    features: Any
+    labels: np.ndarray
+    masks: dict[str, np.ndarray]
+
+    @property
+    def new_ids(self) -> np.ndarray:
+        return np.arange(self.rows[0], self.rows[1], dtype=np.int64)
+
+
+@dataclass
+class PlanContext:
+    """Everything a plan may use: the layout, the support matrix in the new numbering (values
+    included), whether it is symmetric, and a cache for derived quantities (halo pairs, block
+    nonzero tables) so that each is computed once."""
+
+    layout: Any
+    support: sp.csr_matrix
+    symmetric: bool
+    #: stored feature nonzeros per node (new numbering), for the flops of sparse inputs
+    feature_nnz: np.ndarray | None = None
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def P(self) -> int:
+        return int(self.layout.size)
+
+    def cached(self, name: str, fn):
+        if name not in self.cache:
+            self.cache[name] = fn()
+        return self.cache[name]
+
+    def transpose(self) -> sp.csr_matrix:
+        def make():
+            T = self.support.T.tocsr()
+            T.sort_indices()
+            return T
+
+        return self.support if self.symmetric else self.cached("transpose", make)
+
+
+def decide_step(P: int) -> BcastStages:
+    """`Ops.agree`: rank 0 broadcasts one byte to the world."""
+    return BcastStages(
+        Groups.world(P),
+        np.zeros(1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.ones(1, dtype=np.int64),
+    )
+
+
+class Scheme:
+    """Base class of the registered schemes (see the module docstring).
+
+    Subclasses set `name`, `summary`, `options`, and implement `layout`, `setup`, and the
+    pricing of their communicating calls, ``steps_<method>(ctx, call) -> [Step]`` (a method
+    without one moves nothing), plus `setup_steps`.
+    """
+
+    name: str = ""
+    summary: str = ""
+    options: tuple[SchemeOption, ...] = ()
+    #: whether the scheme runs under MPI (False: one process, no MPI library needed)
+    uses_mpi: bool = True
+    #: whether results equal serial training (approximate schemes report their drift)
+    exact: bool = True
+
+    # -- options ---------------------------------------------------------------------------
+    def configure(self, size: int, values: dict) -> dict:
+        """Validate this scheme's option values for `size` ranks; return the configuration."""
+        return {o.name: values.get(o.name, o.default) for o in self.options}
+
+    def row_parts(self, size: int, config: dict) -> int:
+        """Parts of the row partition this scheme consumes."""
+        return size
+
+    def col_parts(self, size: int, config: dict) -> int | None:
+        """Column parts of a 2D block layout (None: rows only)."""
+        return None
+
+    # -- layout and setup ------------------------------------------------------------------
+    def layout(self, numbering: Numbering, meta: GraphMeta, size: int, config: dict):
+        raise NotImplementedError
+
+    def setup(self, world, layout, local: LocalGraph, kind: str):
+        raise NotImplementedError
+
+    def world(self, comm=None):
+        """The communicator the scheme runs on (default MPI_COMM_WORLD)."""
+        if comm is not None:
+            return comm
+        from gcntrain.comm.communicator import Comm
+
+        return Comm()
+
+    # -- exchange description --------------------------------------------------------------
+    def steps(self, ctx: PlanContext, call) -> list:
+        """Steps of one recorded Ops call (`gcntrain.model.wrappers.Call`)."""
+        fn = getattr(self, f"steps_{call.method}", None)
+        return [] if fn is None else fn(ctx, call)
+
+    def steps_agree(self, ctx: PlanContext, call) -> list:
+        return [decide_step(ctx.P)]
+
+    def setup_steps(self, ctx: PlanContext) -> list[tuple[str, Any]]:
+        """(phase, step) of the scheme's setup exchanges."""
+        return []
+
+    # -- compute and memory (simulator) ----------------------------------------------------
+    def work(self, ctx: PlanContext, call) -> np.ndarray:
+        """int64 (P, 3): SpMM nonzeros, SpMM flops and dense flops of one call on every rank
+        (``work_<method>``; zero for a method without one)."""
+        fn = getattr(self, f"work_{call.method}", None)
+        return np.zeros((ctx.P, 3), dtype=np.int64) if fn is None else fn(ctx, call)
+
+    def footprint(self, ctx: PlanContext) -> dict:
+        """Per-rank sizes the memory estimate needs (`gcntrain.simulate.work.memory`):
+        int64 (P,) arrays "rows" (local rows of node-wise matrices), "adjacency" (stored
+        entries of S and S^T), "buffer_rows" (rows of other ranks' blocks held at once), and
+        a float (P,) "col_fraction" (share of a node-wise matrix's columns held locally)."""
+        raise NotImplementedError
+
+
+def check_only_own_options(scheme: Scheme, all_options: dict[str, SchemeOption], values: dict):
+    """Raise `InputError` if an option of another scheme was given a non-default value."""
+    own = {o.name for o in scheme.options}
+    for name, value in values.items():
+        opt = all_options.get(name)
+        if opt is not None and name not in own and opt.given(value):
+            raise InputError(
+                f"{opt.flags[0]} does not apply to --scheme {scheme.name}"
+                f" (it is an option of another scheme)"
+            )

@@ -1,0 +1,298 @@
+"""The one training runner for every scheme (serial included).
+
+`run_training` agrees on the configuration and loads this rank's data under one collective
+verdict, sets the scheme up, trains with `gcntrain.model.trainer.fit` (the model is the same
+for every scheme; only the Ops differ), reduces the job summary and writes the outputs of the
+canonical rows.  Schemes are reached only through the registry.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from time import perf_counter
+
+import numpy as np
+
+from gcntrain.comm.agree import agree
+from gcntrain.comm.counters import Tally
+from gcntrain.comm.env import launcher_size
+from gcntrain.comm.node import auto_threads
+from gcntrain.model.normalize import support_kind
+from gcntrain.model.run import model_summary, result_summary
+from gcntrain.model.wrappers import FaultOps, OpsProxy
+from gcntrain.schemes import registry
+from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
+from gcntrain.schemes.protocol import check_only_own_options
+from gcntrain.schemes.report import gather_phases, summarize_ranks
+
+
+class EpochMarks(OpsProxy):
+    """Snapshots the communicator's tally at every ``begin_epoch`` and ``end_epoch``."""
+
+    def __init__(self, inner, tally: Tally):
+        super().__init__(inner)
+        self.tally = tally
+        self.begins: list[Tally] = []
+        self.ends: list[Tally] = []
+
+    def _call(self, name, fn, args, kwargs):
+        if name == "begin_epoch":
+            self.begins.append(self.tally.snapshot())
+        out = fn(*args, **kwargs)
+        if name == "end_epoch":
+            self.ends.append(self.tally.snapshot())
+        return out
+
+
+def maybe_fault(ops, rank: int):
+    """Test hook: ``GCNTRAIN_FAULT=R:N`` makes rank R raise in its N-th aggregation."""
+    spec = os.environ.get("GCNTRAIN_FAULT")
+    if not spec:
+        return ops
+    r, n = spec.split(":")
+    return FaultOps(ops, int(n)) if int(r) == rank else ops
+
+
+@dataclass
+class Run:
+    """What one rank trained and measured."""
+
+    result: object  # TrainResult of the local block
+    ops: object
+    layout: object
+    local: object  # LocalGraph
+    config: dict  # the scheme's configuration
+    source: object
+    tally_setup: Tally  # load agreement, setup exchanges, the training prelude
+    epoch_tallies: list[Tally]  # one per epoch (begin_epoch .. end_epoch)
+    tally_final: Tally  # final evaluation and parameter gathering
+    setup_seconds: float
+    agreements: int = 1
+    extra: dict = field(default_factory=dict)
+
+    def phases(self) -> Tally:
+        """Everything this rank moved through the end of training."""
+        t = self.tally_setup
+        for e in self.epoch_tallies:
+            t = t.merged(e)
+        return t.merged(self.tally_final)
+
+
+def load_rank(
+    world,
+    scheme,
+    source,
+    config,
+    options: dict | None = None,
+    partition=None,
+    partition_seed: int = 0,
+):
+    """Validate the configuration and load this rank's data, under one collective verdict:
+    a failure on any rank raises the same `AgreedError` on every rank.
+
+    Returns (the scheme's configuration, the source, the layout, this rank's `LocalGraph`).
+    """
+    options = dict(options or {})
+
+    def load():
+        config.validate()
+        check_only_own_options(scheme, registry.all_options(), options)
+        sc = scheme.configure(world.size, options)
+        src = open_source(source)
+        meta = src.meta()
+        numbering = src.numbering(
+            scheme.row_parts(world.size, sc),
+            partition,
+            partition_seed,
+            scheme.col_parts(world.size, sc),
+        )
+        layout = scheme.layout(numbering, meta, world.size, sc)
+        local = check_classes(src.load(layout.request(world.rank), numbering))
+        return sc, src, layout, local
+
+    return agree(world, load)
+
+
+def train_with(
+    world,
+    scheme,
+    source,
+    config,
+    options: dict | None = None,
+    partition=None,
+    partition_seed: int = 0,
+    callback=None,
+    agreements: int = 0,
+) -> Run:
+    """Configure and load (`load_rank`), set up and train `scheme` on `world`."""
+    from gcntrain.model.trainer import fit
+
+    t0 = perf_counter()
+    start = world.tally.snapshot()
+    sc, src, layout, local = load_rank(
+        world, scheme, source, config, options, partition, partition_seed
+    )
+    ops = scheme.setup(world, layout, local, support_kind(config.model, config.aggregator))
+    setup_s = perf_counter() - t0
+    marks = EpochMarks(maybe_fault(ops, world.rank), world.tally)
+    result = fit(
+        marks,
+        local.features,
+        local.labels,
+        local.masks,
+        local.num_classes,
+        config,
+        callback=callback,
+        num_features=local.num_features,
+    )
+    end = world.tally.snapshot()
+    epochs = [b.since(a) for a, b in zip(marks.begins, marks.ends)]
+    return Run(
+        result=result,
+        ops=ops,
+        layout=layout,
+        local=local,
+        config=sc,
+        source=src,
+        tally_setup=marks.begins[0].since(start),
+        epoch_tallies=epochs,
+        tally_final=end.since(marks.ends[-1]),
+        setup_seconds=setup_s,
+        agreements=agreements + 1,
+    )
+
+
+def run_training(
+    source,
+    config,
+    scheme: str = "auto",
+    options: dict | None = None,
+    partition: str | None = None,
+    partition_seed: int = 0,
+    out_dir=None,
+    callback=None,
+    threads: int | None = None,
+    per_rank=None,
+    comm=None,
+) -> tuple[object, dict]:
+    """Train with `scheme` on every rank of `comm` (default: the launcher's job).
+
+    Parameters
+    ----------
+    source : None (embedded default dataset), a `Graph`, a graph file or a shard store.
+    config : TrainConfig.
+    scheme : a registered name, or "auto" (serial on one rank, p2p on several).
+    options : the scheme's option values ({"replication": 2}, {"grid": "2x2"}, ...).
+    partition, partition_seed : row partition (block | random | PART.h5) and its seed.
+    out_dir : directory for metrics.jsonl, config.json, weights.h5, predictions.h5.
+    callback : per-epoch hook (progress).
+    threads : Numba threads per rank (default: cores / ranks on the node).
+    per_rank : path of a CSV of the measured bytes/messages of every rank and phase.
+    comm : a counted communicator (tests); default MPI_COMM_WORLD or none for serial.
+
+    Returns
+    -------
+    (TrainResult of the local block, job summary identical on every rank)
+    """
+    size = comm.size if comm is not None else launcher_size()
+    sch = registry.get(scheme, size)
+    world = sch.world(comm)
+    t0 = time.perf_counter()
+    nthreads = auto_threads(world, threads)
+    checks = 0
+    if out_dir is not None:
+        from gcntrain.model.output import check_out_dir
+
+        agree(world, lambda: check_out_dir(out_dir) if world.rank == 0 else None)
+        checks = 1
+    run = train_with(
+        world, sch, source, config, options, partition, partition_seed, callback, checks
+    )
+    res, local = run.result, run.local
+    stats = summarize_ranks(
+        world,
+        run.epoch_tallies,
+        run.tally_setup,
+        result_summary(res)["epoch_seconds"],
+        run.setup_seconds,
+    )
+    summary = {
+        **result_summary(res),
+        "scheme": sch.name,
+        "ranks": world.size,
+        "scheme_options": run.config,
+        "partition": _partition_label(partition, run.source),
+        "threads_per_rank": nthreads,
+        **stats,
+        "total_seconds": time.perf_counter() - t0,
+        **model_summary(config),
+        "graph": local.name,
+        "source": DEFAULT_SOURCE if source is None else run.source.label,
+        "num_nodes": local.n,
+        "num_edges": local.nnz,
+        "num_features": local.num_features,
+        "num_classes": local.num_classes,
+    }
+    if per_rank is not None:
+        phases = gather_phases(world, run.phases())
+
+        def write_table():
+            if world.rank == 0:
+                from gcntrain.simulate.table import write_table as write
+
+                write(per_rank, phases)
+
+        agree(world, write_table)
+        summary["per_rank"] = os.fspath(per_rank)
+    if out_dir is not None:
+        _write_outputs(world, run, config, summary, out_dir)
+        summary["out"] = os.fspath(out_dir)
+    return res, summary
+
+
+def _partition_label(partition, source) -> str:
+    if partition is None:
+        return "store" if source.kind == "store" else "block"
+    return partition if isinstance(partition, str) else "vector"
+
+
+def _write_outputs(world, run: Run, config, summary: dict, out_dir) -> None:
+    """Gather the predictions of the canonical rows to rank 0, which writes every file."""
+    from gcntrain.model.output import write_outputs
+
+    res, local = run.result, run.local
+    owned = run.layout.owned(world.rank)
+    ids = res.rows if owned else res.rows[:0]
+    cols = np.stack([ids, res.predictions[: ids.size], local.labels[: ids.size]], axis=1)
+    counts = world.allgatherv(np.array([ids.size], dtype=np.int64), [1] * world.size, "report")
+    got = world.gatherv(np.ascontiguousarray(cols.astype(np.int64)), counts, 0, "report")
+
+    def write():
+        if world.rank != 0:
+            return
+        order = np.argsort(got[:, 0], kind="stable")
+        g = got[order]
+        keys = ("scheme", "ranks", "scheme_options", "partition", "graph", "source")
+        resolved = {
+            **config.to_dict(),
+            **{k: summary[k] for k in keys},
+            "num_nodes": summary["num_nodes"],
+            "num_classes": summary["num_classes"],
+            "support": support_kind(config.model, config.aggregator),
+            "layers": res.layers,
+            "bias": res.layers[0]["bias"],
+        }
+        write_outputs(
+            out_dir,
+            resolved,
+            res.history,
+            res.weights,
+            g[:, 1],
+            g[:, 0],
+            labels=g[:, 2],
+            layers=res.layers,
+        )
+
+    agree(world, write)

@@ -1,0 +1,62 @@
+"""The serial scheme: one process, the whole graph, `SerialOps`, no MPI (the reference)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.comm.communicator import SelfComm
+from gcntrain.errors import InputError
+from gcntrain.model.normalize import degrees, support_rows
+from gcntrain.model.ops import SerialOps
+from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme
+
+
+@dataclass(frozen=True)
+class SerialLayout:
+    numbering: Numbering
+    size: int = 1
+
+    def request(self, rank: int) -> LoadRequest:
+        return LoadRequest((0, int(self.numbering.offsets[-1])), whole=True)
+
+    def owned(self, rank: int) -> bool:
+        return True
+
+
+def support_of(local, kind: str) -> sp.csr_matrix:
+    """The whole support matrix of a whole-graph `LocalGraph` (its numbering)."""
+    ids = local.new_ids
+    deg = degrees(local.indptr, local.indices, local.data, kind, rows=ids)
+    ip, ix, dv = support_rows(local.indptr, local.indices, local.data, ids, deg, kind)
+    return sp.csr_matrix((dv, ix, ip), shape=(local.n, local.n))
+
+
+class Serial(Scheme):
+    name = "serial"
+    summary = "one process, no communication: the reference every scheme must equal"
+    uses_mpi = False
+
+    def configure(self, size: int, values: dict) -> dict:
+        if size > 1:
+            raise InputError(
+                f"--scheme serial under {size} ranks would train the whole graph on every "
+                "rank; choose a distributed scheme"
+            )
+        return {}
+
+    def row_parts(self, size: int, config: dict) -> int:
+        return 1
+
+    def world(self, comm=None):
+        return comm if comm is not None and comm.size == 1 else SelfComm()
+
+    def layout(self, numbering, meta, size, config) -> SerialLayout:
+        return SerialLayout(numbering)
+
+    def setup(self, world, layout, local, kind: str) -> SerialOps:
+        ops = SerialOps(support_of(local, kind))
+        ops.rows = np.asarray(local.orig_ids, dtype=np.int64)
+        return ops

@@ -1,0 +1,162 @@
+"""The accounting half of the simulator: a whole run's plan from one process, no MPI.
+
+`plan_training` reads the whole graph once, builds the scheme's layout for P ranks exactly as
+`gcntrain train` would (same options, same numbering), records the model's schedule, and
+prices it (`gcntrain.simulate.plan`).  Compute (SpMM nonzeros, dense flops) and memory come
+from `gcntrain.simulate.work`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.model.normalize import support_kind, support_matrix
+from gcntrain.schemes import registry
+from gcntrain.schemes.loading import open_source
+from gcntrain.schemes.protocol import PlanContext, check_only_own_options
+from gcntrain.simulate.plan import PlanTable, plan_run
+from gcntrain.simulate.schedule import record_schedule
+
+#: relative tolerance of the symmetry test of S (the runtime's allclose uses the same)
+SYMMETRY_RTOL = 1e-12
+#: the trainer stores the first layer's input as CSR below this density (auto)
+SPARSE_DENSITY = 0.2
+
+
+def support_in_numbering(S: sp.csr_matrix, perm: np.ndarray) -> sp.csr_matrix:
+    """S with rows and columns renumbered (``new = inv[old]``, ``perm[new] = old``)."""
+    M = sp.csr_matrix(S)[perm][:, perm].tocsr()
+    M.sort_indices()
+    return M
+
+
+def is_symmetric(S: sp.csr_matrix) -> bool:
+    diff = abs(S - S.T)
+    return bool(diff.nnz == 0 or diff.max() <= SYMMETRY_RTOL * max(abs(S).max(), 1.0))
+
+
+def sparse_decision(config, features) -> bool:
+    """Whether the run stores the first layer's input as CSR (as `prepare_features`)."""
+    if config.sparse_features is not None:
+        return bool(config.sparse_features)
+    if features is None or features.size == 0:
+        return False
+    X = features.toarray() if sp.issparse(features) else np.asarray(features)
+    return bool(np.count_nonzero(X) / X.size < SPARSE_DENSITY)
+
+
+def feature_nnz(graph, perm: np.ndarray) -> np.ndarray | None:
+    """Stored feature nonzeros of every node, in the new numbering."""
+    X = graph.features
+    if X is None:
+        return None
+    counts = np.diff(sp.csr_matrix(X).indptr) if sp.issparse(X) else np.count_nonzero(X, axis=1)
+    return np.asarray(counts, dtype=np.int64)[perm]
+
+
+@dataclass
+class Simulation:
+    scheme: object
+    config: dict
+    ctx: PlanContext
+    calls: list
+    table: PlanTable
+    meta: object
+    graph: object
+
+
+def plan_training(
+    source,
+    config,
+    scheme: str,
+    ranks: int,
+    options: dict | None = None,
+    partition=None,
+    partition_seed: int = 0,
+    agreements: int = 1,
+) -> Simulation:
+    """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`."""
+    config.validate()
+    sch = registry.get(scheme, ranks)
+    options = dict(options or {})
+    check_only_own_options(sch, registry.all_options(), options)
+    sc = sch.configure(ranks, options)
+    src = open_source(source)
+    meta = src.meta()
+    numbering = src.numbering(
+        sch.row_parts(ranks, sc), partition, partition_seed, sch.col_parts(ranks, sc)
+    )
+    graph, numbering = src.whole(numbering)
+    layout = sch.layout(numbering, meta, ranks, sc)
+    S = support_in_numbering(
+        support_matrix(graph, support_kind(config.model, config.aggregator)), numbering.perm
+    )
+    ctx = PlanContext(layout, S, is_symmetric(S), feature_nnz=feature_nnz(graph, numbering.perm))
+    masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
+    calls = record_schedule(
+        config,
+        graph.num_features,
+        int(meta.num_classes or int(graph.labels.max()) + 1),
+        config.epochs,
+        masks,
+        sparse_decision(config, graph.features),
+    )
+    table = plan_run(sch, ctx, calls, agreements)
+    return Simulation(sch, sc, ctx, calls, table, meta, graph)
+
+
+def simulation_summary(sim: Simulation, config, partition, seconds: float) -> dict:
+    """The `gcntrain simulate --json` object (keys shared with `train --json` have the same
+    meaning: per steady-state epoch, max / mean over ranks)."""
+    import resource
+
+    from gcntrain.model.run import model_summary
+    from gcntrain.simulate.summary import summarize_table
+    from gcntrain.simulate.work import memory, work_summary
+
+    t, ctx, g, meta = sim.table, sim.ctx, sim.graph, sim.meta
+    ep = t.epoch_totals()
+    traffic = summarize_table(ep, t.setup_total())
+    sent = ep[:, :, 0].mean(axis=0) if ep.shape[0] else np.zeros(t.P)
+    classes = int(meta.num_classes or int(g.labels.max()) + 1)
+    widths = [g.num_features, *[int(h) for h in config.hidden], classes]
+    itemsize = np.dtype(config.dtype).itemsize
+    sparse = sparse_decision(config, g.features)
+    fnnz = None
+    if sparse and ctx.feature_nnz is not None:
+        fp_rows = sim.scheme.footprint(ctx)["rows"]
+        fnnz = fp_rows * (ctx.feature_nnz.sum() / max(g.n, 1))
+    mem = memory(sim.scheme.footprint(ctx), widths, itemsize, fnnz)
+    mid = t.epoch_phases(len(t.epochs) // 2) if t.epochs else {}
+    return {
+        "scheme": sim.scheme.name,
+        "ranks": t.P,
+        "scheme_options": sim.config,
+        "partition": partition if isinstance(partition, str) or partition is None else "vector",
+        "graph": meta.name,
+        "num_nodes": meta.n,
+        "num_edges": meta.nnz,
+        "num_features": g.num_features,
+        "num_classes": classes,
+        **model_summary(config),
+        "epochs": config.epochs,
+        **traffic,
+        "bytes_sent_imbalance": float(sent.max() / sent.mean()) if sent.mean() > 0 else 1.0,
+        "phases_per_epoch": {
+            k: {
+                "bytes_sent_max": int(v[:, 0].max()),
+                "bytes_sent_mean": float(v[:, 0].mean()),
+                "messages_max": int(v[:, 2].max()),
+            }
+            for k, v in sorted(mid.items())
+        },
+        **work_summary(t),
+        "memory_bytes_max": int(mem.max(initial=0)),
+        "memory_bytes_mean": float(mem.mean()) if mem.size else 0.0,
+        "symmetric": ctx.symmetric,
+        "simulate_seconds": seconds,
+        "peak_rss_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
+    }
