@@ -71,6 +71,20 @@ def _human(s: dict) -> str:
 )
 @model_options
 @scheme_options
+@click.option(
+    "--features",
+    "num_features",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Feature width to assume [default: the graph's; needed without node features].",
+)
+@click.option(
+    "--classes",
+    "num_classes",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Classes to assume [default: the graph's; needed without labels].",
+)
 @json_option
 @click.option(
     "--per-rank",
@@ -79,7 +93,7 @@ def _human(s: dict) -> str:
     metavar="FILE",
     help="Write the planned bytes/messages of every rank and phase (CSV, as train's).",
 )
-def simulate(graph, ranks, as_json, per_rank, **kw):
+def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
     """Plan a `gcntrain train` run of GRAPH on P ranks without MPI: per rank and phase bytes
     and messages (equal to what train measures), SpMM nonzeros and flops, memory estimate.
 
@@ -91,7 +105,17 @@ def simulate(graph, ranks, as_json, per_rank, **kw):
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
     t0 = time.perf_counter()
-    sim = plan_training(graph, config, scheme, ranks, options, partition, partition_seed)
+    sim = plan_training(
+        graph,
+        config,
+        scheme,
+        ranks,
+        options,
+        partition,
+        partition_seed,
+        num_features=num_features,
+        num_classes=num_classes,
+    )
     if per_rank is not None:
         from gcntrain.simulate.table import write_table
 

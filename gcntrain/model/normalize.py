@@ -24,6 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 
 KINDS = ("gcn", "sage-mean", "sage-gcn")
+#: what the identity adds to every degree
+DEGREE_OFFSET = {"gcn": 1.0, "sage-mean": 0.0, "sage-gcn": 1.0}
 
 
 def _check_kind(kind: str) -> None:
@@ -47,6 +49,7 @@ def degrees(
     data: np.ndarray | None,
     kind: str,
     rows: np.ndarray | None = None,
+    partial: bool = False,
 ) -> np.ndarray:
     """Per-row degree of the matrix that `kind` normalises (float64).
 
@@ -56,6 +59,9 @@ def degrees(
     kind : "gcn" | "sage-mean" | "sage-gcn"
     rows : global ids of the block's rows (default: 0..m-1, the whole graph).  Needed to
         recognise self-loops in a block that does not start at row 0.
+    partial : the block holds only some columns of its rows (a 2D block): return the sums
+        over those columns without the identity's 1; the whole degree is the sum of the
+        partial ones over the column blocks plus ``DEGREE_OFFSET[kind]``.
 
     Returns
     -------
@@ -67,12 +73,13 @@ def degrees(
     m = indptr.shape[0] - 1
     vals = _values(indices, data)
     local_row = _row_of_entry(indptr)
+    one = 0.0 if partial else DEGREE_OFFSET[kind]
     if kind == "gcn":
-        return np.bincount(local_row, weights=vals, minlength=m) + 1.0
+        return np.bincount(local_row, weights=vals, minlength=m) + one
     grow = local_row if rows is None else np.asarray(rows, dtype=np.int64)[local_row]
     off = np.asarray(indices, dtype=np.int64) != grow
     deg = np.bincount(local_row[off], weights=vals[off], minlength=m)
-    return deg + 1.0 if kind == "sage-gcn" else deg
+    return deg + one if kind == "sage-gcn" else deg
 
 
 def _inv(d: np.ndarray, power: float) -> np.ndarray:
@@ -89,6 +96,7 @@ def support_rows(
     rows: np.ndarray,
     deg_global: np.ndarray,
     kind: str,
+    col_range: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows `rows` of the support matrix of `kind`, as CSR arrays with global column ids.
 
@@ -98,6 +106,8 @@ def support_rows(
     rows : int64 array (m,), the global ids of those rows.
     deg_global : float64 array (n,), ``degrees(..., kind)`` of ALL rows of the graph.
     kind : "gcn" | "sage-mean" | "sage-gcn"
+    col_range : the adjacency holds only the columns [lo, hi) of its rows (a 2D block): the
+        identity's entries are added for the rows inside that range only.
 
     Returns
     -------
@@ -118,9 +128,12 @@ def support_rows(
         keep = cols != rows[lrow]
         lrow, cols, vals = lrow[keep], cols[keep], vals[keep]
     if kind != "sage-mean":
-        lrow = np.concatenate([lrow, np.arange(m, dtype=np.int64)])
-        cols = np.concatenate([cols, rows])
-        vals = np.concatenate([vals, np.ones(m)])
+        diag = np.arange(m, dtype=np.int64)
+        if col_range is not None:
+            diag = diag[(rows >= col_range[0]) & (rows < col_range[1])]
+        lrow = np.concatenate([lrow, diag])
+        cols = np.concatenate([cols, rows[diag]])
+        vals = np.concatenate([vals, np.ones(diag.size)])
     if kind == "gcn":
         dinv = _inv(deg_global, 0.5)
         vals = vals * dinv[rows[lrow]] * dinv[cols]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.errors import InputError
 from gcntrain.model.normalize import support_kind, support_matrix
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
@@ -66,6 +67,8 @@ class Simulation:
     table: PlanTable
     meta: object
     graph: object
+    num_features: int
+    num_classes: int
 
 
 def plan_training(
@@ -77,8 +80,14 @@ def plan_training(
     partition=None,
     partition_seed: int = 0,
     agreements: int = 1,
+    num_features: int | None = None,
+    num_classes: int | None = None,
 ) -> Simulation:
-    """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`."""
+    """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
+
+    `num_features` / `num_classes` stand in for a graph without node data (a structure-only
+    SNAP graph): the plan then assumes dense features of that width and train/val/test masks.
+    """
     config.validate()
     sch = registry.get(scheme, ranks)
     options = dict(options or {})
@@ -95,17 +104,32 @@ def plan_training(
         support_matrix(graph, support_kind(config.model, config.aggregator)), numbering.perm
     )
     ctx = PlanContext(layout, S, is_symmetric(S), feature_nnz=feature_nnz(graph, numbering.perm))
+    f0, classes = node_widths(graph, meta, num_features, num_classes)
     masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
     calls = record_schedule(
         config,
-        graph.num_features,
-        int(meta.num_classes or int(graph.labels.max()) + 1),
+        f0,
+        classes,
         config.epochs,
-        masks,
+        masks or ("train", "val", "test"),
         sparse_decision(config, graph.features),
     )
     table = plan_run(sch, ctx, calls, agreements)
-    return Simulation(sch, sc, ctx, calls, table, meta, graph)
+    return Simulation(sch, sc, ctx, calls, table, meta, graph, f0, classes)
+
+
+def node_widths(graph, meta, num_features, num_classes) -> tuple[int, int]:
+    """(feature width, classes) of the plan: the graph's, or the given stand-ins."""
+    f0 = int(num_features or graph.num_features or 0)
+    classes = num_classes or meta.num_classes
+    if classes is None and graph.labels is not None and graph.labels.size:
+        classes = int(graph.labels.max()) + 1
+    if f0 < 1 or not classes or classes < 2:
+        raise InputError(
+            f"{meta.name} has no node features or labels to plan with; give --features F and "
+            "--classes C (the widths a training run would use)"
+        )
+    return f0, int(classes)
 
 
 def simulation_summary(sim: Simulation, config, partition, seconds: float) -> dict:
@@ -121,8 +145,8 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
     ep = t.epoch_totals()
     traffic = summarize_table(ep, t.setup_total())
     sent = ep[:, :, 0].mean(axis=0) if ep.shape[0] else np.zeros(t.P)
-    classes = int(meta.num_classes or int(g.labels.max()) + 1)
-    widths = [g.num_features, *[int(h) for h in config.hidden], classes]
+    classes = sim.num_classes
+    widths = [sim.num_features, *[int(h) for h in config.hidden], classes]
     itemsize = np.dtype(config.dtype).itemsize
     sparse = sparse_decision(config, g.features)
     fnnz = None
@@ -139,7 +163,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
         "graph": meta.name,
         "num_nodes": meta.n,
         "num_edges": meta.nnz,
-        "num_features": g.num_features,
+        "num_features": sim.num_features,
         "num_classes": classes,
         **model_summary(config),
         "epochs": config.epochs,
