@@ -1,4 +1,4 @@
-"""The registry of distribution schemes: name -> Scheme object (one line per scheme).
+"""The registry of distribution schemes: name -> Scheme object, one line per scheme.
 
 Everything outside `gcntrain/schemes` (CLI, runner, simulator, tests) reaches schemes only
 through `SCHEMES`; no other module branches on a scheme's name.
@@ -6,22 +6,26 @@ through `SCHEMES`; no other module branches on a scheme's name.
 
 from __future__ import annotations
 
-from gcntrain.errors import InputError
-from gcntrain.schemes.one_d import OneD
-from gcntrain.schemes.one_five_d import OneFiveD
-from gcntrain.schemes.p2p import P2P
-from gcntrain.schemes.protocol import Scheme, SchemeOption
-from gcntrain.schemes.serial import Serial
+from importlib import import_module
 
-SCHEMES: dict[str, Scheme] = {
-    s.name: s
-    for s in (
-        Serial(),
-        OneD(),
-        OneFiveD(),
-        P2P(),
-    )
-}
+from gcntrain.errors import InputError
+from gcntrain.schemes.protocol import Scheme, SchemeOption
+
+#: "module:class" of every scheme, in the order the CLI lists them
+ENTRIES = (
+    "gcntrain.schemes.serial:Serial",
+    "gcntrain.schemes.one_d:OneD",
+    "gcntrain.schemes.one_five_d:OneFiveD",
+    "gcntrain.schemes.p2p:P2P",
+)
+
+
+def _load(entry: str) -> Scheme:
+    module, cls = entry.split(":")
+    return getattr(import_module(module), cls)()
+
+
+SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, ENTRIES)}
 
 #: scheme chosen by ``--scheme auto``: one process / several
 AUTO = ("serial", "p2p")
