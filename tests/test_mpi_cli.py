@@ -59,6 +59,9 @@ def close(a: float, b: float, tol: float = 1e-9) -> bool:
         (2, "p2p", ["--partition", "random"]),
         (4, "p2p", []),
         (3, "p2p", ["--permute", "random"]),
+        (4, "2d", ["--grid", "2x2"]),
+        (3, "2d", []),
+        (2, "2d", ["--grid", "2x1", "--partition", "random"]),
     ],
 )
 def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, scheme, extra):
@@ -235,3 +238,37 @@ def test_single_class_graph_rejected_like_serial(tmp_path):
     res = run_mpi(2, [*gcntrain_exe(), "train", str(g1), "--scheme", "1d"], timeout=120)
     assert res.returncode == 2 and "need at least 2 classes" in res.stderr
     assert res.stderr.count("gcntrain: error") == 1
+
+
+def test_2d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
+    """`gcntrain shard --grid 2x2` then 2d on a 2 x 2 grid: each rank reads its block."""
+    store = tmp_path / "store2d"
+    assert run(["shard", str(graph_file), "-o", str(store), "--grid", "2x2"]) == 0
+    d = train_json(4, [str(store), "--scheme", "2d", "--grid", "2x2", *ARGS])
+    assert close(d["final_loss"], serial_summary["final_loss"])
+    assert d["test_acc"] == serial_summary["test_acc"] and d["partition"] == "store"
+    res = run_mpi(
+        4, [*gcntrain_exe(), "train", str(store), "--scheme", "2d", "--grid", "4x1"], timeout=120
+    )
+    assert res.returncode == 2 and res.stderr.count("gcntrain: error") == 1
+    assert "2x2 block grid but this run needs 4x1" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "grid,message",
+    [
+        ("3x2", "process grid 3x2 needs 6 ranks, but the job has 4"),
+        ("0x4", "dimensions must be >= 1"),
+        ("4", "--grid must look like RxC"),
+    ],
+)
+def test_invalid_grid_one_line_exit_2_on_every_rank(graph_file, grid, message):
+    res = run_mpi(
+        4,
+        [*gcntrain_exe(), "train", str(graph_file), "--scheme", "2d", "--grid", grid],
+        timeout=120,
+    )
+    assert res.returncode == 2, res.stderr[-2000:]
+    errs = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(errs) == 1 and errs[0].startswith("gcntrain: error:") and message in errs[0]
+    assert "Traceback" not in res.stderr

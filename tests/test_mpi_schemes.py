@@ -31,9 +31,10 @@ def test_weights_equal_serial_and_traffic_equals_plan(nprocs):
     verdict = _check(nprocs, "equiv")
     labels = {(d["graph"], d["dtype"], d["scheme"]) for d in verdict["details"]}
     c = 2 if nprocs == 4 else 1
-    for g in ("cora", "rmat"):
+    grids = {f"2d-1x{nprocs}", f"2d-{nprocs}x1"} | ({"2d-2x2"} if nprocs == 4 else set())
+    for g in ("cora", "rmat-509"):
         for dt in ("float64", "float32"):
-            for s in ("1d", f"1.5d-c{c}", "p2p-block", "p2p-random", "p2p-metis"):
+            for s in ("1d", f"1.5d-c{c}", "p2p-block", "p2p-random", "p2p-metis", *grids):
                 assert (g, dt, s) in labels
 
 
@@ -43,7 +44,7 @@ def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
     """Op by op, on random matrices, independent of training (float64, 1e-12 relative)."""
     verdict = _check(nprocs, "ops")
     schemes = {d["scheme"] for d in verdict["details"]}
-    assert {"1d", "p2p", "1.5d-c1"} <= schemes
+    assert {"1d", "p2p", "1.5d-c1", f"2d-1x{nprocs}", f"2d-{nprocs}x1"} <= schemes
     assert ("serial" in schemes) == (nprocs == 1)
 
 
@@ -73,5 +74,5 @@ def test_per_spmm_volume_matches_theory(nprocs):
 @pytest.mark.mpi
 def test_cora_accuracy_at_np4_equals_serial():
     verdict = _check(4, "accuracy")
-    assert {d["scheme"] for d in verdict["details"]} == {"1d", "1.5d-c2", "p2p-metis"}
+    assert {d["scheme"] for d in verdict["details"]} == {"1d", "1.5d-c2", "p2p-metis", "2d-2x2"}
     assert all(d["test_acc"] > 0.7 for d in verdict["details"])

@@ -17,6 +17,7 @@ ENTRIES = (
     "gcntrain.schemes.one_d:OneD",
     "gcntrain.schemes.one_five_d:OneFiveD",
     "gcntrain.schemes.p2p:P2P",
+    "gcntrain.schemes.two_d:TwoD",
 )
 
 

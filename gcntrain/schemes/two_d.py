@@ -1,0 +1,666 @@
+"""CAGNET 2D (section IV-C, Algorithm 3 of the CAGNET paper): block-2D SUMMA on any Pr x Pc.
+
+Ranks form a Pr x Pc grid, rank r at (i, j) = (r // Pc, r % Pc).  The numbering's Pr row parts
+split the rows of S and of every node-wise matrix; Pc column parts of the same numbering split
+the columns of S; a node-wise matrix of width f has its columns split in Pc near-equal chunks.
+Rank (i, j) holds S_ij, H_ij (rows of part i, columns of chunk j), the whole W (replicated,
+as in the paper) and chunk j of each bias.  n need not be divisible by the grid.
+
+* ``S @ X`` (SUMMA): the inner dimension is cut at every row-part and column-part boundary
+  (at most Pr + Pc - 1 stages; the general rectangular case of Algorithm 3).  At stage
+  [a, b) the owner of those columns of S broadcasts its piece of S_i along process row i
+  (sparse: 4-byte row and column ids plus the value per entry), the owner of those rows of X
+  broadcasts its piece along process column j, and every rank adds the product.  ``S^T @ X``
+  does the same with the blocks of S^T (built once by an Alltoallv of entries; dropped when S
+  is symmetric).
+* ``H @ W`` ("partial SUMMA"): with f_in <= f_out (dense H) process row i Allgathers the
+  column chunks of H_i and each rank multiplies by its columns of W; otherwise (or for a CSR
+  H) each rank multiplies its chunk by its rows of W and the partial products are
+  Reduce-scattered along the process row, so the wider operand never moves.
+* Backward: ``dZ_i`` is Allgathered along the process row once per product; ``dH_ij =
+  dZ_i W[chunk j]^T`` and the slab ``dW[chunk j] = H_ij^T dZ_i`` are local; the slabs are
+  summed down each process column (Allreduce) and Allgathered along the rows (W stays
+  replicated).  Bias gradients: an Allreduce down the column of the chunk's column sums.
+* Softmax cross-entropy, accuracy and argmax need whole rows of the logits: an Allgather along
+  the process row (the paper's All-Gather for log-softmax); sums over nodes run down a
+  process column (one copy of every row); row normalisation of the features Allreduces the
+  partial L1 norms along the row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.comm import volume as V
+from gcntrain.comm.exchange import (
+    Allgatherv,
+    Allreduce,
+    BcastStages,
+    Groups,
+    Pairs,
+    ReduceScatterv,
+    Uniform,
+)
+from gcntrain.comm.grid import check_grid, grid_2d
+from gcntrain.errors import InputError
+from gcntrain.model.functional import row_l1_norms, row_normalize
+from gcntrain.model.loss import local_xent
+from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
+from gcntrain.model.ops import Ops, ParamSpec
+from gcntrain.model.phase import phase_key
+from gcntrain.partition.basic import block_bounds
+from gcntrain.partition.permute import near_square_grid
+from gcntrain.schemes.base import csr_apply, spmm_work
+from gcntrain.schemes.layout import owner_of
+from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme, SchemeOption
+
+#: bytes of one broadcast entry of S besides its value: int32 row and int32 column
+ENTRY_ID_BYTES = 8
+
+
+def parse_grid(text, size: int) -> tuple[int, int]:
+    """``"RxC"`` -> (R, C), checked against the number of ranks (None: near-square)."""
+    if text is None:
+        return near_square_grid(size)
+    parts = str(text).lower().split("x")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        dims = ()
+    if len(dims) != 2:
+        raise InputError(f"--grid must look like RxC (e.g. 2x4) for the 2d scheme, got {text!r}")
+    check_grid(size, dims, "process grid")
+    return dims
+
+
+def chunk_offsets(width: int, parts: int) -> np.ndarray:
+    """Offsets (parts + 1) of the near-equal column chunks of a width-`width` matrix."""
+    out = np.zeros(parts + 1, dtype=np.int64)
+    np.cumsum(V.chunk_sizes(int(width), parts), out=out[1:])
+    return out
+
+
+def use_gather(sparse_input: bool, f_in: int, f_out: int) -> bool:
+    """Matmul route: gather the input's chunks (dense, f_in <= f_out) or Reduce-scatter the
+    partial products (otherwise); the runtime and the plan both ask this function."""
+    return not sparse_input and f_in <= f_out
+
+
+@dataclass(frozen=True)
+class Layout2D:
+    """Pr x Pc blocks of one numbering (row parts: the numbering's; column parts: the store's
+    or near-equal blocks)."""
+
+    numbering: Numbering
+    pr: int
+    pc: int
+    col_offsets: np.ndarray
+    num_features: int
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.numbering.offsets
+
+    @property
+    def size(self) -> int:
+        return self.pr * self.pc
+
+    @property
+    def row_sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def coords(self, rank: int) -> tuple[int, int]:
+        return int(rank) // self.pc, int(rank) % self.pc
+
+    def request(self, rank: int) -> LoadRequest:
+        i, j = self.coords(rank)
+        f = chunk_offsets(self.num_features, self.pc)
+        return LoadRequest(
+            (int(self.offsets[i]), int(self.offsets[i + 1])),
+            (int(self.col_offsets[j]), int(self.col_offsets[j + 1])),
+            (int(f[j]), int(f[j + 1])),
+        )
+
+    def owned(self, rank: int) -> bool:
+        return self.coords(rank)[1] == 0
+
+    @cached_property
+    def rows(self) -> Groups:
+        """Process rows (position = column index)."""
+        return Groups.axis((self.pr, self.pc), 1)
+
+    @cached_property
+    def cols(self) -> Groups:
+        """Process columns (position = row index)."""
+        return Groups.axis((self.pr, self.pc), 0)
+
+    @cached_property
+    def stages(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(start, stop, row part, column part) of every SUMMA stage, in order."""
+        cuts = np.union1d(self.offsets, self.col_offsets)
+        a, b = cuts[:-1], cuts[1:]
+        keep = b > a
+        a, b = a[keep], b[keep]
+        return a, b, owner_of(a, self.offsets), owner_of(a, self.col_offsets)
+
+    def ranks_i(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64) // self.pc
+
+    def ranks_j(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64) % self.pc
+
+
+# -- exchange description (one definition for the runtime and the plan) ---------------------
+def summa_stages(
+    layout: Layout2D, nnz: np.ndarray, entry_bytes: int, widths: np.ndarray, itemsize: int
+) -> tuple[BcastStages, BcastStages]:
+    """The two broadcast families of one SUMMA product.
+
+    `nnz` (Pr, S): entries of S_i in stage s; `widths` (Pc,): the local width of X on each
+    process column.  Returns (pieces of S along the process rows: ``nnz * entry_bytes``
+    bytes from the stage's column part; pieces of X down the process columns: stage rows x
+    width x itemsize bytes from the stage's row part), stages of every group in stage order.
+    """
+    a, b, r_own, c_own = layout.stages
+    S = a.shape[0]
+    A = BcastStages(
+        layout.rows,
+        np.repeat(np.arange(layout.pr, dtype=np.int64), S),
+        np.tile(c_own, layout.pr),
+        (np.asarray(nnz, dtype=np.int64) * entry_bytes).reshape(-1),
+    )
+    X = BcastStages(
+        layout.cols,
+        np.repeat(np.arange(layout.pc, dtype=np.int64), S),
+        np.tile(r_own, layout.pc),
+        (np.outer(np.asarray(widths, dtype=np.int64), b - a) * itemsize).reshape(-1),
+    )
+    return A, X
+
+
+def stage_counts(layout: Layout2D) -> np.ndarray:
+    """(Pc,) stages whose columns lie in each column part."""
+    return np.bincount(layout.stages[3], minlength=layout.pc).astype(np.int64)
+
+
+def transpose_pairs(layout: Layout2D, rows: np.ndarray, cols: np.ndarray):
+    """(source rank, destination rank) of every entry (row, col) of S on its way to the
+    block of S^T that holds (col, row)."""
+    src = owner_of(rows, layout.offsets) * layout.pc + owner_of(cols, layout.col_offsets)
+    dst = owner_of(cols, layout.offsets) * layout.pc + owner_of(rows, layout.col_offsets)
+    return src, dst
+
+
+class StagePieces:
+    """The pieces of this rank's block of S (or S^T) that it broadcasts, one per stage in its
+    column part, as CSR (for its own products) and packed (int32 rows, int32 columns, values)
+    for the wire; typed once per dtype."""
+
+    def __init__(self, layout: Layout2D, i: int, j: int, indptr, indices, data):
+        a, b, _, c_own = layout.stages
+        m = int(layout.row_sizes[i])
+        M = sp.csr_matrix((data, indices, indptr), shape=(m, int(layout.offsets[-1])))
+        self.own = {}
+        for s in np.flatnonzero(c_own == j):
+            P = M[:, int(a[s]) : int(b[s])].tocsr()
+            P.sort_indices()
+            self.own[int(s)] = P
+        self.m = m
+        self._typed: dict = {}
+
+    def nnz(self) -> np.ndarray:
+        """Entries of the owned stages, in stage order."""
+        return np.array([self.own[s].nnz for s in sorted(self.own)], dtype=np.int64)
+
+    def get(self, s: int, dtype) -> tuple[sp.csr_matrix, np.ndarray]:
+        key = (s, np.dtype(dtype).str)
+        if key not in self._typed:
+            P = self.own[s]
+            typed = sp.csr_matrix((P.data.astype(dtype), P.indices, P.indptr), shape=P.shape)
+            rows = np.repeat(np.arange(P.shape[0], dtype=np.int32), np.diff(P.indptr))
+            wire = np.concatenate(
+                [
+                    rows.view(np.uint8),
+                    P.indices.astype(np.int32).view(np.uint8),
+                    P.data.astype(dtype).view(np.uint8),
+                ]
+            )
+            self._typed[key] = (typed, wire)
+        return self._typed[key]
+
+    @staticmethod
+    def unpack(buf: np.ndarray, nnz: int, m: int, width: int, dtype) -> sp.csr_matrix:
+        rows = buf[: 4 * nnz].view(np.int32)
+        cols = buf[4 * nnz : 8 * nnz].view(np.int32)
+        vals = buf[8 * nnz :].view(dtype)
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
+        return sp.csr_matrix((vals, cols, indptr), shape=(m, width))
+
+
+class TwoDOps(Ops):
+    """Runtime of the 2D scheme for one rank (see the module docstring)."""
+
+    def __init__(self, world, grid, layout: Layout2D, pieces: dict, nnz: dict, rows):
+        self.world = world
+        self.grid = grid
+        self.layout = layout
+        self.i, self.j = grid.i, grid.j
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.n_global = int(layout.offsets[-1])
+        self.rank, self.size = world.rank, world.size
+        self.pieces = pieces  # "f"/"t" -> StagePieces
+        self.nnz = nnz  # "f"/"t" -> (S,) entries of S_i (or S^T_i) per stage
+        self.m = int(layout.row_sizes[self.i])
+
+    # -- layout ---------------------------------------------------------------------------
+    def col_range(self, width: int) -> tuple[int, int]:
+        f = chunk_offsets(width, self.layout.pc)
+        return int(f[self.j]), int(f[self.j + 1])
+
+    # -- hooks: sums over nodes run down a process column (one copy of every row) ----------
+    def _sum_nodes(self, a, phase):
+        return self.grid.col.allreduce(np.ascontiguousarray(a), phase_key(phase))
+
+    def _sum_params(self, a, phase):
+        return self.grid.col.allreduce(np.ascontiguousarray(a), phase_key(phase))
+
+    def _sum_elements(self, a, phase):
+        return self.world.allreduce(np.ascontiguousarray(a), phase_key(phase))
+
+    def _decide(self, flag, phase) -> bool:
+        return self.world.bcast_flag(bool(flag), 0, phase_key(phase))
+
+    # -- rows whose columns are split --------------------------------------------------------
+    def _row_gather(self, X, width: int, key: str) -> np.ndarray:
+        """Whole rows (m x width) from the column chunks of process row i."""
+        X = np.ascontiguousarray(X)
+        w = np.diff(chunk_offsets(width, self.layout.pc))
+        flat = self.grid.row.allgatherv(X.reshape(-1), w * self.m, key)
+        parts = np.split(flat, np.cumsum(w * self.m)[:-1])
+        return np.ascontiguousarray(
+            np.hstack([p.reshape(self.m, int(k)) for p, k in zip(parts, w)])
+        )
+
+    def _row_reduce_scatter(self, part: np.ndarray, width: int, key: str) -> np.ndarray:
+        """Chunk j of the sum over process row i of the whole-width partial products."""
+        f = chunk_offsets(width, self.layout.pc)
+        send = np.concatenate([part[:, f[c] : f[c + 1]].reshape(-1) for c in range(len(f) - 1)])
+        got = self.grid.row.reduce_scatterv(send, np.diff(f) * self.m, key)
+        return got.reshape(self.m, int(f[self.j + 1] - f[self.j]))
+
+    # -- parameters: W replicated, biases chunked like the columns of Z ----------------------
+    def shard_param(self, full, spec: ParamSpec, *, phase):
+        if not spec.is_bias:
+            return full
+        lo, hi = self.col_range(spec.shape[0])
+        return full[lo:hi].copy()
+
+    def gather_param(self, local, spec: ParamSpec, *, phase):
+        if not spec.is_bias:
+            return local
+        w = np.diff(chunk_offsets(spec.shape[0], self.layout.pc))
+        return self.grid.row.allgatherv(np.ascontiguousarray(local), w, phase_key(phase))
+
+    def param_sum_sq(self, local, spec: ParamSpec, *, phase) -> float:
+        s = float(np.sum(np.square(local, dtype=np.float64)))
+        if not spec.is_bias:
+            return s
+        return float(self.grid.row.allreduce(np.array([s]), phase_key(phase))[0])
+
+    # -- features --------------------------------------------------------------------------
+    def row_normalize(self, X, *, width, phase):
+        norms = self.grid.row.allreduce(row_l1_norms(X), phase_key(phase))
+        return row_normalize(X, norms)
+
+    # -- products with S: SUMMA ------------------------------------------------------------
+    def _summa(self, which: str, X: np.ndarray, key: str) -> np.ndarray:
+        lay, g = self.layout, self.grid
+        X = np.ascontiguousarray(X)
+        w, dt = X.shape[1], X.dtype
+        a, b, _, _ = lay.stages
+        widths = np.full(lay.pc, w, dtype=np.int64)
+        table = np.zeros((lay.pr, a.shape[0]), dtype=np.int64)
+        table[self.i] = self.nnz[which]
+        A, Xs = summa_stages(lay, table, 1, widths, 1)
+        pieces = self.pieces[which]
+        out = np.zeros((self.m, w), dtype=dt)
+        xbuf = np.empty((int((b - a).max(initial=0)), w), dtype=dt)
+        item = dt.itemsize
+        for ka, kx in zip(A.stages_of(self.i), Xs.stages_of(self.j)):
+            s = int(ka % a.shape[0])
+            lo, hi = int(a[s]), int(b[s])
+            r, c = int(Xs.root[kx]), int(A.root[ka])
+            xp = X[lo - lay.offsets[r] : hi - lay.offsets[r]] if self.i == r else xbuf[: hi - lo]
+            if Xs.nbytes[kx] > 0:
+                g.col.bcast(xp, r, key)
+            k = int(A.nbytes[ka])
+            if k == 0:
+                continue
+            if self.j == c:
+                M, wire = pieces.get(s, dt)
+                g.row.bcast(wire, c, key)
+            else:
+                wire = np.empty(k * (ENTRY_ID_BYTES + item), dtype=np.uint8)
+                g.row.bcast(wire, c, key)
+                M = StagePieces.unpack(wire, k, self.m, hi - lo, dt)
+            if w:
+                csr_apply(M, xp, out, accumulate=True)
+        return out
+
+    def aggregate(self, X, *, phase):
+        return self._summa("f", X, phase_key(phase))
+
+    def aggregate_t(self, X, *, phase):
+        return self._summa("t" if "t" in self.pieces else "f", X, phase_key(phase))
+
+    # -- products with W ---------------------------------------------------------------------
+    def matmul(self, H, W, *, phase):
+        f_in, f_out = W.shape
+        key = phase_key(phase)
+        if use_gather(sp.issparse(H), f_in, f_out):
+            lo, hi = self.col_range(f_out)
+            return self._row_gather(H, f_in, key) @ W[:, lo:hi]
+        lo, hi = self.col_range(f_in)
+        return self._row_reduce_scatter(np.asarray(H @ W[lo:hi, :]), f_out, key)
+
+    def matmul_grads(self, H, W, dZ, *, need_input_grad, phase):
+        f_in, f_out = W.shape
+        dZi = self._row_gather(dZ, f_out, phase_key(phase))
+        lo, hi = self.col_range(f_in)
+        dW = np.asarray(H.T @ dZi)
+        dH = dZi @ W[lo:hi, :].T if need_input_grad else None
+        return dH, dW
+
+    def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase):
+        key = phase_key(phase)
+        slab = self.grid.col.allreduce(np.ascontiguousarray(dW), key)
+        w = np.diff(chunk_offsets(spec.shape[0], self.layout.pc))
+        return self.grid.row.allgatherv(slab, w, key)
+
+    def bias_grad(self, dZ, spec: ParamSpec, *, phase):
+        return self.grid.col.allreduce(np.ascontiguousarray(dZ.sum(axis=0)), phase_key(phase))
+
+    # -- whole rows --------------------------------------------------------------------------
+    def xent(self, logits, labels, masks, *, width, grad_index=None, grad_divisor=1.0, phase):
+        full = self._row_gather(logits, width, phase_key(phase))
+        sums, grad = local_xent(full, labels, masks, grad_index, grad_divisor)
+        if grad is not None:
+            lo, hi = self.col_range(width)
+            grad = np.ascontiguousarray(grad[:, lo:hi])
+        return self.node_sum(sums, phase=phase), grad
+
+    def predict(self, logits, *, width, phase):
+        full = self._row_gather(logits, width, phase_key(phase))
+        return super().predict(full, width=width, phase=phase)
+
+
+def _transpose_block(world, layout: Layout2D, i: int, j: int, fwd):
+    """This rank's block of S^T from every block of S (an Alltoall of counts and two
+    Alltoallv over the world, entries routed by `transpose_pairs`)."""
+    indptr, indices, data = fwd
+    m = indptr.shape[0] - 1
+    rows = np.repeat(np.arange(m, dtype=np.int64) + layout.offsets[i], np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    _, dst = transpose_pairs(layout, rows, cols)
+    order = np.argsort(dst, kind="stable")
+    send = np.bincount(dst, minlength=layout.size).astype(np.int64)
+    recv = world.alltoall_counts(send, "setup")
+    pairs = np.ascontiguousarray(np.stack([cols[order], rows[order]], axis=1))
+    got = world.alltoallv(pairs, send, recv, "setup")
+    vals = world.alltoallv(np.ascontiguousarray(data[order]), send, recv, "setup")
+    T = sp.csr_matrix(
+        (vals, (got[:, 0] - layout.offsets[i], got[:, 1])), shape=(m, int(layout.offsets[-1]))
+    )
+    T.sum_duplicates()
+    T.sort_indices()
+    return T.indptr.astype(np.int64), T.indices.astype(np.int64), T.data.astype(np.float64)
+
+
+class TwoD(Scheme):
+    name = "2d"
+    summary = "CAGNET 2D: SUMMA on a Pr x Pc grid, W replicated (Algorithm 3)"
+    options = (
+        SchemeOption(
+            "grid",
+            ("--grid",),
+            None,
+            "Process grid of the block schemes, RxC for 2d [default: near-square].",
+            str,
+            "RxC",
+        ),
+    )
+
+    def configure(self, size: int, values: dict) -> dict:
+        pr, pc = parse_grid(values.get("grid"), size)
+        return {"grid": f"{pr}x{pc}"}
+
+    @staticmethod
+    def dims(config: dict) -> tuple[int, int]:
+        pr, pc = config["grid"].split("x")
+        return int(pr), int(pc)
+
+    def row_parts(self, size: int, config: dict) -> int:
+        return self.dims(config)[0]
+
+    def col_parts(self, size: int, config: dict) -> int:
+        return self.dims(config)[1]
+
+    def layout(self, numbering, meta, size, config) -> Layout2D:
+        pr, pc = self.dims(config)
+        cols = numbering.col_offsets
+        if cols is None:
+            cols = block_bounds(int(numbering.offsets[-1]), pc)
+        return Layout2D(numbering, pr, pc, np.asarray(cols, dtype=np.int64), meta.num_features)
+
+    def setup(self, world, layout: Layout2D, local, kind: str) -> TwoDOps:
+        grid = grid_2d(world, layout.pr, layout.pc)
+        i, j = grid.i, grid.j
+        ids = local.new_ids
+        cols = (int(layout.col_offsets[j]), int(layout.col_offsets[j + 1]))
+        part = degrees(local.indptr, local.indices, local.data, kind, rows=ids, partial=True)
+        deg_i = grid.row.allreduce(part, "setup") + DEGREE_OFFSET[kind]
+        deg_all = grid.col.allgatherv(deg_i, layout.row_sizes, "setup")
+        fwd = support_rows(
+            local.indptr, local.indices, local.data, ids, deg_all, kind, col_range=cols
+        )
+        bwd = _transpose_block(world, layout, i, j, fwd)
+        same = (
+            bwd[0].shape == fwd[0].shape
+            and np.array_equal(bwd[0], fwd[0])
+            and np.array_equal(bwd[1], fwd[1])
+            and np.allclose(bwd[2], fwd[2], rtol=1e-12, atol=0)
+        )
+        flag = world.allreduce(np.array([0 if same else 1], dtype=np.int64), "setup", op="max")
+        mats = {"f": fwd} if flag[0] == 0 else {"f": fwd, "t": bwd}
+        pieces, nnz = {}, {}
+        counts = stage_counts(layout)
+        for which, arrays in mats.items():
+            pieces[which] = StagePieces(layout, i, j, *arrays)
+            nnz[which] = grid.row.allgatherv(pieces[which].nnz(), counts, "setup")
+        return TwoDOps(world, grid, layout, pieces, nnz, local.orig_ids)
+
+    # -- exchange description ----------------------------------------------------------------
+    def _entries(self, ctx, which: str):
+        """(rows, cols) of every entry of S ("f") or S^T ("t")."""
+        M = ctx.support if which == "f" else ctx.transpose()
+        rows = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
+        return rows, M.indices.astype(np.int64)
+
+    def stage_nnz(self, ctx, which: str) -> np.ndarray:
+        """(Pr, S) entries of S_i (or S^T_i) in each stage."""
+        lay: Layout2D = ctx.layout
+        key = "stage_nnz_f" if which == "f" or ctx.symmetric else "stage_nnz_t"
+
+        def make():
+            rows, cols = self._entries(ctx, which)
+            a = lay.stages[0]
+            S = a.shape[0]
+            idx = owner_of(rows, lay.offsets) * S + (np.searchsorted(a, cols, side="right") - 1)
+            return np.bincount(idx, minlength=lay.pr * S).reshape(lay.pr, S).astype(np.int64)
+
+        return ctx.cached(key, make)
+
+    def _summa_steps(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        which = "f" if call.method == "aggregate" else "t"
+        f, isz = call.shape(0)[1], call.itemsize(0)
+        widths = np.diff(chunk_offsets(f, lay.pc))
+        return list(
+            summa_stages(lay, self.stage_nnz(ctx, which), ENTRY_ID_BYTES + isz, widths, isz)
+        )
+
+    steps_aggregate = _summa_steps
+    steps_aggregate_t = _summa_steps
+
+    def _row_chunks(self, lay: Layout2D, width: int, itemsize: int) -> np.ndarray:
+        """(P,) bytes of each rank's chunk of its rows of a width-`width` matrix."""
+        w = np.diff(chunk_offsets(width, lay.pc))
+        return lay.row_sizes[lay.ranks_i()] * w[lay.ranks_j()] * itemsize
+
+    def steps_matmul(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        f_in, f_out = call.shape(1)
+        isz = call.itemsize(1)
+        if use_gather(call.sparse(0), f_in, f_out):
+            return [Allgatherv(lay.rows, self._row_chunks(lay, f_in, isz))]
+        return [ReduceScatterv(lay.rows, self._row_chunks(lay, f_out, isz))]
+
+    def steps_matmul_grads(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        f_out = call.shape(2)[1]
+        return [Allgatherv(lay.rows, self._row_chunks(lay, f_out, call.itemsize(2)))]
+
+    def steps_reduce_weight_grad(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        f_in, f_out = call.args[1][2]
+        isz = call.itemsize(0)
+        w = np.diff(chunk_offsets(f_in, lay.pc))
+        return [
+            Allreduce(lay.cols, w * f_out, isz),
+            Allgatherv(lay.rows, w[lay.ranks_j()] * f_out * isz),
+        ]
+
+    def steps_bias_grad(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))
+        return [Allreduce(lay.cols, w, call.itemsize(0))]
+
+    def steps_node_sum(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        m = int(np.prod(call.shape(0)))
+        return [Allreduce(lay.cols, np.full(lay.pc, m), call.itemsize(0))]
+
+    def steps_element_sum(self, ctx, call) -> list:
+        return [Allreduce(Groups.world(ctx.P), np.array([int(np.prod(call.shape(0)))]), 8)]
+
+    def steps_row_normalize(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        return [Allreduce(lay.rows, lay.row_sizes, 8)]
+
+    def steps_predict(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        C = call.kw("width")
+        return [Allgatherv(lay.rows, self._row_chunks(lay, C, call.itemsize(0)))]
+
+    def steps_xent(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        k = call.args[2][1]
+        return self.steps_predict(ctx, call) + [Allreduce(lay.cols, np.full(lay.pc, 2 * k), 8)]
+
+    def steps_gather_param(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        shape = call.args[1][2]
+        if len(shape) != 1:
+            return []
+        w = np.diff(chunk_offsets(shape[0], lay.pc))
+        return [Allgatherv(lay.rows, w[lay.ranks_j()] * call.itemsize(0))]
+
+    def steps_param_sum_sq(self, ctx, call) -> list:
+        lay: Layout2D = ctx.layout
+        if len(call.args[1][2]) != 1:
+            return []
+        return [Allreduce(lay.rows, np.ones(lay.pr, dtype=np.int64), 8)]
+
+    def setup_steps(self, ctx) -> list:
+        """Degrees (row Allreduce, column Allgatherv), the transposition (Alltoall of counts,
+        Alltoallv of (row, col) pairs and of values), the symmetry Allreduce, and each
+        product's per-stage entry counts (row Allgatherv)."""
+        lay: Layout2D = ctx.layout
+        P = lay.size
+        rows, cols = self._entries(ctx, "f")
+        src, dst = transpose_pairs(lay, rows, cols)
+        key, cnt = np.unique(src * P + dst, return_counts=True)
+        ps, pd = key // P, key % P
+        counts = stage_counts(lay)[lay.ranks_j()] * 8
+        out = [
+            ("setup", Allreduce(lay.rows, lay.row_sizes, 8)),
+            ("setup", Allgatherv(lay.cols, lay.row_sizes[lay.ranks_i()] * 8)),
+            ("setup", Uniform(Groups.world(P), 8)),
+            ("setup", Pairs(P, ps, pd, cnt * 16)),
+            ("setup", Pairs(P, ps, pd, cnt * 8)),
+            ("setup", Allreduce(Groups.world(P), np.array([1]), 8)),
+            ("setup", Allgatherv(lay.rows, counts)),
+        ]
+        if not ctx.symmetric:
+            out.append(("setup", Allgatherv(lay.rows, counts)))
+        return out
+
+    # -- compute and memory ------------------------------------------------------------------
+    def work_aggregate(self, ctx, call) -> np.ndarray:
+        lay: Layout2D = ctx.layout
+        which = "f" if call.method == "aggregate" else "t"
+        per_row = self.stage_nnz(ctx, which).sum(axis=1)
+        w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))
+        out = spmm_work(per_row[lay.ranks_i()], 1)
+        out[:, 1] = 2 * per_row[lay.ranks_i()] * w[lay.ranks_j()]
+        return out
+
+    work_aggregate_t = work_aggregate
+
+    def work_matmul(self, ctx, call) -> np.ndarray:
+        """``H @ W``: whole rows times W's chunk (gather) or the chunk times W's rows
+        (Reduce-scatter); backward: the slab ``H_ij^T dZ_i`` and ``dZ_i W[chunk]^T``; a CSR
+        H counts its stored nonzeros (its share of the row part's)."""
+        lay: Layout2D = ctx.layout
+        f_in, f_out = call.shape(1)
+        i, j = lay.ranks_i(), lay.ranks_j()
+        rows = lay.row_sizes[i]
+        fin_j = np.diff(chunk_offsets(f_in, lay.pc))[j]
+        fout_j = np.diff(chunk_offsets(f_out, lay.pc))[j]
+        chunk = 2 * rows * fin_j * f_out
+        if call.sparse(0) and ctx.feature_nnz is not None:
+            csum = np.concatenate(([0], np.cumsum(ctx.feature_nnz)))
+            per_i = (csum[lay.offsets[1:]] - csum[lay.offsets[:-1]])[i]
+            chunk = 2 * (per_i * fin_j // max(f_in, 1)) * f_out
+        out = np.zeros((lay.size, 3), dtype=np.int64)
+        if call.method == "matmul":
+            gather = use_gather(call.sparse(0), f_in, f_out)
+            out[:, 2] = 2 * rows * f_in * fout_j if gather else chunk
+        else:
+            out[:, 2] = chunk + (2 * rows * f_out * fin_j if call.kw("need_input_grad") else 0)
+        return out
+
+    work_matmul_grads = work_matmul
+
+    def footprint(self, ctx) -> dict:
+        lay: Layout2D = ctx.layout
+        rows = lay.row_sizes[lay.ranks_i()]
+        r, c = self._entries(ctx, "f")
+        blk = owner_of(r, lay.offsets) * lay.pc + owner_of(c, lay.col_offsets)
+        adj = np.bincount(blk, minlength=lay.size).astype(np.int64)
+        if not ctx.symmetric:
+            adj = 2 * adj
+        a, b, _, _ = lay.stages
+        f = max(lay.num_features, 1)
+        frac = np.diff(chunk_offsets(f, lay.pc))[lay.ranks_j()] / f
+        return {
+            "rows": rows,
+            "adjacency": adj + self.stage_nnz(ctx, "f").max(axis=1)[lay.ranks_i()],
+            "buffer_rows": int((b - a).max(initial=0)) + rows,
+            "col_fraction": frac,
+        }
