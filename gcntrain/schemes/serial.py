@@ -11,19 +11,16 @@ from gcntrain.comm.communicator import SelfComm
 from gcntrain.errors import InputError
 from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import SerialOps
-from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme
+from gcntrain.schemes.base import RowLayout, RowScheme
+from gcntrain.schemes.protocol import LoadRequest
 
 
 @dataclass(frozen=True)
-class SerialLayout:
-    numbering: Numbering
-    size: int = 1
+class SerialLayout(RowLayout):
+    """One block holding the whole graph, read whole (content hash checked)."""
 
     def request(self, rank: int) -> LoadRequest:
         return LoadRequest((0, int(self.numbering.offsets[-1])), whole=True)
-
-    def owned(self, rank: int) -> bool:
-        return True
 
 
 def support_of(local, kind: str) -> sp.csr_matrix:
@@ -34,7 +31,7 @@ def support_of(local, kind: str) -> sp.csr_matrix:
     return sp.csr_matrix((dv, ix, ip), shape=(local.n, local.n))
 
 
-class Serial(Scheme):
+class Serial(RowScheme):
     name = "serial"
     summary = "one process, no communication: the reference every scheme must equal"
     uses_mpi = False
@@ -60,3 +57,9 @@ class Serial(Scheme):
         ops = SerialOps(support_of(local, kind))
         ops.rows = np.asarray(local.orig_ids, dtype=np.int64)
         return ops
+
+    def setup_steps(self, ctx) -> list:
+        return []
+
+    def buffer_rows(self, ctx) -> np.ndarray:
+        return np.zeros(1, dtype=np.int64)

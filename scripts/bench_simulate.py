@@ -1,0 +1,99 @@
+"""Time `gcntrain simulate` at P = 8192 on soc-Slashdot0902 (symmetrized, self-loops added).
+
+Each scheme runs in its own process (its peak RSS, from getrusage, is its own): 1d, p2p on a random
+partition, 2d on a 64 x 128 grid; GCN 128 -> 16 -> 16, 200 epochs.  Prints wall time, peak
+RSS and the planned traffic of a steady-state epoch.
+
+    python scripts/bench_simulate.py [--ranks 8192] [--shared ../shared]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CASES = [
+    ("1d", []),
+    ("p2p", ["--partition", "random"]),
+    ("2d", ["--grid", "64x128"]),
+]
+
+
+def gcntrain() -> list[str]:
+    exe = Path(sys.executable).parent / "gcntrain"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "gcntrain.cli.main"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=8192)
+    ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared"))
+    args = ap.parse_args()
+    src = Path(args.shared) / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"
+    with tempfile.TemporaryDirectory() as tmp:
+        graph = Path(tmp) / "slashdot.h5"
+        subprocess.run(
+            [
+                *gcntrain(),
+                "convert",
+                str(src),
+                "-o",
+                str(graph),
+                "--symmetrize",
+                "--self-loops",
+                "add",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        print(
+            f"P = {args.ranks}, soc-Slashdot0902 symmetrized + self-loops, cores "
+            f"{os.cpu_count()}, load {os.getloadavg()[0]:.2f}"
+        )
+        print(
+            f"{'scheme':24s} {'wall s':>7s} {'peak RSS MiB':>13s} {'sent max MB':>12s} "
+            f"{'sent mean MB':>13s} {'messages max':>13s}"
+        )
+        for scheme, extra in CASES:
+            t0 = time.perf_counter()
+            out = subprocess.run(
+                [
+                    *gcntrain(),
+                    "simulate",
+                    str(graph),
+                    "--ranks",
+                    str(args.ranks),
+                    "--scheme",
+                    scheme,
+                    *extra,
+                    "--features",
+                    "128",
+                    "--classes",
+                    "16",
+                    "--epochs",
+                    "200",
+                    "--json",
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            wall = time.perf_counter() - t0
+            d = json.loads(out.stdout)
+            label = scheme + (f" {' '.join(extra)}" if extra else "")
+            print(
+                f"{label:24s} {wall:7.2f} {d['peak_rss_bytes'] / 2**20:13.0f} "
+                f"{d['bytes_sent_max'] / 1e6:12.3f} {d['bytes_sent_mean'] / 1e6:13.3f} "
+                f"{d['messages_max']:13d}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

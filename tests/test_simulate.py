@@ -1,0 +1,177 @@
+"""`gcntrain simulate`: the plan equals what `mpiexec ... gcntrain train` measures, key by key
+and on every rank and phase; the dense words follow CAGNET's leading terms at P = 4096."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gcntrain.cli.main import run
+from gcntrain.data.generate import rmat
+from gcntrain.data.store import write_graph
+from gcntrain.model.phase import Phase
+from gcntrain.model.trainer import TrainConfig
+from gcntrain.model.wrappers import Call
+from gcntrain.schemes import registry
+from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.summary import TRAFFIC_KEYS
+from gcntrain.simulate.table import read_table
+from tests.mpi.launch import gcntrain_exe, run_mpi
+
+ARGS = ["--epochs", "3", "--early-stopping", "0", "--seed", "2", "--dtype", "float64"]
+
+
+@pytest.fixture(scope="module")
+def graph_file(tmp_path_factory):
+    g = rmat(8, edge_factor=6, seed=8, num_features=12, num_classes=3)
+    path = tmp_path_factory.mktemp("sim") / "g.h5"
+    write_graph(path, g)
+    return path
+
+
+CASES = [
+    (1, "serial", []),
+    (2, "1d", []),
+    (3, "1d", []),
+    (4, "1d", []),
+    (2, "1.5d", ["--replication", "2"]),
+    (3, "1.5d", ["--replication", "3"]),
+    (4, "1.5d", ["--replication", "2"]),
+    (2, "p2p", ["--partition", "random"]),
+    (3, "p2p", ["--partition", "random"]),
+    (4, "p2p", ["--partition", "random"]),
+    (2, "2d", ["--grid", "1x2"]),
+    (3, "2d", ["--grid", "3x1"]),
+    (4, "2d", ["--grid", "2x2"]),
+]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs,scheme,extra", CASES)
+def test_simulate_equals_measured_counters(graph_file, tmp_path, capsys, nprocs, scheme, extra):
+    """Every rank and phase of the measured table equals the plan; so do the --json keys."""
+    measured, planned = tmp_path / "measured.csv", tmp_path / "planned.csv"
+    res = run_mpi(
+        nprocs,
+        [
+            *gcntrain_exe(),
+            "train",
+            str(graph_file),
+            "--scheme",
+            scheme,
+            *extra,
+            *ARGS,
+            "--json",
+            "--per-rank",
+            str(measured),
+        ],
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    train = res.json()
+    argv = ["simulate", str(graph_file), "--ranks", str(nprocs), "--scheme", scheme, *extra]
+    assert run([*argv, *ARGS, "--json", "--per-rank", str(planned)]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    m, p = read_table(measured), read_table(planned)
+    assert m == p
+    if nprocs > 1:
+        assert len({r for r, _ in m}) == nprocs and any(v[0] > 0 for v in m.values())
+    for key in TRAFFIC_KEYS:
+        assert sim[key] == pytest.approx(train[key], rel=0, abs=1e-9), key
+
+
+def test_simulate_json_keys_and_human_output(capsys):
+    assert run(["simulate", "--ranks", "6", "--scheme", "1d", "--epochs", "4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    for key in (
+        *TRAFFIC_KEYS,
+        "spmm_nnz_max",
+        "dense_flops_max",
+        "memory_bytes_max",
+        "simulate_seconds",
+        "peak_rss_bytes",
+        "phases_per_epoch",
+    ):
+        assert key in d, key
+    assert d["ranks"] == 6 and d["scheme"] == "1d" and d["epochs"] == 4
+    assert d["bytes_sent_max"] >= d["bytes_sent_mean"] > 0
+    assert "L0.fwd.agg" in d["phases_per_epoch"] and "eval.L0.fwd.agg" in d["phases_per_epoch"]
+    assert run(["simulate", "--ranks", "4", "--scheme", "2d"]) == 0
+    out = capsys.readouterr().out
+    assert "2d on 4 ranks (grid 2x2)" in out and "traffic / epoch" in out
+
+
+def test_simulate_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    g = rmat(6, edge_factor=4, seed=1, num_features=4, num_classes=2)
+    g.features = None
+    g.labels = None
+    g.train_mask = g.val_mask = g.test_mask = None
+    path = tmp_path / "bare.h5"
+    write_graph(path, g)
+    assert run(["simulate", str(path), "--ranks", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--features" in err[0]
+    assert run(["simulate", str(path), "--ranks", "4", "--features", "8", "--classes", "3"]) == 0
+    capsys.readouterr()
+    for argv in (
+        ["--scheme", "2d", "--grid", "3x3"],
+        ["--scheme", "1.5d", "--replication", "3"],
+        ["--scheme", "1d", "--grid", "2x2"],
+    ):
+        assert run(["simulate", "--ranks", "4", *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("gcntrain: error:"), argv
+
+
+def _aggregate(width: int, itemsize: int = 8) -> Call:
+    return Call("aggregate", Phase("aggregate", 0, "fwd"), (("array", (1, width), itemsize),), ())
+
+
+def _matmul(f_in: int, f_out: int, itemsize: int = 8) -> Call:
+    args = (("array", (1, f_in), itemsize), ("array", (f_in, f_out), itemsize))
+    return Call("matmul", Phase("matmul", 0, "fwd"), args, ())
+
+
+@pytest.fixture(scope="module")
+def big_graph():
+    return rmat(14, edge_factor=4, seed=5, num_features=8, num_classes=4)
+
+
+def test_dense_words_follow_cagnet_leading_terms_at_4096(big_graph):
+    """Per aggregation at width f, P = 4096: 1D receives n f words per rank (CAGNET IV-A),
+    2D on 64 x 64 receives n f / sqrt(P) dense words (IV-C), and a 2D forward layer
+    (aggregation + partial SUMMA) 2 n f / sqrt(P); within 5 %."""
+    n, f, P = big_graph.n, 128, 4096
+    cfg = TrainConfig(epochs=1, dtype="float64")
+    one = plan_training(big_graph, cfg, "1d", P)
+    words = one.scheme.steps(one.ctx, _aggregate(f))[0].volumes()[:, 1] / 8
+    assert np.all(np.abs(words / (n * f) - 1) < 0.05), (words.min(), words.max(), n * f)
+    two = plan_training(big_graph, cfg, "2d", P, {"grid": "64x64"})
+    lay = two.ctx.layout
+    sparse, dense = two.scheme.steps(two.ctx, _aggregate(f))
+    assert dense.groups is lay.cols and sparse.groups is lay.rows
+    d_words = dense.volumes()[:, 1] / 8
+    target = n * f / np.sqrt(P)
+    assert np.all(np.abs(d_words / target - 1) < 0.05), (d_words.min(), d_words.max(), target)
+    mm = sum(s.volumes()[:, 1] for s in two.scheme.steps(two.ctx, _matmul(f, 2 * f))) / 8
+    layer = d_words + mm
+    assert np.all(np.abs(layer / (2 * target) - 1) < 0.05), (layer.min(), layer.max())
+    # the sparse pieces are the other term: nnz(S) / Pr entries per rank on average
+    nnz = two.ctx.support.nnz
+    s_entries = sparse.volumes()[:, 1].sum() / (8 + 8) / P
+    assert abs(s_entries / (nnz / 64) - 1) < 0.05
+
+
+def test_every_registered_scheme_plans_at_512_ranks(big_graph):
+    """The vectorised plans run for every scheme at a size no test can launch."""
+    cfg = TrainConfig(epochs=2, dtype="float32")
+    opts = {"1.5d": {"replication": 4}, "2d": {"grid": "16x32"}}
+    for name, scheme in registry.SCHEMES.items():
+        if not scheme.uses_mpi:
+            continue
+        sim = plan_training(big_graph, cfg, name, 512, opts.get(name), None)
+        tot = sim.table.epoch_totals()
+        assert tot.shape == (2, 512, 4) and tot[:, :, 0].sum() == tot[:, :, 1].sum() > 0
+        assert tot[:, :, 2].sum() == tot[:, :, 3].sum()
