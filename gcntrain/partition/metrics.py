@@ -9,8 +9,9 @@ sends row j to p, once, however many of p's rows reference it.  So
 * total volume = sum over columns j of (connectivity of column-net j, with j itself a pin) - 1,
   i.e. the KM1 metric of the column-net hypergraph (`gcntrain.partition.hypergraph`).
 
-Everything is computed from one pass over the CSR pattern (Numba) that lists each needed
-(column, receiving rank) pair once; pair data stay sparse, so P may be in the thousands.
+Everything comes from `needed_pairs`, which lists each needed (column, receiving part) pair
+once; pair data stay sparse, so P may be in the thousands.  The p2p scheme's runtime and plan
+use the same function.
 """
 
 from __future__ import annotations
@@ -18,73 +19,51 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from gcntrain.partition.csr import check_csr, check_part, is_symmetric_pattern, row_ids
+from gcntrain.partition.csr import (
+    check_csr,
+    check_part,
+    is_symmetric_pattern,
+    row_ids,
+    sorted_unique,
+)
 
 
-@njit(nogil=True, cache=True)
-def remote_columns_csr(indptr, indices, part, rows_by_part, part_ptr, seen, out_col, out_dst):
-    """List each (column j, receiving part p) pair with ``part[j] != p`` once.
+def needed_pairs(
+    dst: np.ndarray | int, cols: np.ndarray, src: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows of H each part receives from each other part for 1D row-parallel SpMM.
+
+    The one definition of who sends what, used by partition reports (`comm_volume`,
+    `send_lists`), by the p2p scheme at run time (on a rank's own rows, ``dst`` a constant)
+    and by its plan (on all rows).
 
     Parameters
     ----------
-    indptr, indices : CSR pattern
-    part : (n,) int64 part ids
-    rows_by_part : (n,) rows ordered by part; part p's rows are
-        ``rows_by_part[part_ptr[p]:part_ptr[p + 1]]``
-    part_ptr : (P + 1,) offsets into `rows_by_part`
-    seen : (n,) int64 scratch, filled with -1 by the caller
-    out_col, out_dst : (nnz,) int64 outputs (an upper bound on the count)
+    dst : part that owns each stored entry's row (an int for one part's rows)
+    cols : column of each stored entry (< n)
+    src : part that owns each entry's column (= the owner of row ``cols`` of H)
+    n : number of columns
 
     Returns
     -------
-    m : number of pairs written; pairs are grouped by receiving part, then in first-seen order.
+    (src, dst, ptr, ids)
+        The ordered part pairs src -> dst (src != dst) with at least one needed row, sorted by
+        (dst, src); pair k's rows are ``ids[ptr[k]:ptr[k + 1]]``, sorted, each once.
     """
-    m = 0
-    P = part_ptr.shape[0] - 1
-    for p in range(P):
-        for t in range(part_ptr[p], part_ptr[p + 1]):
-            i = rows_by_part[t]
-            for k in range(indptr[i], indptr[i + 1]):
-                j = indices[k]
-                if part[j] != p and seen[j] != p:
-                    seen[j] = p
-                    out_col[m] = j
-                    out_dst[m] = p
-                    m += 1
-    return m
-
-
-def remote_columns(
-    indptr: np.ndarray, indices: np.ndarray, part: np.ndarray, P: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """All (column j, receiving part p) pairs of the 1D SpMM, each once.
-
-    Returns
-    -------
-    (cols, dst): int64 arrays of equal length (the total volume); ``part[cols]`` are the
-    sending parts.
-    """
-    n = len(indptr) - 1
-    order = np.argsort(part, kind="stable")
-    part_ptr = np.zeros(P + 1, dtype=np.int64)
-    np.cumsum(np.bincount(part, minlength=P), out=part_ptr[1:])
-    seen = np.full(n, -1, dtype=np.int64)
-    nnz = len(indices)
-    out_col = np.empty(nnz, dtype=np.int64)
-    out_dst = np.empty(nnz, dtype=np.int64)
-    m = remote_columns_csr(
-        np.asarray(indptr, dtype=np.int64),
-        np.asarray(indices),
-        part,
-        order,
-        part_ptr,
-        seen,
-        out_col,
-        out_dst,
-    )
-    return out_col[:m].copy(), out_dst[:m].copy()
+    cols = np.asarray(cols, dtype=np.int64)
+    dst = np.broadcast_to(np.asarray(dst, dtype=np.int64), cols.shape)
+    src = np.broadcast_to(np.asarray(src, dtype=np.int64), cols.shape)
+    remote = src != dst
+    m = max(int(n), 1)
+    # key (dst, src, col) with col < n: unique keys are the needed rows, already grouped
+    P = int(max(dst.max(initial=0), src.max(initial=0))) + 1
+    key = sorted_unique((dst[remote] * P + src[remote]) * m + cols[remote])
+    ids = key % m
+    pk = key // m
+    starts = np.flatnonzero(np.r_[True, pk[1:] != pk[:-1]]) if pk.size else pk[:0]
+    ptr = np.append(starts, pk.size).astype(np.int64)
+    return pk[starts] % P, pk[starts] // P, ptr, ids
 
 
 def _max_over_mean(x: np.ndarray) -> float:
@@ -119,7 +98,7 @@ def edge_cut(
     r, c = rows[cut], cols[cut]
     if symmetric:
         r, c = np.minimum(r, c), np.maximum(r, c)
-    return int(np.unique(r * n + c).size)
+    return int(sorted_unique(r * n + c).size)
 
 
 def comm_volume(
@@ -155,13 +134,13 @@ def comm_volume(
     """
     n = check_csr(indptr, indices)
     part, P = check_part(part, n, P)
-    cols, dst = remote_columns(indptr, indices, part, P)
-    src = part[cols]
-    key = src * P + dst
-    ukey, counts = np.unique(key, return_counts=True)
-    pair_src, pair_dst = ukey // P, ukey % P
-    send = np.bincount(src, minlength=P).astype(np.int64)
-    recv = np.bincount(dst, minlength=P).astype(np.int64)
+    idx = np.asarray(indices, dtype=np.int64)
+    psrc, pdst, ptr, ids = needed_pairs(part[row_ids(indptr)], idx, part[idx], n)
+    counts = np.diff(ptr)
+    order = np.lexsort((pdst, psrc))
+    pair_src, pair_dst, counts = psrc[order], pdst[order], counts[order]
+    send = np.bincount(pair_src, weights=counts, minlength=P).astype(np.int64)
+    recv = np.bincount(pair_dst, weights=counts, minlength=P).astype(np.int64)
     msg_send = np.bincount(pair_src, minlength=P).astype(np.int64)
     msg_recv = np.bincount(pair_dst, minlength=P).astype(np.int64)
     if symmetric is None:
@@ -172,13 +151,13 @@ def comm_volume(
         "parts": P,
         "send": send,
         "recv": recv,
-        "volume_total": int(cols.size),
+        "volume_total": int(ids.size),
         "volume_max_send": int(send.max()) if P else 0,
         "volume_max_recv": int(recv.max()) if P else 0,
         "pair_src": pair_src,
         "pair_dst": pair_dst,
         "pair_volume": counts.astype(np.int64),
-        "messages_total": int(ukey.size),
+        "messages_total": int(pair_src.size),
         "messages_send": msg_send,
         "messages_recv": msg_recv,
         "messages_max_send": int(msg_send.max()) if P else 0,
@@ -250,17 +229,17 @@ def send_lists(
     """
     n = check_csr(indptr, indices)
     part, P = check_part(part, n, P)
-    cols, dst = remote_columns(indptr, indices, part, P)
-    src = part[cols]
-    order = np.lexsort((cols, dst, src))
-    cols, dst, src = cols[order], dst[order], src[order]
-    key = src * P + dst
-    if key.size:
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    else:
-        starts = np.empty(0, dtype=np.int64)
-    ptr = np.append(starts, key.size).astype(np.int64)
-    return SendLists(P, src[starts], dst[starts], ptr, cols)
+    idx = np.asarray(indices, dtype=np.int64)
+    src, dst, ptr, ids = needed_pairs(part[row_ids(indptr)], idx, part[idx], n)
+    order = np.lexsort((dst, src))
+    lens = np.diff(ptr)[order]
+    new_ptr = np.zeros(order.size + 1, dtype=np.int64)
+    np.cumsum(lens, out=new_ptr[1:])
+    # the ids of pair order[0], then of order[1], ...: concatenated ranges, vectorised
+    take = np.arange(int(new_ptr[-1]), dtype=np.int64) + np.repeat(
+        ptr[:-1][order] - new_ptr[:-1], lens
+    )
+    return SendLists(P, src[order], dst[order], new_ptr, ids[take].astype(np.int64))
 
 
 def vertex_cut_comm(

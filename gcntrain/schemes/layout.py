@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.partition.csr import sorted_unique
+
 
 def renumber(part: np.ndarray, nparts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (perm new->old, inv old->new, offsets (nparts+1)) for a partition vector."""
@@ -53,50 +55,17 @@ def block_nnz(indptr: np.ndarray, indices: np.ndarray, offsets: np.ndarray) -> n
     return np.bincount(own, minlength=offsets.shape[0] - 1).astype(np.int64)
 
 
-def halo_needs(indices: np.ndarray, offsets: np.ndarray, me: int) -> list[np.ndarray]:
-    """Distinct remote columns of a block's rows, grouped by owner (sorted, new numbering)."""
-    cols = np.unique(np.asarray(indices, dtype=np.int64))
-    own = owner_of(cols, offsets)
-    out = []
-    for q in range(offsets.shape[0] - 1):
-        out.append(cols[own == q] if q != me else np.zeros(0, dtype=np.int64))
-    return out
-
-
 def needed_pairs(
-    row_block: np.ndarray, cols: np.ndarray, offsets: np.ndarray
+    row_block: np.ndarray | int, cols: np.ndarray, offsets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Which rows of X each block must receive from each other block to form its rows of
-    ``M @ X`` (1D row-parallel SpMM), from the entries of M.
+    """`gcntrain.partition.metrics.needed_pairs` for a numbering's contiguous blocks: which
+    rows of X each block receives from each other block to form its rows of ``M @ X``, from
+    the entries of M (row block per entry, column per entry); pairs sorted by (dst, src).
+    The p2p runtime calls it on its own rows, the plan on all rows."""
+    from gcntrain.partition.metrics import needed_pairs as pairs
 
-    Parameters
-    ----------
-    row_block : int64, the block that owns each entry's row (a constant for one rank's rows).
-    cols : int64, each entry's column (new numbering).
-    offsets : block boundaries (B+1).
-
-    Returns
-    -------
-    (src, dst, ptr, ids)
-        The block pairs src -> dst (src != dst) with at least one needed row, sorted by
-        (dst, src); pair k's rows are ``ids[ptr[k]:ptr[k+1]]`` (sorted, each once).  Used by
-        the p2p runtime on its own rows (its receive lists; the send lists travel in the
-        setup request exchange) and by the plan on all rows: one definition of who sends what.
-    """
     cols = np.asarray(cols, dtype=np.int64)
-    dst = np.broadcast_to(np.asarray(row_block, dtype=np.int64), cols.shape)
-    src = owner_of(cols, offsets)
-    remote = src != dst
-    n = int(offsets[-1])
-    key = np.unique(dst[remote] * max(n, 1) + cols[remote])
-    d, ids = key // max(n, 1), key % max(n, 1)
-    s = owner_of(ids, offsets)
-    order = np.lexsort((ids, s, d))
-    d, s, ids = d[order], s[order], ids[order]
-    pk = d * (offsets.shape[0] - 1) + s
-    starts = np.flatnonzero(np.r_[True, pk[1:] != pk[:-1]]) if pk.size else np.zeros(0, np.int64)
-    ptr = np.append(starts, pk.size).astype(np.int64)
-    return s[starts], d[starts], ptr, ids
+    return pairs(row_block, cols, owner_of(cols, offsets), int(offsets[-1]))
 
 
 def block_pair_counts(
@@ -112,5 +81,5 @@ def block_pair_counts(
     src = np.broadcast_to(np.asarray(row_block, dtype=np.int64), cols.shape)
     B = offsets.shape[0] - 1
     dst = owner_of(cols, offsets)
-    key, cnt = np.unique(src * B + dst, return_counts=True)
-    return key // B, key % B, cnt.astype(np.int64)
+    key, cnt = sorted_unique(src * B + dst, return_counts=True)
+    return key // B, key % B, cnt

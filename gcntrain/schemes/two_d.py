@@ -53,6 +53,7 @@ from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import phase_key
 from gcntrain.partition.basic import block_bounds
+from gcntrain.partition.csr import sorted_unique
 from gcntrain.partition.permute import near_square_grid
 from gcntrain.schemes.base import csr_apply, spmm_work
 from gcntrain.schemes.layout import owner_of
@@ -594,7 +595,7 @@ class TwoD(Scheme):
         P = lay.size
         rows, cols = self._entries(ctx, "f")
         src, dst = transpose_pairs(lay, rows, cols)
-        key, cnt = np.unique(src * P + dst, return_counts=True)
+        key, cnt = sorted_unique(src * P + dst, return_counts=True)
         ps, pd = key // P, key % P
         counts = stage_counts(lay)[lay.ranks_j()] * 8
         out = [
