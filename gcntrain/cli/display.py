@@ -26,6 +26,12 @@ def emit(
     sys.stdout.flush()
 
 
+def rows_table(rows: list[tuple[str, str]]) -> str:
+    """Aligned ``label  value`` lines (the human summaries of train and simulate)."""
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
 def format_table(obj: dict, indent: int = 0) -> str:
     """Aligned `key: value` lines, nested dicts indented."""
     if not obj:

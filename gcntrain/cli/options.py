@@ -5,6 +5,14 @@ from __future__ import annotations
 import click
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+per_rank_option = click.option(
+    "--per-rank",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Write the bytes/messages of every rank and phase (CSV; train: measured, "
+    "simulate: planned, same format).",
+)
 seed_option = click.option(
     "--seed",
     type=click.IntRange(min=0),

@@ -8,10 +8,11 @@ import time
 
 import click
 
-from gcntrain.cli.display import emit
+from gcntrain.cli.display import emit, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
+    per_rank_option,
     scheme_args,
     scheme_options,
     train_config,
@@ -56,8 +57,7 @@ def _human(s: dict) -> str:
     ]
     if s.get("per_rank"):
         rows.append(("per-rank table", s["per_rank"]))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+    return rows_table(rows)
 
 
 @click.command("simulate")
@@ -86,13 +86,7 @@ def _human(s: dict) -> str:
     help="Classes to assume [default: the graph's; needed without labels].",
 )
 @json_option
-@click.option(
-    "--per-rank",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Write the planned bytes/messages of every rank and phase (CSV, as train's).",
-)
+@per_rank_option
 def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
     """Plan a `gcntrain train` run of GRAPH on P ranks without MPI: per rank and phase bytes
     and messages (equal to what train measures), SpMM nonzeros and flops, memory estimate.

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import emit, info
+from gcntrain.cli.display import emit, info, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
+    per_rank_option,
     scheme_args,
     scheme_options,
     train_config,
@@ -75,8 +76,7 @@ def _human(s: dict) -> str:
         rows.append(("comm time / epoch", f"{cs or 'none'} ms (max over ranks)"))
     if s.get("out"):
         rows.append(("outputs", s["out"]))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+    return rows_table(rows)
 
 
 @click.command("train")
@@ -92,13 +92,7 @@ def _human(s: dict) -> str:
 )
 @scheme_options
 @json_option
-@click.option(
-    "--per-rank",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Write the measured bytes/messages of every rank and phase (CSV; see simulate).",
-)
+@per_rank_option
 @click.option(
     "--threads",
     type=click.IntRange(min=1),

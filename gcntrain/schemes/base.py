@@ -240,9 +240,20 @@ def row_setup_steps(ctx: PlanContext) -> list[tuple[str, object]]:
 
 
 class RowScheme(Scheme):
-    """Pricing shared by the row-layout schemes: every sum over nodes or weight gradients is an
-    Allreduce over the block groups (one copy of every row); only the products with S differ
-    (``steps_aggregate`` / ``steps_aggregate_t`` of each scheme)."""
+    """What the row-layout schemes share: one rank per block (`layout`), the row setup
+    followed by the scheme's Ops class (`setup`), and the pricing: every sum over nodes or
+    weight gradients is an Allreduce over the block groups (one copy of every row); only the
+    products with S differ (``steps_aggregate`` / ``steps_aggregate_t`` of each scheme)."""
+
+    #: the scheme's Ops: ``ops_class(world, layout, fwd, bwd, rows)``
+    ops_class: type | None = None
+
+    def layout(self, numbering, meta, size, config) -> RowLayout:
+        return RowLayout(numbering, 1)
+
+    def setup(self, world, layout: RowLayout, local, kind: str):
+        fwd, bwd = row_setup(world, world, layout, local, kind)
+        return self.ops_class(world, layout, fwd, bwd, local.orig_ids)
 
     def reduce_steps(self, ctx: PlanContext, nelems: int, itemsize: int) -> list:
         bg = ctx.layout.block_groups()

@@ -314,8 +314,8 @@ def _no_partition(spec, path: str) -> None:
         )
 
 
-class RowStoreSource:
-    """A 1D row-shard store (`gcntrain shard --parts B`): its partition is the numbering."""
+class _StoreSource:
+    """A shard store: its manifest (opened once) gives the metadata and the numbering."""
 
     kind = "store"
 
@@ -327,6 +327,10 @@ class RowStoreSource:
     def meta(self) -> GraphMeta:
         m = self.man
         return GraphMeta(m.n, m.nnz, m.num_features, m.num_classes, m.name, m.content_hash)
+
+
+class RowStoreSource(_StoreSource):
+    """A 1D row-shard store (`gcntrain shard --parts B`): its partition is the numbering."""
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
         man = self.man
@@ -373,20 +377,9 @@ class RowStoreSource:
         )
 
 
-class BlockStoreSource:
+class BlockStoreSource(_StoreSource):
     """A 2D block store (`gcntrain shard --grid RxC`) whose rows and columns share one
     numbering: its row ranges are the row parts, its column ranges the column parts."""
-
-    kind = "store"
-
-    def __init__(self, path: str, manifest):
-        self.path = path
-        self.label = path
-        self.man = manifest
-
-    def meta(self) -> GraphMeta:
-        m = self.man
-        return GraphMeta(m.n, m.nnz, m.num_features, m.num_classes, m.name, m.content_hash)
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
         man = self.man

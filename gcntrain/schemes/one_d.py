@@ -20,7 +20,6 @@ from gcntrain.schemes.base import (
     RowOps,
     RowScheme,
     TypedBlocks,
-    row_setup,
     run_block_broadcasts,
 )
 
@@ -63,12 +62,7 @@ class OneD(RowScheme):
     name = "1d"
     summary = "CAGNET 1D block rows: every block broadcast in turn (Algorithm 1)"
 
-    def layout(self, numbering, meta, size, config) -> RowLayout:
-        return RowLayout(numbering, 1)
-
-    def setup(self, world, layout: RowLayout, local, kind: str) -> OneDOps:
-        fwd, bwd = row_setup(world, world, layout, local, kind)
-        return OneDOps(world, layout, fwd, bwd, local.orig_ids)
+    ops_class = OneDOps
 
     def steps_aggregate(self, ctx, call) -> list:
         return [broadcast_stages(ctx.layout, call.shape(0)[1] * call.itemsize(0))]

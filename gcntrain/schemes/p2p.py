@@ -26,7 +26,6 @@ from gcntrain.schemes.base import (
     as_dtype,
     csr_apply,
     entry_blocks,
-    row_setup,
 )
 from gcntrain.schemes.layout import needed_pairs, owner_of
 
@@ -132,12 +131,7 @@ class P2P(RowScheme):
     name = "p2p"
     summary = "1D sparse point-to-point: each needed row sent once per destination"
 
-    def layout(self, numbering, meta, size, config) -> RowLayout:
-        return RowLayout(numbering, 1)
-
-    def setup(self, world, layout: RowLayout, local, kind: str) -> P2POps:
-        fwd, bwd = row_setup(world, world, layout, local, kind)
-        return P2POps(world, layout, fwd, bwd, local.orig_ids)
+    ops_class = P2POps
 
     def _product_steps(self, ctx, call, which: str) -> list:
         src, dst, rows = halo_pairs(ctx, which)
