@@ -25,6 +25,43 @@ def check_grid(size: int, dims: tuple[int, ...], what: str = "grid") -> None:
         )
 
 
+def factorizations(P: int, ndim: int) -> list[tuple[int, ...]]:
+    """Every ordered factorisation of `P` into `ndim` positive factors, lexicographic."""
+    if ndim == 1:
+        return [(int(P),)]
+    out = []
+    for d in range(1, P + 1):
+        if P % d == 0:
+            out += [(d, *rest) for rest in factorizations(P // d, ndim - 1)]
+    return out
+
+
+def balanced_grid(P: int, ndim: int) -> tuple[int, ...]:
+    """The factorisation of `P` into `ndim` factors closest to equal (least largest factor,
+    then least spread), in increasing order; for 2 dims the most nearly square ``r <= c``."""
+    cands = [f for f in factorizations(P, ndim) if list(f) == sorted(f)]
+    return min(cands, key=lambda f: (max(f), max(f) - min(f)))
+
+
+def parse_dims(text, size: int, ndim: int, scheme: str) -> tuple[int, ...]:
+    """``"AxB[xC]"`` -> its `ndim` dimensions, checked against the number of ranks (None:
+    `balanced_grid`)."""
+    if text is None:
+        return balanced_grid(size, ndim)
+    try:
+        dims = tuple(int(p) for p in str(text).lower().split("x"))
+    except ValueError:
+        dims = ()
+    if len(dims) != ndim:
+        form, example = ("RxC", "2x4") if ndim == 2 else ("XxYxZ", "2x2x2")
+        raise InputError(
+            f"--grid must look like {form} (e.g. {example}) for the {scheme} scheme, "
+            f"got {text!r}"
+        )
+    check_grid(size, dims, "process grid")
+    return dims
+
+
 def coords(rank: int, dims: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major coordinates of `rank` in a grid of shape `dims`."""
     out = []

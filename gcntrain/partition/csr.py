@@ -117,3 +117,13 @@ def sorted_unique(keys: np.ndarray, return_counts: bool = False):
     if not return_counts:
         return a[first]
     return a[first], np.diff(np.append(first, a.size)).astype(np.int64)
+
+
+def keep_entries(indptr: np.ndarray, indices: np.ndarray, data, keep: np.ndarray):
+    """CSR arrays holding only the entries where `keep` (one flag per entry) is true;
+    `data` may be None."""
+    m = indptr.shape[0] - 1
+    row = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row[keep], minlength=m), out=ptr[1:])
+    return ptr, indices[keep], None if data is None else data[keep]

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.errors import InputError
+from gcntrain.partition.csr import keep_entries
 from gcntrain.schemes.layout import renumber
 from gcntrain.schemes.protocol import GraphMeta, LoadRequest, LocalGraph, Numbering
 
@@ -97,12 +98,7 @@ def _window(indptr, indices, data, cols: tuple[int, int] | None):
     """Keep the entries whose column lies in [lo, hi) (all when `cols` is None)."""
     if cols is None:
         return indptr, indices, data
-    keep = (indices >= cols[0]) & (indices < cols[1])
-    m = indptr.shape[0] - 1
-    row = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
-    ptr = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row[keep], minlength=m), out=ptr[1:])
-    return ptr, indices[keep], None if data is None else data[keep]
+    return keep_entries(indptr, indices, data, (indices >= cols[0]) & (indices < cols[1]))
 
 
 def _feature_window(X, cols: tuple[int, int] | None):
@@ -144,6 +140,11 @@ def local_graph(
     ncls = num_classes
     if ncls is None:
         ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)
+    nodes = req.node_rows or req.rows
+    if tuple(nodes) != tuple(req.rows):
+        cut = slice(int(nodes[0] - req.rows[0]), int(nodes[1] - req.rows[0]))
+        orig_ids, features, labels = orig_ids[cut], features[cut], np.asarray(labels)[cut]
+        masks = {k: None if v is None else np.asarray(v)[cut] for k, v in masks.items()}
     return LocalGraph(
         n=n,
         nnz=nnz,
@@ -158,6 +159,7 @@ def local_graph(
         features=_feature_window(features, req.features),
         labels=np.asarray(labels, dtype=np.int64),
         masks={k: v for k, v in masks.items() if v is not None},
+        node_rows=(int(nodes[0]), int(nodes[1])),
     )
 
 
@@ -435,7 +437,7 @@ class BlockStoreSource(_StoreSource):
             name=man.name,
             num_classes=man.num_classes,
             num_features=man.num_features,
-            req=LoadRequest(req.rows, None, req.features),
+            req=LoadRequest(req.rows, None, req.features, node_rows=req.node_rows),
             orig_ids=nodes.orig_ids,
             indptr=blk.indptr.astype(np.int64),
             cols_new=blk.indices.astype(np.int64) + blk.col_start,

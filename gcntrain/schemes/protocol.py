@@ -76,19 +76,24 @@ class Numbering:
 
 @dataclass(frozen=True)
 class LoadRequest:
-    """What one rank reads: new-numbering rows [lo, hi), the adjacency columns in `cols`
-    (new numbering; None = all), the feature columns in `features` (None = all); `whole`
-    asks for the whole graph with full validation (content hash included)."""
+    """What one rank reads: the adjacency rows [lo, hi) (new numbering), the adjacency
+    columns in `cols` (new numbering; None = all), the node data (ids, features, labels,
+    masks) of `node_rows` (a sub-range of `rows`; None = `rows`), the feature columns in
+    `features` (None = all); `whole` asks for the whole graph with full validation (content
+    hash included).  Split-3D ranks hold adjacency rows of a whole row part but node rows of
+    one layer's slice of it."""
 
     rows: tuple[int, int]
     cols: tuple[int, int] | None = None
     features: tuple[int, int] | None = None
     whole: bool = False
+    node_rows: tuple[int, int] | None = None
 
 
 @dataclass
 class LocalGraph:
-    """What a rank holds after loading (adjacency columns in the new numbering)."""
+    """What a rank holds after loading (adjacency columns in the new numbering).  The
+    adjacency covers `rows`; `orig_ids`, features, labels and masks cover `node_rows`."""
 
     n: int
     nnz: int
@@ -103,9 +108,15 @@ class LocalGraph:
     features: Any
     labels: np.ndarray
     masks: dict[str, np.ndarray]
+    node_rows: tuple[int, int] | None = None
+
+    def __post_init__(self):
+        if self.node_rows is None:
+            self.node_rows = self.rows
 
     @property
     def new_ids(self) -> np.ndarray:
+        """New-numbering ids of the adjacency rows."""
         return np.arange(self.rows[0], self.rows[1], dtype=np.int64)
 
 

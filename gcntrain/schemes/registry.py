@@ -18,6 +18,7 @@ ENTRIES = (
     "gcntrain.schemes.one_five_d:OneFiveD",
     "gcntrain.schemes.p2p:P2P",
     "gcntrain.schemes.two_d:TwoD",
+    "gcntrain.schemes.three_d:ThreeD",
 )
 
 

@@ -45,16 +45,14 @@ from gcntrain.comm.exchange import (
     ReduceScatterv,
     Uniform,
 )
-from gcntrain.comm.grid import check_grid, grid_2d
-from gcntrain.errors import InputError
+from gcntrain.comm.grid import grid_2d, parse_dims
 from gcntrain.model.functional import row_l1_norms, row_normalize
 from gcntrain.model.loss import local_xent
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import phase_key
 from gcntrain.partition.basic import block_bounds
-from gcntrain.partition.csr import sorted_unique
-from gcntrain.partition.permute import near_square_grid
+from gcntrain.partition.csr import keep_entries, sorted_unique
 from gcntrain.schemes.base import csr_apply, spmm_work
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme, SchemeOption
@@ -63,19 +61,16 @@ from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme, SchemeOpti
 ENTRY_ID_BYTES = 8
 
 
-def parse_grid(text, size: int) -> tuple[int, int]:
-    """``"RxC"`` -> (R, C), checked against the number of ranks (None: near-square)."""
-    if text is None:
-        return near_square_grid(size)
-    parts = str(text).lower().split("x")
-    try:
-        dims = tuple(int(p) for p in parts)
-    except ValueError:
-        dims = ()
-    if len(dims) != 2:
-        raise InputError(f"--grid must look like RxC (e.g. 2x4) for the 2d scheme, got {text!r}")
-    check_grid(size, dims, "process grid")
-    return dims
+#: the process-grid option of the block schemes (one declaration, shared)
+GRID_OPTION = SchemeOption(
+    "grid",
+    ("--grid",),
+    None,
+    "Process grid of the block schemes: RxC for 2d, XxYxZ for 3d "
+    "[default: the most nearly square / cubic].",
+    str,
+    "RxC|XxYxZ",
+)
 
 
 def chunk_offsets(width: int, parts: int) -> np.ndarray:
@@ -91,39 +86,89 @@ def use_gather(sparse_input: bool, f_in: int, f_out: int) -> bool:
     return not sparse_input and f_in <= f_out
 
 
+def layer_offsets(offsets: np.ndarray, pz: int) -> np.ndarray:
+    """Offsets (len(offsets) - 1) * pz + 1 of the layer slices: each block of `offsets`
+    split in `pz` near-equal contiguous pieces (the first ones one row longer)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if pz == 1:
+        return offsets
+    base, extra = np.divmod(np.diff(offsets), pz)
+    sizes = base[:, None] + (np.arange(pz)[None, :] < extra[:, None])
+    out = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes.reshape(-1), out=out[1:])
+    return out
+
+
+def ragged(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[g], starts[g] + lens[g])`` over g (vectorised)."""
+    lens = np.asarray(lens, dtype=np.int64)
+    tot = int(lens.sum())
+    if tot == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.repeat(np.cumsum(lens) - lens, lens)
+    return np.repeat(np.asarray(starts, dtype=np.int64), lens) + np.arange(tot) - first
+
+
 @dataclass(frozen=True)
 class Layout2D:
     """Pr x Pc blocks of one numbering (row parts: the numbering's; column parts: the store's
-    or near-equal blocks)."""
+    or near-equal blocks), each row part cut in Pz layer slices (Pz = 1: CAGNET 2D; Pz > 1:
+    split-3D, see `gcntrain.schemes.three_d`).
+
+    Rank r sits at virtual row I = r // Pc (row part i = I // Pz, layer k = I % Pz) and
+    column j = r % Pc.  It holds S[row part i, columns of part j in layer k] (whole row
+    parts: the rows of S's blocks) and the node-wise rows of slice I (`node_offsets`), columns
+    chunk j.  Layer k owns the inner-dimension indices of slices (., k)."""
 
     numbering: Numbering
     pr: int
     pc: int
     col_offsets: np.ndarray
     num_features: int
+    pz: int = 1
 
     @property
     def offsets(self) -> np.ndarray:
+        """Row parts (the rows of S's blocks)."""
         return self.numbering.offsets
+
+    @cached_property
+    def node_offsets(self) -> np.ndarray:
+        """Layer slices of the row parts, slice I = i * Pz + k (the node-wise rows)."""
+        return layer_offsets(self.offsets, self.pz)
+
+    @property
+    def vr(self) -> int:
+        """Virtual rows (row parts x layers)."""
+        return self.pr * self.pz
 
     @property
     def size(self) -> int:
-        return self.pr * self.pc
+        return self.pr * self.pc * self.pz
 
     @property
     def row_sizes(self) -> np.ndarray:
+        """(Pr,) rows of each row part."""
         return np.diff(self.offsets)
 
+    @property
+    def node_sizes(self) -> np.ndarray:
+        """(Pr * Pz,) node-wise rows of each slice."""
+        return np.diff(self.node_offsets)
+
     def coords(self, rank: int) -> tuple[int, int]:
+        """(virtual row I, column j)."""
         return int(rank) // self.pc, int(rank) % self.pc
 
     def request(self, rank: int) -> LoadRequest:
-        i, j = self.coords(rank)
+        I, j = self.coords(rank)
+        i = I // self.pz
         f = chunk_offsets(self.num_features, self.pc)
         return LoadRequest(
             (int(self.offsets[i]), int(self.offsets[i + 1])),
             (int(self.col_offsets[j]), int(self.col_offsets[j + 1])),
             (int(f[j]), int(f[j + 1])),
+            node_rows=(int(self.node_offsets[I]), int(self.node_offsets[I + 1])),
         )
 
     def owned(self, rank: int) -> bool:
@@ -131,25 +176,53 @@ class Layout2D:
 
     @cached_property
     def rows(self) -> Groups:
-        """Process rows (position = column index)."""
-        return Groups.axis((self.pr, self.pc), 1)
+        """Process rows: the Pc ranks of one slice (position = column index)."""
+        return Groups.axis((self.vr, self.pc), 1)
 
     @cached_property
     def cols(self) -> Groups:
-        """Process columns (position = row index)."""
-        return Groups.axis((self.pr, self.pc), 0)
+        """Process columns: all Pr * Pz slices of one column (position = I)."""
+        return Groups.axis((self.vr, self.pc), 0)
 
     @cached_property
-    def stages(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(start, stop, row part, column part) of every SUMMA stage, in order."""
-        cuts = np.union1d(self.offsets, self.col_offsets)
+    def layer_cols(self) -> Groups:
+        """Process columns of one layer: Pr ranks (position = row part); group k * Pc + j."""
+        return Groups.axis((self.pr, self.pz, self.pc), 0)
+
+    @cached_property
+    def fibers(self) -> Groups:
+        """The Pz ranks of one (row part, column) (position = layer)."""
+        return Groups.axis((self.pr, self.pz, self.pc), 1)
+
+    @cached_property
+    def stages(self) -> tuple[np.ndarray, ...]:
+        """(start, stop, row part, column part, layer) of every SUMMA stage, in order: the
+        inner dimension cut at every slice and column-part boundary."""
+        cuts = np.union1d(self.node_offsets, self.col_offsets)
         a, b = cuts[:-1], cuts[1:]
         keep = b > a
         a, b = a[keep], b[keep]
-        return a, b, owner_of(a, self.offsets), owner_of(a, self.col_offsets)
+        own = owner_of(a, self.node_offsets)
+        return a, b, own // self.pz, owner_of(a, self.col_offsets), own % self.pz
+
+    @cached_property
+    def layer_stages(self) -> tuple[np.ndarray, np.ndarray]:
+        """(stage ids sorted by layer, then in order; (Pz + 1,) pointers per layer)."""
+        layer = self.stages[4]
+        order = np.argsort(layer, kind="stable").astype(np.int64)
+        ptr = np.zeros(self.pz + 1, dtype=np.int64)
+        np.cumsum(np.bincount(layer, minlength=self.pz), out=ptr[1:])
+        return order, ptr
+
+    def stages_of_layer(self, k: int) -> np.ndarray:
+        order, ptr = self.layer_stages
+        return order[ptr[k] : ptr[k + 1]]
+
+    def ranks_I(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64) // self.pc
 
     def ranks_i(self) -> np.ndarray:
-        return np.arange(self.size, dtype=np.int64) // self.pc
+        return self.ranks_I() // self.pz
 
     def ranks_j(self) -> np.ndarray:
         return np.arange(self.size, dtype=np.int64) % self.pc
@@ -159,41 +232,69 @@ class Layout2D:
 def summa_stages(
     layout: Layout2D, nnz: np.ndarray, entry_bytes: int, widths: np.ndarray, itemsize: int
 ) -> tuple[BcastStages, BcastStages]:
-    """The two broadcast families of one SUMMA product.
+    """The two broadcast families of one SUMMA product (each layer its own SUMMA over the
+    stages of its slices).
 
     `nnz` (Pr, S): entries of S_i in stage s; `widths` (Pc,): the local width of X on each
     process column.  Returns (pieces of S along the process rows: ``nnz * entry_bytes``
-    bytes from the stage's column part; pieces of X down the process columns: stage rows x
-    width x itemsize bytes from the stage's row part), stages of every group in stage order.
+    bytes from the stage's column part; pieces of X down the layer's process columns: stage
+    rows x width x itemsize bytes from the stage's row part), stages of every group in the
+    order of `Layout2D.stages_of_layer`.
     """
-    a, b, r_own, c_own = layout.stages
-    S = a.shape[0]
+    a, b, r_own, c_own, _ = layout.stages
+    order, ptr = layout.layer_stages
+    lens = np.diff(ptr)
+    # process rows: virtual row I runs the stages of layer I % Pz
+    I = np.arange(layout.vr, dtype=np.int64)
+    k = I % layout.pz
+    sa = order[ragged(ptr[k], lens[k])]
     A = BcastStages(
         layout.rows,
-        np.repeat(np.arange(layout.pr, dtype=np.int64), S),
-        np.tile(c_own, layout.pr),
-        (np.asarray(nnz, dtype=np.int64) * entry_bytes).reshape(-1),
+        np.repeat(I, lens[k]),
+        c_own[sa],
+        np.asarray(nnz, dtype=np.int64)[np.repeat(I // layout.pz, lens[k]), sa] * entry_bytes,
     )
+    # layer columns: group g = k * Pc + j runs the stages of layer k
+    g = np.arange(layout.pz * layout.pc, dtype=np.int64)
+    kg, jg = g // layout.pc, g % layout.pc
+    sx = order[ragged(ptr[kg], lens[kg])]
     X = BcastStages(
-        layout.cols,
-        np.repeat(np.arange(layout.pc, dtype=np.int64), S),
-        np.tile(r_own, layout.pc),
-        (np.outer(np.asarray(widths, dtype=np.int64), b - a) * itemsize).reshape(-1),
+        layout.layer_cols,
+        np.repeat(g, lens[kg]),
+        r_own[sx],
+        np.repeat(np.asarray(widths, dtype=np.int64)[jg], lens[kg]) * (b - a)[sx] * itemsize,
     )
     return A, X
 
 
+def fiber_step(layout: Layout2D, width_bytes: np.ndarray) -> list:
+    """The Reduce-scatter along the fibers that ends a split-3D SpMM: rank r keeps its slice
+    of the row part (``node_sizes[I] x width_bytes[j]`` bytes); none in 2D."""
+    if layout.pz == 1:
+        return []
+    I, j = layout.ranks_I(), layout.ranks_j()
+    return [ReduceScatterv(layout.fibers, layout.node_sizes[I] * np.asarray(width_bytes)[j])]
+
+
 def stage_counts(layout: Layout2D) -> np.ndarray:
-    """(Pc,) stages whose columns lie in each column part."""
-    return np.bincount(layout.stages[3], minlength=layout.pc).astype(np.int64)
+    """(Pz, Pc) stages of each layer whose columns lie in each column part."""
+    _, _, _, c_own, layer = layout.stages
+    idx = layer * layout.pc + c_own
+    return np.bincount(idx, minlength=layout.pz * layout.pc).reshape(layout.pz, layout.pc)
+
+
+def block_of(layout: Layout2D, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Rank holding entry (row, col) of S: row part of the row, column part and layer of
+    the column."""
+    layer = owner_of(cols, layout.node_offsets) % layout.pz
+    I = owner_of(rows, layout.offsets) * layout.pz + layer
+    return I * layout.pc + owner_of(cols, layout.col_offsets)
 
 
 def transpose_pairs(layout: Layout2D, rows: np.ndarray, cols: np.ndarray):
     """(source rank, destination rank) of every entry (row, col) of S on its way to the
     block of S^T that holds (col, row)."""
-    src = owner_of(rows, layout.offsets) * layout.pc + owner_of(cols, layout.col_offsets)
-    dst = owner_of(cols, layout.offsets) * layout.pc + owner_of(rows, layout.col_offsets)
-    return src, dst
+    return block_of(layout, rows, cols), block_of(layout, cols, rows)
 
 
 class StagePieces:
@@ -201,12 +302,12 @@ class StagePieces:
     column part, as CSR (for its own products) and packed (int32 rows, int32 columns, values)
     for the wire; typed once per dtype."""
 
-    def __init__(self, layout: Layout2D, i: int, j: int, indptr, indices, data):
-        a, b, _, c_own = layout.stages
+    def __init__(self, layout: Layout2D, i: int, j: int, k: int, indptr, indices, data):
+        a, b, _, c_own, layer = layout.stages
         m = int(layout.row_sizes[i])
         M = sp.csr_matrix((data, indices, indptr), shape=(m, int(layout.offsets[-1])))
         self.own = {}
-        for s in np.flatnonzero(c_own == j):
+        for s in np.flatnonzero((c_own == j) & (layer == k)):
             P = M[:, int(a[s]) : int(b[s])].tocsr()
             P.sort_indices()
             self.own[int(s)] = P
@@ -246,17 +347,22 @@ class StagePieces:
 class TwoDOps(Ops):
     """Runtime of the 2D scheme for one rank (see the module docstring)."""
 
-    def __init__(self, world, grid, layout: Layout2D, pieces: dict, nnz: dict, rows):
+    def __init__(
+        self, world, grid, layout: Layout2D, pieces: dict, nnz: dict, rows, lcol, fiber
+    ):
         self.world = world
-        self.grid = grid
+        self.grid = grid  # process rows and (all-layer) columns of the virtual grid
+        self.lcol, self.fiber = lcol, fiber  # this layer's process column, the fiber
         self.layout = layout
-        self.i, self.j = grid.i, grid.j
+        self.I, self.j = grid.i, grid.j
+        self.i, self.k = divmod(self.I, layout.pz)
         self.rows = np.asarray(rows, dtype=np.int64)
         self.n_global = int(layout.offsets[-1])
         self.rank, self.size = world.rank, world.size
         self.pieces = pieces  # "f"/"t" -> StagePieces
-        self.nnz = nnz  # "f"/"t" -> (S,) entries of S_i (or S^T_i) per stage
-        self.m = int(layout.row_sizes[self.i])
+        self.nnz = nnz  # "f"/"t" -> entries of S_i (or S^T_i) per stage of this layer
+        self.m = int(layout.node_sizes[self.I])  # node-wise rows (slice I)
+        self.ma = int(layout.row_sizes[self.i])  # rows of S's block (row part i)
 
     # -- layout ---------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -320,38 +426,47 @@ class TwoDOps(Ops):
 
     # -- products with S: SUMMA ------------------------------------------------------------
     def _summa(self, which: str, X: np.ndarray, key: str) -> np.ndarray:
-        lay, g = self.layout, self.grid
+        lay = self.layout
         X = np.ascontiguousarray(X)
         w, dt = X.shape[1], X.dtype
-        a, b, _, _ = lay.stages
-        widths = np.full(lay.pc, w, dtype=np.int64)
+        a, b = lay.stages[0], lay.stages[1]
+        mine = lay.stages_of_layer(self.k)
         table = np.zeros((lay.pr, a.shape[0]), dtype=np.int64)
-        table[self.i] = self.nnz[which]
-        A, Xs = summa_stages(lay, table, 1, widths, 1)
+        table[self.i, mine] = self.nnz[which]
+        A, Xs = summa_stages(lay, table, 1, np.full(lay.pc, w, dtype=np.int64), 1)
         pieces = self.pieces[which]
-        out = np.zeros((self.m, w), dtype=dt)
+        out = np.zeros((self.ma, w), dtype=dt)
         xbuf = np.empty((int((b - a).max(initial=0)), w), dtype=dt)
         item = dt.itemsize
-        for ka, kx in zip(A.stages_of(self.i), Xs.stages_of(self.j)):
-            s = int(ka % a.shape[0])
+        group_x = self.k * lay.pc + self.j
+        for s, ka, kx in zip(mine, A.stages_of(self.I), Xs.stages_of(group_x)):
             lo, hi = int(a[s]), int(b[s])
             r, c = int(Xs.root[kx]), int(A.root[ka])
-            xp = X[lo - lay.offsets[r] : hi - lay.offsets[r]] if self.i == r else xbuf[: hi - lo]
+            if self.i == r:
+                base = int(lay.node_offsets[self.I])
+                xp = X[lo - base : hi - base]
+            else:
+                xp = xbuf[: hi - lo]
             if Xs.nbytes[kx] > 0:
-                g.col.bcast(xp, r, key)
+                self.lcol.bcast(xp, r, key)
             k = int(A.nbytes[ka])
             if k == 0:
                 continue
             if self.j == c:
-                M, wire = pieces.get(s, dt)
-                g.row.bcast(wire, c, key)
+                M, wire = pieces.get(int(s), dt)
+                self.grid.row.bcast(wire, c, key)
             else:
                 wire = np.empty(k * (ENTRY_ID_BYTES + item), dtype=np.uint8)
-                g.row.bcast(wire, c, key)
-                M = StagePieces.unpack(wire, k, self.m, hi - lo, dt)
+                self.grid.row.bcast(wire, c, key)
+                M = StagePieces.unpack(wire, k, self.ma, hi - lo, dt)
             if w:
                 csr_apply(M, xp, out, accumulate=True)
-        return out
+        if self.fiber is None:
+            return out
+        pz = lay.pz
+        counts = lay.node_sizes[self.i * pz : (self.i + 1) * pz] * w
+        got = self.fiber.reduce_scatterv(out.reshape(-1), counts, key)
+        return got.reshape(self.m, w)
 
     def aggregate(self, X, *, phase):
         return self._summa("f", X, phase_key(phase))
@@ -400,7 +515,16 @@ class TwoDOps(Ops):
         return super().predict(full, width=width, phase=phase)
 
 
-def _transpose_block(world, layout: Layout2D, i: int, j: int, fwd):
+def layer_columns(csr: tuple, layout: Layout2D, k: int) -> tuple:
+    """Keep the entries whose column lies in a slice of layer `k` (all of them in 2D)."""
+    if layout.pz == 1:
+        return csr
+    indptr, indices, data = csr
+    layer = owner_of(np.asarray(indices, dtype=np.int64), layout.node_offsets) % layout.pz
+    return keep_entries(indptr, indices, data, layer == k)
+
+
+def _transpose_block(world, layout: Layout2D, i: int, fwd):
     """This rank's block of S^T from every block of S (an Alltoall of counts and two
     Alltoallv over the world, entries routed by `transpose_pairs`)."""
     indptr, indices, data = fwd
@@ -425,25 +549,17 @@ def _transpose_block(world, layout: Layout2D, i: int, j: int, fwd):
 class TwoD(Scheme):
     name = "2d"
     summary = "CAGNET 2D: SUMMA on a Pr x Pc grid, W replicated (Algorithm 3)"
-    options = (
-        SchemeOption(
-            "grid",
-            ("--grid",),
-            None,
-            "Process grid of the block schemes, RxC for 2d [default: near-square].",
-            str,
-            "RxC",
-        ),
-    )
+    options = (GRID_OPTION,)
+    #: grid dimensions: Pr x Pc (2D) or X x Y x Z (split-3D, Z layers)
+    ndim = 2
 
     def configure(self, size: int, values: dict) -> dict:
-        pr, pc = parse_grid(values.get("grid"), size)
-        return {"grid": f"{pr}x{pc}"}
+        dims = parse_dims(values.get("grid"), size, self.ndim, self.name)
+        return {"grid": "x".join(map(str, dims))}
 
     @staticmethod
-    def dims(config: dict) -> tuple[int, int]:
-        pr, pc = config["grid"].split("x")
-        return int(pr), int(pc)
+    def dims(config: dict) -> tuple[int, ...]:
+        return tuple(int(d) for d in config["grid"].split("x"))
 
     def row_parts(self, size: int, config: dict) -> int:
         return self.dims(config)[0]
@@ -452,24 +568,31 @@ class TwoD(Scheme):
         return self.dims(config)[1]
 
     def layout(self, numbering, meta, size, config) -> Layout2D:
-        pr, pc = self.dims(config)
+        pr, pc, *layers = self.dims(config)
         cols = numbering.col_offsets
         if cols is None:
             cols = block_bounds(int(numbering.offsets[-1]), pc)
-        return Layout2D(numbering, pr, pc, np.asarray(cols, dtype=np.int64), meta.num_features)
+        cols = np.asarray(cols, dtype=np.int64)
+        return Layout2D(numbering, pr, pc, cols, meta.num_features, *layers)
 
     def setup(self, world, layout: Layout2D, local, kind: str) -> TwoDOps:
-        grid = grid_2d(world, layout.pr, layout.pc)
-        i, j = grid.i, grid.j
+        pz, pc = layout.pz, layout.pc
+        grid = grid_2d(world, layout.vr, pc)
+        I, j = grid.i, grid.j
+        i, k = divmod(I, pz)
+        lcol = grid.col if pz == 1 else world.split(color=k * pc + j, key=i)
+        fiber = None if pz == 1 else world.split(color=i * pc + j, key=k)
         ids = local.new_ids
         cols = (int(layout.col_offsets[j]), int(layout.col_offsets[j + 1]))
         part = degrees(local.indptr, local.indices, local.data, kind, rows=ids, partial=True)
         deg_i = grid.row.allreduce(part, "setup") + DEGREE_OFFSET[kind]
-        deg_all = grid.col.allgatherv(deg_i, layout.row_sizes, "setup")
-        fwd = support_rows(
-            local.indptr, local.indices, local.data, ids, deg_all, kind, col_range=cols
+        deg_all = lcol.allgatherv(deg_i, layout.row_sizes, "setup")
+        fwd = layer_columns(
+            support_rows(local.indptr, local.indices, local.data, ids, deg_all, kind, cols),
+            layout,
+            k,
         )
-        bwd = _transpose_block(world, layout, i, j, fwd)
+        bwd = _transpose_block(world, layout, i, fwd)
         same = (
             bwd[0].shape == fwd[0].shape
             and np.array_equal(bwd[0], fwd[0])
@@ -479,11 +602,11 @@ class TwoD(Scheme):
         flag = world.allreduce(np.array([0 if same else 1], dtype=np.int64), "setup", op="max")
         mats = {"f": fwd} if flag[0] == 0 else {"f": fwd, "t": bwd}
         pieces, nnz = {}, {}
-        counts = stage_counts(layout)
+        counts = stage_counts(layout)[k]
         for which, arrays in mats.items():
-            pieces[which] = StagePieces(layout, i, j, *arrays)
+            pieces[which] = StagePieces(layout, i, j, k, *arrays)
             nnz[which] = grid.row.allgatherv(pieces[which].nnz(), counts, "setup")
-        return TwoDOps(world, grid, layout, pieces, nnz, local.orig_ids)
+        return TwoDOps(world, grid, layout, pieces, nnz, local.orig_ids, lcol, fiber)
 
     # -- exchange description ----------------------------------------------------------------
     def _entries(self, ctx, which: str):
@@ -511,9 +634,8 @@ class TwoD(Scheme):
         which = "f" if call.method == "aggregate" else "t"
         f, isz = call.shape(0)[1], call.itemsize(0)
         widths = np.diff(chunk_offsets(f, lay.pc))
-        return list(
-            summa_stages(lay, self.stage_nnz(ctx, which), ENTRY_ID_BYTES + isz, widths, isz)
-        )
+        A, X = summa_stages(lay, self.stage_nnz(ctx, which), ENTRY_ID_BYTES + isz, widths, isz)
+        return [A, X, *fiber_step(lay, widths * isz)]
 
     steps_aggregate = _summa_steps
     steps_aggregate_t = _summa_steps
@@ -521,7 +643,7 @@ class TwoD(Scheme):
     def _row_chunks(self, lay: Layout2D, width: int, itemsize: int) -> np.ndarray:
         """(P,) bytes of each rank's chunk of its rows of a width-`width` matrix."""
         w = np.diff(chunk_offsets(width, lay.pc))
-        return lay.row_sizes[lay.ranks_i()] * w[lay.ranks_j()] * itemsize
+        return lay.node_sizes[lay.ranks_I()] * w[lay.ranks_j()] * itemsize
 
     def steps_matmul(self, ctx, call) -> list:
         lay: Layout2D = ctx.layout
@@ -561,7 +683,7 @@ class TwoD(Scheme):
 
     def steps_row_normalize(self, ctx, call) -> list:
         lay: Layout2D = ctx.layout
-        return [Allreduce(lay.rows, lay.row_sizes, 8)]
+        return [Allreduce(lay.rows, lay.node_sizes, 8)]
 
     def steps_predict(self, ctx, call) -> list:
         lay: Layout2D = ctx.layout
@@ -585,7 +707,7 @@ class TwoD(Scheme):
         lay: Layout2D = ctx.layout
         if len(call.args[1][2]) != 1:
             return []
-        return [Allreduce(lay.rows, np.ones(lay.pr, dtype=np.int64), 8)]
+        return [Allreduce(lay.rows, np.ones(lay.vr, dtype=np.int64), 8)]
 
     def setup_steps(self, ctx) -> list:
         """Degrees (row Allreduce, column Allgatherv), the transposition (Alltoall of counts,
@@ -597,10 +719,10 @@ class TwoD(Scheme):
         src, dst = transpose_pairs(lay, rows, cols)
         key, cnt = sorted_unique(src * P + dst, return_counts=True)
         ps, pd = key // P, key % P
-        counts = stage_counts(lay)[lay.ranks_j()] * 8
+        counts = stage_counts(lay)[lay.ranks_I() % lay.pz, lay.ranks_j()] * 8
         out = [
-            ("setup", Allreduce(lay.rows, lay.row_sizes, 8)),
-            ("setup", Allgatherv(lay.cols, lay.row_sizes[lay.ranks_i()] * 8)),
+            ("setup", Allreduce(lay.rows, lay.row_sizes[np.arange(lay.vr) // lay.pz], 8)),
+            ("setup", Allgatherv(lay.layer_cols, lay.row_sizes[lay.ranks_i()] * 8)),
             ("setup", Uniform(Groups.world(P), 8)),
             ("setup", Pairs(P, ps, pd, cnt * 16)),
             ("setup", Pairs(P, ps, pd, cnt * 8)),
@@ -615,10 +737,13 @@ class TwoD(Scheme):
     def work_aggregate(self, ctx, call) -> np.ndarray:
         lay: Layout2D = ctx.layout
         which = "f" if call.method == "aggregate" else "t"
-        per_row = self.stage_nnz(ctx, which).sum(axis=1)
+        layer = lay.stages[4]
+        tab = self.stage_nnz(ctx, which)  # (Pr, S)
+        per_layer = np.stack([tab[:, layer == k].sum(axis=1) for k in range(lay.pz)], axis=1)
+        mine = per_layer.reshape(-1)[lay.ranks_I()]  # entries of row part i in layer k
         w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))
-        out = spmm_work(per_row[lay.ranks_i()], 1)
-        out[:, 1] = 2 * per_row[lay.ranks_i()] * w[lay.ranks_j()]
+        out = spmm_work(mine, 1)
+        out[:, 1] = 2 * mine * w[lay.ranks_j()]
         return out
 
     work_aggregate_t = work_aggregate
@@ -629,14 +754,14 @@ class TwoD(Scheme):
         H counts its stored nonzeros (its share of the row part's)."""
         lay: Layout2D = ctx.layout
         f_in, f_out = call.shape(1)
-        i, j = lay.ranks_i(), lay.ranks_j()
-        rows = lay.row_sizes[i]
+        i, j = lay.ranks_I(), lay.ranks_j()
+        rows = lay.node_sizes[i]
         fin_j = np.diff(chunk_offsets(f_in, lay.pc))[j]
         fout_j = np.diff(chunk_offsets(f_out, lay.pc))[j]
         chunk = 2 * rows * fin_j * f_out
         if call.sparse(0) and ctx.feature_nnz is not None:
             csum = np.concatenate(([0], np.cumsum(ctx.feature_nnz)))
-            per_i = (csum[lay.offsets[1:]] - csum[lay.offsets[:-1]])[i]
+            per_i = (csum[lay.node_offsets[1:]] - csum[lay.node_offsets[:-1]])[i]
             chunk = 2 * (per_i * fin_j // max(f_in, 1)) * f_out
         out = np.zeros((lay.size, 3), dtype=np.int64)
         if call.method == "matmul":
@@ -650,18 +775,17 @@ class TwoD(Scheme):
 
     def footprint(self, ctx) -> dict:
         lay: Layout2D = ctx.layout
-        rows = lay.row_sizes[lay.ranks_i()]
+        rows = lay.node_sizes[lay.ranks_I()]
         r, c = self._entries(ctx, "f")
-        blk = owner_of(r, lay.offsets) * lay.pc + owner_of(c, lay.col_offsets)
-        adj = np.bincount(blk, minlength=lay.size).astype(np.int64)
+        adj = np.bincount(block_of(lay, r, c), minlength=lay.size).astype(np.int64)
         if not ctx.symmetric:
             adj = 2 * adj
-        a, b, _, _ = lay.stages
+        a, b = lay.stages[0], lay.stages[1]
         f = max(lay.num_features, 1)
         frac = np.diff(chunk_offsets(f, lay.pc))[lay.ranks_j()] / f
         return {
             "rows": rows,
             "adjacency": adj + self.stage_nnz(ctx, "f").max(axis=1)[lay.ranks_i()],
-            "buffer_rows": int((b - a).max(initial=0)) + rows,
+            "buffer_rows": int((b - a).max(initial=0)) + lay.row_sizes[lay.ranks_i()],
             "col_fraction": frac,
         }
