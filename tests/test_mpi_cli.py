@@ -62,6 +62,8 @@ def close(a: float, b: float, tol: float = 1e-9) -> bool:
         (4, "2d", ["--grid", "2x2"]),
         (3, "2d", []),
         (2, "2d", ["--grid", "2x1", "--partition", "random"]),
+        (4, "3d", ["--grid", "2x1x2"]),
+        (3, "3d", ["--partition", "random"]),
     ],
 )
 def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, scheme, extra):
@@ -260,12 +262,16 @@ def test_2d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
         ("3x2", "process grid 3x2 needs 6 ranks, but the job has 4"),
         ("0x4", "dimensions must be >= 1"),
         ("4", "--grid must look like RxC"),
+        ("3d:2x2", "--grid must look like XxYxZ (e.g. 2x2x2) for the 3d scheme"),
+        ("3d:2x0x2", "dimensions must be >= 1"),
+        ("3d:2x2x2", "process grid 2x2x2 needs 8 ranks, but the job has 4"),
     ],
 )
 def test_invalid_grid_one_line_exit_2_on_every_rank(graph_file, grid, message):
+    scheme, grid = grid.split(":") if ":" in grid else ("2d", grid)
     res = run_mpi(
         4,
-        [*gcntrain_exe(), "train", str(graph_file), "--scheme", "2d", "--grid", grid],
+        [*gcntrain_exe(), "train", str(graph_file), "--scheme", scheme, "--grid", grid],
         timeout=120,
     )
     assert res.returncode == 2, res.stderr[-2000:]

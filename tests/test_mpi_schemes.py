@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from gcntrain.comm.grid import factorizations
 from tests.mpi.launch import run_worker
 
 NPROCS = [1, 2, 3, 4]
@@ -39,12 +40,26 @@ def test_weights_equal_serial_and_traffic_equals_plan(nprocs):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [*NPROCS, 8])
+def test_split_3d_weights_equal_serial_and_traffic_equals_plan(nprocs):
+    """Every ordered X x Y x Z = P (2 x 2 x 2 at np = 8), Cora and an R-MAT graph with n = 509
+    (divisible by no grid dimension), GCN and GraphSAGE, float64 within 1e-5."""
+    verdict = _check(nprocs, "equiv3d")
+    labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
+    grids = ["2x2x2"] if nprocs == 8 else ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
+    for g, m in (("cora", "gcn"), ("rmat-509", "gcn"), ("rmat-509", "sage")):
+        for grid in grids:
+            assert (g, m, f"3d-{grid}") in labels
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
 def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
     """Op by op, on random matrices, independent of training (float64, 1e-12 relative)."""
     verdict = _check(nprocs, "ops")
     schemes = {d["scheme"] for d in verdict["details"]}
     assert {"1d", "p2p", "1.5d-c1", f"2d-1x{nprocs}", f"2d-{nprocs}x1"} <= schemes
+    assert {f"3d-1x1x{nprocs}", f"3d-{nprocs}x1x1"} <= schemes
     assert ("serial" in schemes) == (nprocs == 1)
 
 
@@ -74,5 +89,6 @@ def test_per_spmm_volume_matches_theory(nprocs):
 @pytest.mark.mpi
 def test_cora_accuracy_at_np4_equals_serial():
     verdict = _check(4, "accuracy")
-    assert {d["scheme"] for d in verdict["details"]} == {"1d", "1.5d-c2", "p2p-metis", "2d-2x2"}
+    labels = {d["scheme"] for d in verdict["details"]}
+    assert labels == {"1d", "1.5d-c2", "p2p-metis", "2d-2x2", "3d-1x2x2"}
     assert all(d["test_acc"] > 0.7 for d in verdict["details"])

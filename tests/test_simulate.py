@@ -45,6 +45,9 @@ CASES = [
     (2, "2d", ["--grid", "1x2"]),
     (3, "2d", ["--grid", "3x1"]),
     (4, "2d", ["--grid", "2x2"]),
+    (2, "3d", ["--grid", "1x1x2"]),
+    (3, "3d", ["--grid", "1x3x1"]),
+    (4, "3d", ["--grid", "1x2x2"]),
 ]
 
 
@@ -151,7 +154,7 @@ def test_dense_words_follow_cagnet_leading_terms_at_4096(big_graph):
     two = plan_training(big_graph, cfg, "2d", P, {"grid": "64x64"})
     lay = two.ctx.layout
     sparse, dense = two.scheme.steps(two.ctx, _aggregate(f))
-    assert dense.groups is lay.cols and sparse.groups is lay.rows
+    assert np.array_equal(dense.groups.gid, lay.cols.gid) and sparse.groups is lay.rows
     d_words = dense.volumes()[:, 1] / 8
     target = n * f / np.sqrt(P)
     assert np.all(np.abs(d_words / target - 1) < 0.05), (d_words.min(), d_words.max(), target)
@@ -164,10 +167,41 @@ def test_dense_words_follow_cagnet_leading_terms_at_4096(big_graph):
     assert abs(s_entries / (nnz / 64) - 1) < 0.05
 
 
+def test_split_3d_words_follow_cagnet_leading_terms(big_graph, capsys):
+    """CAGNET IV-D, one Split-3D-SpMM at width f on an X x Y x Z cube: beta (nnz(A) / P^(2/3)
+    + 2 n f / P^(2/3)); each term carries the (p - 1) / p of a broadcast or Reduce-scatter
+    among p = P^(1/3) ranks that the asymptotic form drops.  Per rank within 5 % at
+    P = 4096 (16 x 16 x 16), and the P^(2/3) scaling from P = 512 (8 x 8 x 8)."""
+    n, f = big_graph.n, 128
+    cfg = TrainConfig(epochs=1, dtype="float64")
+    rows = []
+    per_p = {}
+    for P, q in ((512, 8), (4096, 16)):
+        sim = plan_training(big_graph, cfg, "3d", P, {"grid": f"{q}x{q}x{q}"})
+        sparse, dense, fiber = sim.scheme.steps(sim.ctx, _aggregate(f))
+        lay = sim.ctx.layout
+        assert sparse.groups is lay.rows and dense.groups is lay.layer_cols
+        assert fiber.groups is lay.fibers
+        words = (dense.volumes()[:, 1] + fiber.volumes()[:, 1]) / 8
+        lead = 2 * n * f / P ** (2 / 3)
+        target = lead * (1 - 1 / q)
+        assert np.all(np.abs(words / target - 1) < 0.05), (P, words.min(), words.max(), target)
+        entries = sparse.volumes()[:, 1].sum() / (8 + 8) / P
+        s_target = sim.ctx.support.nnz / P ** (2 / 3) * (1 - 1 / q)
+        assert abs(entries / s_target - 1) < 0.05, (P, entries, s_target)
+        per_p[P] = words.mean() / (1 - 1 / q)
+        rows.append((P, f"{q}x{q}x{q}", words.max(), words.mean(), lead, target, entries))
+    assert abs(per_p[512] / per_p[4096] / 8 ** (2 / 3) - 1) < 0.05
+    with capsys.disabled():
+        print("\n   P  grid      dense max  dense mean  2nf/P^(2/3)  x(1-1/q)  S entries mean")
+        for P, g, mx, mean, lead, target, ent in rows:
+            print(f"{P:5d}  {g:<8s} {mx:10.0f} {mean:11.1f} {lead:12.0f} {target:9.0f} {ent:15.1f}")
+
+
 def test_every_registered_scheme_plans_at_512_ranks(big_graph):
     """The vectorised plans run for every scheme at a size no test can launch."""
     cfg = TrainConfig(epochs=2, dtype="float32")
-    opts = {"1.5d": {"replication": 4}, "2d": {"grid": "16x32"}}
+    opts = {"1.5d": {"replication": 4}, "2d": {"grid": "16x32"}, "3d": {"grid": "8x4x16"}}
     for name, scheme in registry.SCHEMES.items():
         if not scheme.uses_mpi:
             continue

@@ -55,8 +55,7 @@ def parse_dims(text, size: int, ndim: int, scheme: str) -> tuple[int, ...]:
     if len(dims) != ndim:
         form, example = ("RxC", "2x4") if ndim == 2 else ("XxYxZ", "2x2x2")
         raise InputError(
-            f"--grid must look like {form} (e.g. {example}) for the {scheme} scheme, "
-            f"got {text!r}"
+            f"--grid must look like {form} (e.g. {example}) for the {scheme} scheme, got {text!r}"
         )
     check_grid(size, dims, "process grid")
     return dims

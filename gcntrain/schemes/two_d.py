@@ -347,9 +347,7 @@ class StagePieces:
 class TwoDOps(Ops):
     """Runtime of the 2D scheme for one rank (see the module docstring)."""
 
-    def __init__(
-        self, world, grid, layout: Layout2D, pieces: dict, nnz: dict, rows, lcol, fiber
-    ):
+    def __init__(self, world, grid, layout: Layout2D, pieces: dict, nnz: dict, rows, lcol, fiber):
         self.world = world
         self.grid = grid  # process rows and (all-layer) columns of the virtual grid
         self.lcol, self.fiber = lcol, fiber  # this layer's process column, the fiber
