@@ -242,6 +242,15 @@ def test_single_class_graph_rejected_like_serial(tmp_path):
     assert res.stderr.count("gcntrain: error") == 1
 
 
+def test_grid_auto_trains_on_the_planned_best_grid(graph_file):
+    """Rank 0 plans every grid, all ranks train on the best; the JSON carries the ranking."""
+    d = train_json(4, [str(graph_file), "--scheme", "3d", "--grid", "auto", *ARGS])
+    assert len(d["grid_search"]) == 6
+    assert d["scheme_options"]["grid"] == d["grid_search"][0]["grid"]
+    vols = [r["volume_max"] for r in d["grid_search"]]
+    assert vols == sorted(vols)
+
+
 def test_2d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
     """`gcntrain shard --grid 2x2` then 2d on a 2 x 2 grid: each rank reads its block."""
     store = tmp_path / "store2d"

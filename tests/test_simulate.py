@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from gcntrain.cli.main import run
+from gcntrain.comm.grid import factorizations
 from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
 from gcntrain.model.phase import Phase
 from gcntrain.model.trainer import TrainConfig
 from gcntrain.model.wrappers import Call
 from gcntrain.schemes import registry
+from gcntrain.simulate.autogrid import rank_grids
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.summary import TRAFFIC_KEYS
 from gcntrain.simulate.table import read_table
@@ -196,6 +198,52 @@ def test_split_3d_words_follow_cagnet_leading_terms(big_graph, capsys):
         print("\n   P  grid      dense max  dense mean  2nf/P^(2/3)  x(1-1/q)  S entries mean")
         for P, g, mx, mean, lead, target, ent in rows:
             print(f"{P:5d}  {g:<8s} {mx:10.0f} {mean:11.1f} {lead:12.0f} {target:9.0f} {ent:15.1f}")
+
+
+@pytest.mark.parametrize("scheme,P", [("2d", 64), ("3d", 64), ("2d", 512)])
+def test_grid_auto_chooses_the_least_planned_volume(big_graph, scheme, P):
+    """Every ordered factorisation is planned on its own; the search's choice has the least
+    max-per-rank volume (bytes sent + received in a steady epoch) of them all."""
+    cfg = TrainConfig(epochs=2, dtype="float32")
+    ranked = rank_grids(big_graph, cfg, scheme, P)
+    ndim = 2 if scheme == "2d" else 3
+    every = ["x".join(map(str, f)) for f in factorizations(P, ndim)]
+    assert sorted(r["grid"] for r in ranked) == sorted(every)
+    volume = {}
+    for grid in every:
+        med = np.median(
+            plan_training(big_graph, cfg, scheme, P, {"grid": grid}).table.epoch_totals(), axis=0
+        )
+        volume[grid] = (med[:, 0] + med[:, 1]).max()
+    assert volume[ranked[0]["grid"]] == min(volume.values())
+    assert [r["volume_max"] for r in ranked] == sorted(volume.values())
+
+
+def test_grid_auto_on_the_command_line(graph_file, capsys):
+    """simulate prints the ranking and plans the chosen grid; --json lists the search."""
+    assert (
+        run(["simulate", str(graph_file), "--ranks", "4", "--scheme", "3d", "--grid", "auto"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "grid search (least volume first):" in out and "runner-up" in out
+    argv = [
+        "simulate",
+        str(graph_file),
+        "--ranks",
+        "4",
+        "--scheme",
+        "3d",
+        "--grid",
+        "auto",
+        "--json",
+    ]
+    assert run(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["grid_search"]) == len(factorizations(4, 3))
+    assert d["scheme_options"]["grid"] == d["grid_search"][0]["grid"]
+    assert (
+        run(["simulate", str(graph_file), "--ranks", "4", "--scheme", "1d", "--grid", "auto"]) == 2
+    )
 
 
 def test_every_registered_scheme_plans_at_512_ranks(big_graph):

@@ -55,3 +55,28 @@ def info(msg: str, rank: int | None = None) -> None:
     if is_printer(rank):
         sys.stderr.write(msg + "\n")
         sys.stderr.flush()
+
+
+def grid_choice(search: list[dict]) -> tuple[str, str]:
+    """The ``--grid auto`` row of a summary: the chosen grid and the runner-up."""
+    ok = [r for r in search if "error" not in r]
+
+    def one(r):
+        return f"{r['grid']} ({r['volume_max'] / 1e6:.3f} MB/epoch max per rank)"
+
+    text = one(ok[0]) + (f"; runner-up {one(ok[1])}" if len(ok) > 1 else "; no other grid")
+    return ("grid auto", text)
+
+
+def grid_ranking(search: list[dict]) -> str:
+    """Every planned grid, best first (volume: bytes sent + received per epoch, max rank)."""
+    lines = ["grid search (least volume first):", "  rank  grid        volume max MB  messages max"]
+    ok = [r for r in search if "error" not in r]
+    for k, r in enumerate(ok, 1):
+        lines.append(
+            f"  {k:4d}  {r['grid']:<10s}  {r['volume_max'] / 1e6:13.3f}  {r['messages_max']:12d}"
+        )
+    lines += [
+        f"     -  {r['grid']:<10s}  not possible: {r['error']}" for r in search if "error" in r
+    ]
+    return "\n".join(lines)

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from gcntrain.cli.display import emit, rows_table
+from gcntrain.cli.display import emit, grid_choice, grid_ranking, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
@@ -57,6 +57,9 @@ def _human(s: dict) -> str:
     ]
     if s.get("per_rank"):
         rows.append(("per-rank table", s["per_rank"]))
+    if s.get("grid_search"):
+        rows.append(grid_choice(s["grid_search"]))
+        return rows_table(rows) + "\n" + grid_ranking(s["grid_search"])
     return rows_table(rows)
 
 
@@ -94,11 +97,26 @@ def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
     The plan covers --epochs epochs (early stopping cannot be predicted); the figures of a
     steady-state epoch use the same keys as `train --json`.
     """
+    from gcntrain.simulate.autogrid import rank_grids, wants_auto
     from gcntrain.simulate.run import plan_training, simulation_summary
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
     t0 = time.perf_counter()
+    search = None
+    if wants_auto(options):
+        search = rank_grids(
+            graph,
+            config,
+            scheme,
+            ranks,
+            options,
+            partition,
+            partition_seed,
+            num_features=num_features,
+            num_classes=num_classes,
+        )
+        options = {**options, "grid": search[0]["grid"]}
     sim = plan_training(
         graph,
         config,
@@ -117,4 +135,6 @@ def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
     summary = simulation_summary(sim, config, partition, time.perf_counter() - t0)
     if per_rank is not None:
         summary["per_rank"] = str(per_rank)
+    if search is not None:
+        summary["grid_search"] = search
     emit(summary, as_json, _human)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import emit, info, rows_table
+from gcntrain.cli.display import emit, grid_choice, info, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
@@ -74,6 +74,8 @@ def _human(s: dict) -> str:
         )
         cs = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in s["comm_seconds_max"].items())
         rows.append(("comm time / epoch", f"{cs or 'none'} ms (max over ranks)"))
+    if s.get("grid_search"):
+        rows.append(grid_choice(s["grid_search"]))
     if s.get("out"):
         rows.append(("outputs", s["out"]))
     return rows_table(rows)

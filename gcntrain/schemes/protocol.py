@@ -190,6 +190,11 @@ class Scheme:
         """Column parts of a 2D block layout (None: rows only)."""
         return None
 
+    def grid_candidates(self, size: int) -> list[str]:
+        """The `--grid` values possible on `size` ranks, for ``--grid auto`` (which plans
+        each and keeps the least volume); empty for a scheme without a process grid."""
+        return []
+
     # -- layout and setup ------------------------------------------------------------------
     def layout(self, numbering: Numbering, meta: GraphMeta, size: int, config: dict):
         raise NotImplementedError

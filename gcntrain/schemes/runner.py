@@ -26,6 +26,7 @@ from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
 from gcntrain.schemes.protocol import check_only_own_options
 from gcntrain.schemes.report import gather_phases, summarize_ranks
+from gcntrain.simulate.autogrid import rank_grids, wants_auto
 
 
 class EpochMarks(OpsProxy):
@@ -207,6 +208,9 @@ def run_training(
 
         agree(world, lambda: check_out_dir(out_dir) if world.rank == 0 else None)
         checks = 1
+    search = None
+    if wants_auto(options):
+        options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)
     run = train_with(
         world, sch, source, config, options, partition, partition_seed, callback, checks
     )
@@ -235,6 +239,8 @@ def run_training(
         "num_features": local.num_features,
         "num_classes": local.num_classes,
     }
+    if search is not None:
+        summary["grid_search"] = search
     if per_rank is not None:
         phases = gather_phases(world, run.phases())
 
@@ -250,6 +256,31 @@ def run_training(
         _write_outputs(world, run, config, summary, out_dir)
         summary["out"] = os.fspath(out_dir)
     return res, summary
+
+
+def _auto_grid(world, sch, source, config, options, partition, partition_seed):
+    """``--grid auto``: rank 0 plans every grid of the scheme (`rank_grids`, under one
+    agreement) and broadcasts the ranking; every rank continues with the best grid.  This
+    runs before the run's counters start, so the reported traffic is the training run's."""
+    import json
+
+    def search():
+        if world.rank != 0:
+            return None
+        ranked = rank_grids(
+            source, config, sch.name, world.size, options, partition, partition_seed
+        )
+        return json.dumps(ranked).encode()
+
+    text = agree(world, search) or b""
+    length = np.array([len(text)], dtype=np.int64)
+    world.bcast(length, 0, "control")
+    buf = np.frombuffer(text, dtype=np.uint8).copy() if world.rank == 0 else None
+    if buf is None:
+        buf = np.zeros(int(length[0]), dtype=np.uint8)
+    world.bcast(buf, 0, "control")
+    ranked = json.loads(bytes(buf).decode())
+    return {**options, "grid": ranked[0]["grid"]}, ranked
 
 
 def _partition_label(partition, source) -> str:

@@ -45,7 +45,7 @@ from gcntrain.comm.exchange import (
     ReduceScatterv,
     Uniform,
 )
-from gcntrain.comm.grid import grid_2d, parse_dims
+from gcntrain.comm.grid import factorizations, grid_2d, parse_dims
 from gcntrain.model.functional import row_l1_norms, row_normalize
 from gcntrain.model.loss import local_xent
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
@@ -558,6 +558,9 @@ class TwoD(Scheme):
     @staticmethod
     def dims(config: dict) -> tuple[int, ...]:
         return tuple(int(d) for d in config["grid"].split("x"))
+
+    def grid_candidates(self, size: int) -> list[str]:
+        return ["x".join(map(str, f)) for f in factorizations(size, self.ndim)]
 
     def row_parts(self, size: int, config: dict) -> int:
         return self.dims(config)[0]

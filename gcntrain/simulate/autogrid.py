@@ -1,0 +1,90 @@
+"""``--grid auto``: plan every process grid a scheme offers for P and keep the one with the
+least communication volume per rank (the Plexus configuration search, done by plan rather
+than by a formula).
+
+The volume of a grid is the largest bytes sent + received by any rank in a steady-state
+training epoch (each rank's median over the planned epochs); ties go to fewer messages, then
+to the grid's text.  Grids the input cannot take (a 2D store fixes its block grid) are listed
+with the reason and never chosen.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcntrain.errors import InputError
+from gcntrain.schemes import registry
+from gcntrain.simulate.summary import epoch_median
+
+#: the `--grid` value that asks for the search
+AUTO = "auto"
+
+
+def wants_auto(options: dict | None) -> bool:
+    return (options or {}).get("grid") == AUTO
+
+
+def _reusable(source):
+    """Read a single graph file once for all candidates (a store or a Graph as it is)."""
+    from gcntrain.schemes.loading import FileSource, open_source
+
+    src = open_source(source)
+    if isinstance(src, FileSource):
+        from gcntrain.data.store import read_graph
+
+        return read_graph(src.path)
+    return source
+
+
+def rank_grids(
+    source,
+    config,
+    scheme: str,
+    ranks: int,
+    options: dict | None = None,
+    partition=None,
+    partition_seed: int = 0,
+    num_features: int | None = None,
+    num_classes: int | None = None,
+) -> list[dict]:
+    """Every candidate grid of `scheme` on `ranks`, best first: ``{"grid", "volume_max",
+    "bytes_sent_max", "messages_max"}``, then the impossible ones with ``"error"``."""
+    from gcntrain.simulate.run import plan_training
+
+    sch = registry.get(scheme, ranks)
+    cands = sch.grid_candidates(ranks)
+    if not cands:
+        raise InputError(f"--grid auto: the {sch.name} scheme has no process grid")
+    source = _reusable(source)
+    good, bad = [], []
+    for grid in cands:
+        try:
+            sim = plan_training(
+                source,
+                config,
+                scheme,
+                ranks,
+                {**(options or {}), "grid": grid},
+                partition,
+                partition_seed,
+                num_features=num_features,
+                num_classes=num_classes,
+            )
+        except InputError as e:
+            bad.append({"grid": grid, "error": str(e)})
+            continue
+        med = epoch_median(sim.table.epoch_totals())  # (P, 4)
+        if med.ndim == 1:
+            med = np.zeros((ranks, 4))
+        good.append(
+            {
+                "grid": grid,
+                "volume_max": int((med[:, 0] + med[:, 1]).max(initial=0)),
+                "bytes_sent_max": int(med[:, 0].max(initial=0)),
+                "messages_max": int(med[:, 2].max(initial=0)),
+            }
+        )
+    if not good:
+        raise InputError(f"--grid auto: no grid of {sch.name} fits: {bad[0]['error']}")
+    good.sort(key=lambda r: (r["volume_max"], r["messages_max"], r["grid"]))
+    return good + bad
