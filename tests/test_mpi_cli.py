@@ -265,6 +265,16 @@ def test_2d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
     assert "2x2 block grid but this run needs 4x1" in res.stderr
 
 
+def test_3d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
+    """`gcntrain shard --grid 1x2` then 3d on 1 x 2 x 2: the two layers of each block column
+    open the same block and keep their own columns and node slice."""
+    store = tmp_path / "store3d"
+    assert run(["shard", str(graph_file), "-o", str(store), "--grid", "1x2"]) == 0
+    d = train_json(4, [str(store), "--scheme", "3d", "--grid", "1x2x2", *ARGS])
+    assert close(d["final_loss"], serial_summary["final_loss"])
+    assert d["test_acc"] == serial_summary["test_acc"] and d["partition"] == "store"
+
+
 @pytest.mark.parametrize(
     "grid,message",
     [
