@@ -103,31 +103,13 @@ def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
     t0 = time.perf_counter()
+    args = (graph, config, scheme, ranks)
+    widths = {"num_features": num_features, "num_classes": num_classes}
     search = None
     if wants_auto(options):
-        search = rank_grids(
-            graph,
-            config,
-            scheme,
-            ranks,
-            options,
-            partition,
-            partition_seed,
-            num_features=num_features,
-            num_classes=num_classes,
-        )
+        search = rank_grids(*args, options, partition, partition_seed, **widths)
         options = {**options, "grid": search[0]["grid"]}
-    sim = plan_training(
-        graph,
-        config,
-        scheme,
-        ranks,
-        options,
-        partition,
-        partition_seed,
-        num_features=num_features,
-        num_classes=num_classes,
-    )
+    sim = plan_training(*args, options, partition, partition_seed, **widths)
     if per_rank is not None:
         from gcntrain.simulate.table import write_table
 
