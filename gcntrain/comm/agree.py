@@ -45,13 +45,6 @@ def agree(comm, fn: Callable[[], T]) -> T:
         return result  # type: ignore[return-value]
     worst, first = int(flags[0]) // P, P - 1 - int(flags[0]) % P
     some_ok = bool(flags[1])
-    mine = msg.encode() if comm.rank == first else b""
-    length = np.array([len(mine)], dtype=np.int64)
-    comm.bcast(length, first, "control")
-    buf = np.zeros(int(length[0]), dtype=np.uint8)
-    if comm.rank == first:
-        buf[:] = np.frombuffer(mine, dtype=np.uint8)
-    comm.bcast(buf, first, "control")
-    text = bytes(buf).decode(errors="replace")
+    text = comm.bcast_bytes(msg.encode(), first, "control").decode(errors="replace")
     prefix = f"rank {first}: " if P > 1 and some_ok else ""
     raise AgreedError(prefix + text, worst) from err

@@ -194,6 +194,17 @@ class Comm:
         self.tally.add(phase, V.zero(), "wait", time.perf_counter() - t0)
 
     # -- small helpers -------------------------------------------------------------------
+    def bcast_bytes(self, data: bytes | None, root: int = 0, phase: str = "control") -> bytes:
+        """`root`'s byte string on every rank (its length, then its bytes; `data` is read on
+        the root only)."""
+        length = np.array([len(data) if self.rank == root else 0], dtype=np.int64)
+        self.bcast(length, root, phase)
+        buf = np.zeros(int(length[0]), dtype=np.uint8)
+        if self.rank == root:
+            buf[:] = np.frombuffer(data, dtype=np.uint8)
+        self.bcast(buf, root, phase)
+        return bytes(buf)
+
     def bcast_flag(self, flag: bool, root: int = 0, phase: str = "control") -> bool:
         """`root`'s boolean on every rank (one byte)."""
         buf = np.array([1 if flag else 0], dtype=np.int8)

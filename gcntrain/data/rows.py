@@ -17,6 +17,7 @@ import numpy as np
 from gcntrain.data.store import int_attr, open_h5, read_mask, to_mask
 from gcntrain.data.validate import check_format, validate_csr, validate_node_data
 from gcntrain.errors import FormatError
+from gcntrain.partition.csr import concat_ranges
 
 GRAPH_FORMAT = "gcntrain-graph"
 
@@ -43,16 +44,6 @@ def windows(rows: np.ndarray, gap: int) -> list[tuple[int, int]]:
             a, b, want = s_, e_, e_ - s_
     out.append((a, b))
     return out
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, e) for each pair, vectorised."""
-    lens = ends - starts
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-    return np.arange(total, dtype=np.int64) + offs
 
 
 def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> dict:
@@ -100,7 +91,7 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> 
             ix = ix_ds[lo:hi].astype(np.int64)
             dv = f["data"][lo:hi] if has["data"] else None
             starts, ends = ip[sel] - lo, ip[sel + 1] - lo
-            take = _ranges(starts, ends)
+            take = concat_ranges(starts, ends - starts)
             counts.append(ends - starts)
             idx_parts.append(ix[take])
             if dv is not None:

@@ -127,3 +127,14 @@ def keep_entries(indptr: np.ndarray, indices: np.ndarray, data, keep: np.ndarray
     ptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(row[keep], minlength=m), out=ptr[1:])
     return ptr, indices[keep], None if data is None else data[keep]
+
+
+def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[k], starts[k] + lens[k])`` over k (vectorised)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.asarray(lens, dtype=np.int64)
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+    return np.arange(total, dtype=np.int64) + offs

@@ -272,14 +272,7 @@ def _auto_grid(world, sch, source, config, options, partition, partition_seed):
         )
         return json.dumps(ranked).encode()
 
-    text = agree(world, search) or b""
-    length = np.array([len(text)], dtype=np.int64)
-    world.bcast(length, 0, "control")
-    buf = np.frombuffer(text, dtype=np.uint8).copy() if world.rank == 0 else None
-    if buf is None:
-        buf = np.zeros(int(length[0]), dtype=np.uint8)
-    world.bcast(buf, 0, "control")
-    ranked = json.loads(bytes(buf).decode())
+    ranked = json.loads(world.bcast_bytes(agree(world, search), 0, "control").decode())
     return {**options, "grid": ranked[0]["grid"]}, ranked
 
 

@@ -35,7 +35,6 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.comm import volume as V
 from gcntrain.comm.exchange import (
     Allgatherv,
     Allreduce,
@@ -52,7 +51,7 @@ from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import phase_key
 from gcntrain.partition.basic import block_bounds
-from gcntrain.partition.csr import keep_entries, sorted_unique
+from gcntrain.partition.csr import concat_ranges, keep_entries, sorted_unique
 from gcntrain.schemes.base import csr_apply, spmm_work
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme, SchemeOption
@@ -74,10 +73,9 @@ GRID_OPTION = SchemeOption(
 
 
 def chunk_offsets(width: int, parts: int) -> np.ndarray:
-    """Offsets (parts + 1) of the near-equal column chunks of a width-`width` matrix."""
-    out = np.zeros(parts + 1, dtype=np.int64)
-    np.cumsum(V.chunk_sizes(int(width), parts), out=out[1:])
-    return out
+    """Offsets (parts + 1) of the near-equal column chunks of a width-`width` matrix (the
+    `block_bounds` convention: the first ``width % parts`` chunks one column wider)."""
+    return block_bounds(int(width), int(parts))
 
 
 def use_gather(sparse_input: bool, f_in: int, f_out: int) -> bool:
@@ -97,16 +95,6 @@ def layer_offsets(offsets: np.ndarray, pz: int) -> np.ndarray:
     out = np.zeros(sizes.size + 1, dtype=np.int64)
     np.cumsum(sizes.reshape(-1), out=out[1:])
     return out
-
-
-def ragged(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[g], starts[g] + lens[g])`` over g (vectorised)."""
-    lens = np.asarray(lens, dtype=np.int64)
-    tot = int(lens.sum())
-    if tot == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = np.repeat(np.cumsum(lens) - lens, lens)
-    return np.repeat(np.asarray(starts, dtype=np.int64), lens) + np.arange(tot) - first
 
 
 @dataclass(frozen=True)
@@ -247,7 +235,7 @@ def summa_stages(
     # process rows: virtual row I runs the stages of layer I % Pz
     I = np.arange(layout.vr, dtype=np.int64)
     k = I % layout.pz
-    sa = order[ragged(ptr[k], lens[k])]
+    sa = order[concat_ranges(ptr[k], lens[k])]
     A = BcastStages(
         layout.rows,
         np.repeat(I, lens[k]),
@@ -257,7 +245,7 @@ def summa_stages(
     # layer columns: group g = k * Pc + j runs the stages of layer k
     g = np.arange(layout.pz * layout.pc, dtype=np.int64)
     kg, jg = g // layout.pc, g % layout.pc
-    sx = order[ragged(ptr[kg], lens[kg])]
+    sx = order[concat_ranges(ptr[kg], lens[kg])]
     X = BcastStages(
         layout.layer_cols,
         np.repeat(g, lens[kg]),
