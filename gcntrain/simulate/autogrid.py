@@ -24,16 +24,23 @@ def wants_auto(options: dict | None) -> bool:
     return (options or {}).get("grid") == AUTO
 
 
-def _reusable(source):
-    """Read a single graph file once for all candidates (a store or a Graph as it is)."""
+def _reusable(source, config):
+    """(source, support matrix) to plan every candidate with: a single graph file is read
+    once and its support matrix built once (a store is left to the plan: its numbering, and
+    so the grids it admits, are its own)."""
+    from gcntrain.data.graph import Graph
+    from gcntrain.model.normalize import support_kind, support_matrix
     from gcntrain.schemes.loading import FileSource, open_source
 
     src = open_source(source)
     if isinstance(src, FileSource):
         from gcntrain.data.store import read_graph
 
-        return read_graph(src.path)
-    return source
+        source = read_graph(src.path)
+    if source is None or isinstance(source, Graph):
+        graph = src.graph if source is None else source
+        return graph, support_matrix(graph, support_kind(config.model, config.aggregator))
+    return source, None
 
 
 def rank_grids(
@@ -55,7 +62,7 @@ def rank_grids(
     cands = sch.grid_candidates(ranks)
     if not cands:
         raise InputError(f"--grid auto: the {sch.name} scheme has no process grid")
-    source = _reusable(source)
+    source, support = _reusable(source, config)
     good, bad = [], []
     for grid in cands:
         try:
@@ -69,6 +76,7 @@ def rank_grids(
                 partition_seed,
                 num_features=num_features,
                 num_classes=num_classes,
+                support=support,
             )
         except InputError as e:
             bad.append({"grid": grid, "error": str(e)})

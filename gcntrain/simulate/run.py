@@ -82,11 +82,14 @@ def plan_training(
     agreements: int = 1,
     num_features: int | None = None,
     num_classes: int | None = None,
+    support: sp.csr_matrix | None = None,
 ) -> Simulation:
     """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
 
     `num_features` / `num_classes` stand in for a graph without node data (a structure-only
     SNAP graph): the plan then assumes dense features of that width and train/val/test masks.
+    `support`: the graph's support matrix for this model in its original numbering, when the
+    caller already has it (the grid search plans one graph many times).
     """
     config.validate()
     sch = registry.get(scheme, ranks)
@@ -100,9 +103,9 @@ def plan_training(
     )
     graph, numbering = src.whole(numbering)
     layout = sch.layout(numbering, meta, ranks, sc)
-    S = support_in_numbering(
-        support_matrix(graph, support_kind(config.model, config.aggregator)), numbering.perm
-    )
+    if support is None:
+        support = support_matrix(graph, support_kind(config.model, config.aggregator))
+    S = support_in_numbering(support, numbering.perm)
     ctx = PlanContext(layout, S, is_symmetric(S), feature_nnz=feature_nnz(graph, numbering.perm))
     f0, classes = node_widths(graph, meta, num_features, num_classes)
     masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
