@@ -1,7 +1,8 @@
 """Time `gcntrain simulate` at P = 8192 on soc-Slashdot0902 (symmetrized, self-loops added).
 
 Each scheme runs in its own process (its peak RSS, from getrusage, is its own): 1d, p2p on a random
-partition, 2d on a 64 x 128 grid; GCN 128 -> 16 -> 16, 200 epochs.  Prints wall time, peak
+partition, 2d on a 64 x 128 grid, 3d on 16 x 16 x 32; GCN 128 -> 16 -> 16, 200 epochs.
+Prints the machine's load and measured memory bandwidth, then per scheme the wall time, peak
 RSS and the planned traffic of a steady-state epoch.
 
     python scripts/bench_simulate.py [--ranks 8192] [--shared ../shared]
@@ -22,7 +23,26 @@ CASES = [
     ("1d", []),
     ("p2p", ["--partition", "random"]),
     ("2d", ["--grid", "64x128"]),
+    ("3d", ["--grid", "16x16x32"]),
 ]
+
+
+def triad_gbs(n: int = 1 << 25, repeat: int = 5) -> float:
+    """Memory bandwidth of this machine now: best of `repeat` numpy triads a = b + 3 c over
+    `n` float64, done as two passes (a = 3 c; a += b) that move 5 x 8 n bytes (write-allocate
+    not counted)."""
+    import numpy as np
+
+    b, c = np.ones(n), np.full(n, 2.0)
+    a = np.empty(n)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.multiply(c, 3.0, out=a)
+        np.add(a, b, out=a)
+        best = min(best, time.perf_counter() - t0)
+    # pass 1 reads c and writes a, pass 2 reads a and b and writes a
+    return 5 * 8 * n / best / 1e9
 
 
 def gcntrain() -> list[str]:
@@ -54,7 +74,8 @@ def main() -> int:
         )
         print(
             f"P = {args.ranks}, soc-Slashdot0902 symmetrized + self-loops, cores "
-            f"{os.cpu_count()}, load {os.getloadavg()[0]:.2f}"
+            f"{os.cpu_count()}, load {os.getloadavg()[0]:.2f}, memory bandwidth "
+            f"{triad_gbs():.1f} GB/s (numpy triad)"
         )
         print(
             f"{'scheme':24s} {'wall s':>7s} {'peak RSS MiB':>13s} {'sent max MB':>12s} "
