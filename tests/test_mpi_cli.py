@@ -64,6 +64,8 @@ def close(a: float, b: float, tol: float = 1e-9) -> bool:
         (2, "2d", ["--grid", "2x1", "--partition", "random"]),
         (4, "3d", ["--grid", "2x1x2"]),
         (3, "3d", ["--partition", "random"]),
+        (4, "plexus", ["--grid", "1x2x2", "--permute", "double"]),
+        (3, "plexus", ["--block-rows", "500"]),
     ],
 )
 def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, scheme, extra):
@@ -284,6 +286,9 @@ def test_3d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
         ("3d:2x2", "--grid must look like XxYxZ (e.g. 2x2x2) for the 3d scheme"),
         ("3d:2x0x2", "dimensions must be >= 1"),
         ("3d:2x2x2", "process grid 2x2x2 needs 8 ranks, but the job has 4"),
+        ("plexus:4x1", "--grid must look like XxYxZ (e.g. 2x2x2) for the plexus scheme"),
+        ("plexus:1x0x4", "dimensions must be >= 1"),
+        ("plexus:3x1x1", "process grid 3x1x1 needs 3 ranks, but the job has 4"),
     ],
 )
 def test_invalid_grid_one_line_exit_2_on_every_rank(graph_file, grid, message):

@@ -53,6 +53,29 @@ def test_split_3d_weights_equal_serial_and_traffic_equals_plan(nprocs):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [*NPROCS, 8])
+def test_plexus_weights_equal_serial_and_traffic_equals_plan(nprocs):
+    """Every ordered X x Y x Z = P (2 x 2 x 2 at np = 8): Cora GCN and R-MAT n = 509 GraphSAGE
+    with both evaluation orders in one model, on every grid; R-MAT GCN, --permute double and
+    --block-rows on the last; float64 within 1e-5, measured traffic equal to the plan."""
+    verdict = _check(nprocs, "equivplexus")
+    labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
+    grids = ["2x2x2"] if nprocs == 8 else ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
+    for grid in grids:
+        assert ("cora", "gcn", f"plexus-{grid}") in labels
+        assert ("rmat-509", "sage", f"plexus-{grid}") in labels
+    last = grids[-1]
+    for g, m, extra in (
+        ("cora", "gcn", "-double"),
+        ("rmat-509", "sage", "-double"),
+        ("rmat-509", "sage", "-blocks"),
+        ("rmat-509", "gcn", ""),
+        ("rmat-509", "gcn", "-double"),
+    ):
+        assert (g, m, f"plexus-{last}{extra}") in labels
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
 def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
     """Op by op, on random matrices, independent of training (float64, 1e-12 relative)."""
@@ -90,5 +113,13 @@ def test_per_spmm_volume_matches_theory(nprocs):
 def test_cora_accuracy_at_np4_equals_serial():
     verdict = _check(4, "accuracy")
     labels = {d["scheme"] for d in verdict["details"]}
-    assert labels == {"1d", "1.5d-c2", "p2p-metis", "2d-2x2", "3d-1x2x2"}
+    assert labels == {
+        "1d",
+        "1.5d-c2",
+        "p2p-metis",
+        "2d-2x2",
+        "3d-1x2x2",
+        "plexus-2x1x2",
+        "plexus-2x2x1-double",
+    }
     assert all(d["test_acc"] > 0.7 for d in verdict["details"])

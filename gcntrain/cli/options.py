@@ -229,7 +229,7 @@ def scheme_options(f):
     """--scheme (from the registry), every scheme's declared options, and the partition."""
     from gcntrain.schemes import registry
 
-    opts = list(registry.all_options().values())
+    opts = [o for o in registry.all_options().values() if o.cli]
     for o in reversed(opts):
         f = click.option(
             *o.flags,
@@ -249,10 +249,11 @@ def scheme_options(f):
     )(f)
     f = click.option(
         "--permute",
-        type=click.Choice(["none", "random"]),
+        type=click.Choice(["none", "random", "double"]),
         default="none",
         show_default=True,
-        help="Random vertex permutation for load balance (= --partition random).",
+        help="Vertex permutation for load balance: random (= --partition random) or, for "
+        "--scheme plexus, double (independent row and column orderings, Plexus 5.1).",
     )(f)
     f = click.option(
         "--partition",
@@ -276,8 +277,11 @@ def scheme_args(kw: dict) -> tuple[str, dict, str | None, int]:
     from gcntrain.errors import InputError
     from gcntrain.schemes import registry
 
-    options = {name: kw.pop(name) for name in registry.all_options()}
+    declared = registry.all_options()
+    options = {name: kw.pop(name) for name, o in declared.items() if o.cli}
     partition, permute = kw.pop("partition"), kw.pop("permute")
+    if permute == "double":
+        options["permute"] = "double"
     if permute == "random":
         if partition not in (None, "random"):
             raise InputError("--permute random conflicts with --partition " + partition)

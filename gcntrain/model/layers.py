@@ -184,7 +184,7 @@ class SAGEMeanLayer(Layer):
         Ws, Wn = self.params["W_self"], self.params["W_neigh"]
         agg, mm = ctx.at("aggregate", self.index, "fwd"), ctx.at("matmul", self.index, "fwd")
         Hd = self._drop(ops, H, key, ctx)
-        Z = ops.matmul(Hd, Ws, phase=mm)
+        Z = ops.matmul(Hd, Ws, phase=ctx.at("matmul", self.index, "fwd", term="self"))
         if self.order == "mm_first":
             Z = Z + ops.aggregate(ops.matmul(Hd, Wn, phase=mm), phase=agg)
             A = None
@@ -205,7 +205,8 @@ class SAGEMeanLayer(Layer):
         agg, mm = ctx.at("aggregate", self.index, "bwd"), ctx.at("matmul", self.index, "bwd")
         need = need_input_grad
         dZ = np.ascontiguousarray(dZ)
-        dHd, dWs = ops.matmul_grads(Hd, Ws, dZ, need_input_grad=need, phase=mm)
+        mm_self = ctx.at("matmul", self.index, "bwd", term="self")
+        dHd, dWs = ops.matmul_grads(Hd, Ws, dZ, need_input_grad=need, phase=mm_self)
         if self.order == "mm_first":
             dP = ops.aggregate_t(dZ, phase=agg)
             dHn, dWn = ops.matmul_grads(Hd, Wn, dP, need_input_grad=need, phase=mm)

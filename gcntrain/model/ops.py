@@ -83,6 +83,9 @@ class Ops:
     rows: np.ndarray
     #: number of nodes in the whole graph
     n_global: int
+    #: original ids of the local rows of the first layer's input (the features), where they
+    #: differ from `rows` (Plexus: the input and the logits are sharded over different axes)
+    input_rows: np.ndarray | None = None
     #: rank and size, for logging only (the model must not branch on them)
     rank: int = 0
     size: int = 1

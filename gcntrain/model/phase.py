@@ -27,6 +27,9 @@ class Phase:
     direction : "fwd" | "bwd" | ""
     training : False in evaluation passes
     epoch : 0-based epoch, -1 outside the epoch loop
+    term : which product of a layer with several ("self": GraphSAGE's ``H W_self``; "" for
+        the rest).  Not part of the tally key; a scheme whose layout differs between the
+        terms (Plexus) reads it.
     """
 
     op: str
@@ -34,6 +37,7 @@ class Phase:
     direction: str = ""
     training: bool = True
     epoch: int = -1
+    term: str = ""
 
     @property
     def key(self) -> str:
@@ -49,9 +53,9 @@ class Phase:
             key = "eval." + key
         return key
 
-    def at(self, op: str, layer: int | None = None, direction: str = "") -> Phase:
+    def at(self, op: str, layer: int | None = None, direction: str = "", term: str = "") -> Phase:
         """The same pass (training flag, epoch) at another operation."""
-        return replace(self, op=op, layer=layer, direction=direction)
+        return replace(self, op=op, layer=layer, direction=direction, term=term)
 
 
 def phase_key(phase: Phase | str) -> str:

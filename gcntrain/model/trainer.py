@@ -225,6 +225,24 @@ def make_network(config: TrainConfig, num_features: int, num_classes: int, ops: 
     return net
 
 
+def model_layers(config: TrainConfig, num_features: int, num_classes: int | None):
+    """The layers `config` builds for these widths (`Network.describe`), as a tuple; None
+    when the number of classes is unknown."""
+    if num_classes is None:
+        return None
+    net = build_network(
+        config.model,
+        num_features,
+        list(config.hidden),
+        num_classes,
+        aggregator=config.aggregator,
+        dropout=config.dropout,
+        bias=config.bias,
+        order=config.order,
+    )
+    return tuple(net.describe())
+
+
 def evaluate(
     ops: Ops,
     net: Network,
@@ -303,10 +321,11 @@ def fit(
         raise InputError("training needs a train mask")
     labels = np.asarray(labels_local, dtype=np.int64)
     m = int(np.asarray(ops.rows).shape[0])
-    if labels.shape[0] != m or X_local.shape[0] != m:
+    m_in = m if ops.input_rows is None else int(np.asarray(ops.input_rows).shape[0])
+    if labels.shape[0] != m or X_local.shape[0] != m_in:
         raise ValueError(
-            f"features ({X_local.shape[0]}) and labels ({labels.shape[0]}) must "
-            f"have one row per local row ({m})"
+            f"features ({X_local.shape[0]}) and labels ({labels.shape[0]}) must have one "
+            f"row per local input row ({m_in}) and per local row ({m})"
         )
     f0 = int(X_local.shape[1] if num_features is None else num_features)
     masks = {k: effective_mask(labels, masks_local.get(k)) for k in ("train", "val", "test")}

@@ -119,8 +119,9 @@ class Call:
 
     @property
     def key(self) -> tuple:
-        """Identity of the call for pricing (everything but the phase)."""
-        return (self.method, self.args, self.kwargs)
+        """Identity of the call for pricing: everything but the pass context (training flag,
+        epoch, direction); the layer and term stay, since a layout may vary by layer."""
+        return (self.method, self.phase.layer, self.phase.term, self.args, self.kwargs)
 
     def shape(self, i: int) -> tuple[int, ...]:
         """Shape of positional array argument i."""

@@ -248,7 +248,7 @@ class RowScheme(Scheme):
     #: the scheme's Ops: ``ops_class(world, layout, fwd, bwd, rows)``
     ops_class: type | None = None
 
-    def layout(self, numbering, meta, size, config) -> RowLayout:
+    def layout(self, numbering, meta, size, config, model=None) -> RowLayout:
         return RowLayout(numbering, 1)
 
     def setup(self, world, layout: RowLayout, local, kind: str):

@@ -125,7 +125,7 @@ class OneFiveD(RowScheme):
     def row_parts(self, size: int, config: dict) -> int:
         return size // config["replication"]
 
-    def layout(self, numbering, meta, size, config) -> RowLayout:
+    def layout(self, numbering, meta, size, config, model=None) -> RowLayout:
         return RowLayout(numbering, config["replication"])
 
     def setup(self, world, layout: RowLayout, local, kind: str) -> OneFiveDOps:

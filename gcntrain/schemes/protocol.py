@@ -32,6 +32,9 @@ class SchemeOption:
     help: str
     type: Any = str
     metavar: str | None = None
+    #: False: the CLI sets it from a shared option instead of declaring its own flag
+    #: (Plexus' ``--permute double`` shares ``--permute`` with ``--permute random``)
+    cli: bool = True
 
     def given(self, value) -> bool:
         return value is not None and value != self.default
@@ -131,6 +134,8 @@ class PlanContext:
     symmetric: bool
     #: stored feature nonzeros per node (new numbering), for the flops of sparse inputs
     feature_nnz: np.ndarray | None = None
+    #: bytes per stored feature value of the source (schemes that move features in setup)
+    feature_itemsize: int = 4
     cache: dict = field(default_factory=dict)
 
     @property
@@ -196,7 +201,17 @@ class Scheme:
         return []
 
     # -- layout and setup ------------------------------------------------------------------
-    def layout(self, numbering: Numbering, meta: GraphMeta, size: int, config: dict):
+    def layout(
+        self,
+        numbering: Numbering,
+        meta: GraphMeta,
+        size: int,
+        config: dict,
+        model: tuple[dict, ...] | None = None,
+    ):
+        """The pure layout.  `model`: the network's layers (`Network.describe`: kind, f_in,
+        f_out, order, ...), for a scheme whose layout follows the model (Plexus rotates its
+        axes layer by layer); the others ignore it."""
         raise NotImplementedError
 
     def setup(self, world, layout, local: LocalGraph, kind: str):

@@ -19,6 +19,7 @@ ENTRIES = (
     "gcntrain.schemes.p2p:P2P",
     "gcntrain.schemes.two_d:TwoD",
     "gcntrain.schemes.three_d:ThreeD",
+    "gcntrain.schemes.plexus:Plexus",
 )
 
 

@@ -21,6 +21,7 @@ from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.run import model_summary, result_summary
+from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
@@ -109,7 +110,13 @@ def load_rank(
             partition_seed,
             scheme.col_parts(world.size, sc),
         )
-        layout = scheme.layout(numbering, meta, world.size, sc)
+        layout = scheme.layout(
+            numbering,
+            meta,
+            world.size,
+            sc,
+            model_layers(config, meta.num_features, meta.num_classes),
+        )
         local = check_classes(src.load(layout.request(world.rank), numbering))
         return sc, src, layout, local
 

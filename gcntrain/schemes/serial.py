@@ -50,7 +50,7 @@ class Serial(RowScheme):
     def world(self, comm=None):
         return comm if comm is not None and comm.size == 1 else SelfComm()
 
-    def layout(self, numbering, meta, size, config) -> SerialLayout:
+    def layout(self, numbering, meta, size, config, model=None) -> SerialLayout:
         return SerialLayout(numbering)
 
     def setup(self, world, layout, local, kind: str) -> SerialOps:

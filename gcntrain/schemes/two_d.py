@@ -556,7 +556,7 @@ class TwoD(Scheme):
     def col_parts(self, size: int, config: dict) -> int:
         return self.dims(config)[1]
 
-    def layout(self, numbering, meta, size, config) -> Layout2D:
+    def layout(self, numbering, meta, size, config, model=None) -> Layout2D:
         pr, pc, *layers = self.dims(config)
         cols = numbering.col_offsets
         if cols is None:

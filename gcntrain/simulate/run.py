@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from gcntrain.errors import InputError
 from gcntrain.model.normalize import support_kind, support_matrix
+from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
 from gcntrain.schemes.protocol import PlanContext, check_only_own_options
@@ -102,12 +103,18 @@ def plan_training(
         sch.row_parts(ranks, sc), partition, partition_seed, sch.col_parts(ranks, sc)
     )
     graph, numbering = src.whole(numbering)
-    layout = sch.layout(numbering, meta, ranks, sc)
+    f0, classes = node_widths(graph, meta, num_features, num_classes)
+    layout = sch.layout(numbering, meta, ranks, sc, model_layers(config, f0, classes))
     if support is None:
         support = support_matrix(graph, support_kind(config.model, config.aggregator))
     S = support_in_numbering(support, numbering.perm)
-    ctx = PlanContext(layout, S, is_symmetric(S), feature_nnz=feature_nnz(graph, numbering.perm))
-    f0, classes = node_widths(graph, meta, num_features, num_classes)
+    ctx = PlanContext(
+        layout,
+        S,
+        is_symmetric(S),
+        feature_nnz=feature_nnz(graph, numbering.perm),
+        feature_itemsize=4 if graph.features is None else int(graph.features.dtype.itemsize),
+    )
     masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
     calls = record_schedule(
         config,

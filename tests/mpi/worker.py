@@ -101,8 +101,11 @@ def run_scheme(world, g, scheme, opts, part, cfg):
 
 def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
     """Measured vs planned, every phase of this rank, whole run (setup to final)."""
-    sim = plan_training(g, cfg, scheme, run.layout.size, opts, part)
-    planned = sim.table.phases()
+    # one rank plans (the plan covers every rank) and shares it: the ranks share the cores
+    planned = None
+    if rank == 0:
+        planned = plan_training(g, cfg, scheme, run.layout.size, opts, part).table.phases()
+    planned = _bcast_object(planned)
     measured = run.phases().phases
     out = []
     for k in sorted(set(planned) | set(measured)):
@@ -111,6 +114,12 @@ def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
         if not np.array_equal(a, b):
             out.append(f"{k}: measured {a.tolist()} planned {b.tolist()}")
     return out
+
+
+def _bcast_object(obj):
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.bcast(obj, root=0) if MPI.COMM_WORLD.Get_size() > 1 else obj
 
 
 def rel_err(ws_a, ws_b) -> float:
@@ -186,6 +195,34 @@ def case_equiv3d(world):
     return ok, details
 
 
+def case_equivplexus(world):
+    """Plexus on every grid of `grids_3d`: weights after 5 epochs equal serial (float64,
+    1e-5), measured bytes/messages equal the plan; Cora (GCN: product first in layer 0) and
+    R-MAT n = 509 (GraphSAGE with a hidden layer wider than the input, so both
+    orders occur; GCN on the last grid), plus --permute double and --block-rows on the last
+    grid."""
+    details, ok = [], True
+    rm = rmat_odd(9, edge_factor=8, seed=11, num_features=12, num_classes=4)
+    grids = grids_3d(world.size)
+    cases = [(f"plexus-{grid}", "plexus", {"grid": grid}, None) for grid in grids]
+    last = grids[-1]
+    double = (f"plexus-{last}-double", "plexus", {"grid": last, "permute": "double"}, None)
+    blocks = (f"plexus-{last}-blocks", "plexus", {"grid": last, "block_rows": 50}, None)
+    runs = [
+        ("cora", cora(), "gcn", (16,), cases + [double]),
+        ("rmat-509", rm, "sage", (20, 6), cases + [double, blocks]),
+        ("rmat-509", rm, "gcn", (20, 6), [cases[-1], double]),
+    ]
+    for gname, g, model, hidden, cases in runs:
+        cfg = TrainConfig(
+            epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden
+        )
+        good, det = check_cases(world, g, cfg, cases, 1e-5, {"graph": gname, "model": model})
+        ok &= good
+        details += det
+    return ok, details
+
+
 def case_directed(world):
     """A directed graph (S != S^T): the transposed rows are exchanged; still exact."""
     g = rmat(8, edge_factor=8, seed=2, num_features=10, num_classes=3, symmetrize=False)
@@ -216,7 +253,11 @@ def case_accuracy(world):
     ok, details = True, []
     cfg = TrainConfig(seed=123, dtype="float32")
     ser = serial_fit(g, cfg)
-    cases = scheme_cases(g, world.size) + [("3d-1x2x2", "3d", {"grid": "1x2x2"}, None)]
+    cases = scheme_cases(g, world.size) + [
+        ("3d-1x2x2", "3d", {"grid": "1x2x2"}, None),
+        ("plexus-2x1x2", "plexus", {"grid": "2x1x2"}, None),
+        ("plexus-2x2x1-double", "plexus", {"grid": "2x2x1", "permute": "double"}, None),
+    ]
     for label, scheme, opts, part in cases:
         if label in ("p2p-block", "p2p-random") or (scheme == "2d" and label != "2d-2x2"):
             continue
@@ -438,6 +479,7 @@ def case_fault(world):
 CASES = {
     "equiv": case_equiv,
     "equiv3d": case_equiv3d,
+    "equivplexus": case_equivplexus,
     "directed": case_directed,
     "accuracy": case_accuracy,
     "nomask": case_nomask,
