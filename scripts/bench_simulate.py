@@ -1,7 +1,8 @@
 """Time `gcntrain simulate` at P = 8192 on soc-Slashdot0902 (symmetrized, self-loops added).
 
 Each scheme runs in its own process (its peak RSS, from getrusage, is its own): 1d, p2p on a random
-partition, 2d on a 64 x 128 grid, 3d on 16 x 16 x 32; GCN 128 -> 16 -> 16, 200 epochs.
+partition, 2d on a 64 x 128 grid, 3d and plexus on 16 x 16 x 32; GCN 128 -> 16 -> 16, 200
+epochs.
 Prints the machine's load and measured memory bandwidth, then per scheme the wall time, peak
 RSS and the planned traffic of a steady-state epoch.
 
@@ -24,6 +25,7 @@ CASES = [
     ("p2p", ["--partition", "random"]),
     ("2d", ["--grid", "64x128"]),
     ("3d", ["--grid", "16x16x32"]),
+    ("plexus", ["--grid", "16x16x32"]),
 ]
 
 

@@ -257,16 +257,24 @@ class PlexusLayout:
         return self.rank_of(c)
 
     # -- node data ---------------------------------------------------------------------------
-    def holders(self, place: Place, orig: np.ndarray) -> np.ndarray:
-        """(len, G_col * G_rep) ranks holding the rows of original ids `orig` at `place`."""
+    def row_chunk(self, place: Place, orig: np.ndarray) -> np.ndarray:
+        """Row chunk (coordinate along ``place.row``) of original ids `orig` at `place`."""
         pos = self.position(self.num(place.num), orig)
-        ri = owner_of(pos, self.bounds(place.row))
+        return owner_of(pos, self.bounds(place.row))
+
+    def chunk_holders(self, place: Place, chunks: np.ndarray) -> np.ndarray:
+        """(len, G_col * G_rep) ranks holding row chunks `chunks` of a matrix at `place`."""
+        chunks = np.asarray(chunks, dtype=np.int64)
         gc, gt = self.dims[place.col], self.dims[place.rep]
-        c = np.zeros((pos.shape[0], gc, gt, 3), dtype=np.int64)
-        c[..., place.row] = ri[:, None, None]
+        c = np.zeros((chunks.shape[0], gc, gt, 3), dtype=np.int64)
+        c[..., place.row] = chunks[:, None, None]
         c[..., place.col] = np.arange(gc)[None, :, None]
         c[..., place.rep] = np.arange(gt)[None, None, :]
-        return self.rank_of(c).reshape(pos.shape[0], gc * gt)
+        return self.rank_of(c).reshape(chunks.shape[0], gc * gt)
+
+    def holders(self, place: Place, orig: np.ndarray) -> np.ndarray:
+        """(len, G_col * G_rep) ranks holding the rows of original ids `orig` at `place`."""
+        return self.chunk_holders(place, self.row_chunk(place, orig))
 
     def rows_of(self, place: Place, rank: int) -> np.ndarray:
         """Original ids of the local rows of a matrix at `place` on `rank`."""
@@ -329,9 +337,16 @@ def _sources(layout: PlexusLayout) -> np.ndarray:
     return owner_of(np.arange(layout.n, dtype=np.int64), off)
 
 
-def _pair_counts(P: int, src: np.ndarray, dst: np.ndarray):
-    key, cnt = np.unique(src * P + dst, return_counts=True)
-    return key // P, key % P, cnt.astype(np.int64)
+def holder_pairs(layout: PlexusLayout, place: Place, orig: np.ndarray, load: np.ndarray):
+    """(source, destination, rows) of the node rows (original ids `orig`, read by ranks
+    `load`) sent to the holders of their rows at `place`: nodes of one (source, row chunk)
+    share their destinations, so the pairs are counted per chunk before expanding."""
+    g = layout.dims[place.row]
+    code, cnt = np.unique(load * g + layout.row_chunk(place, orig), return_counts=True)
+    src, chunk = np.divmod(code, g)
+    dst = layout.chunk_holders(place, chunk)
+    k = dst.shape[1]
+    return np.repeat(src, k), dst.reshape(-1), np.repeat(cnt.astype(np.int64), k)
 
 
 class PlexusOps(Ops):
@@ -878,16 +893,14 @@ class Plexus(Scheme):
             else np.asarray(lay.numbering.perm, dtype=np.int64)
         )
         load = _sources(lay)
-        hold = lay.holders(INPUT, orig)
-        ps, pd, pc = _pair_counts(P, np.repeat(load, hold.shape[1]), hold.reshape(-1))
+        ps, pd, pc = holder_pairs(lay, INPUT, orig, load)
         width = lay.col_counts(INPUT, lay.num_features)
         out += [
             ("setup", Uniform(world, 8)),
             ("setup", Pairs(P, ps, pd, pc * 8)),
             ("setup", Pairs(P, ps, pd, pc * width[pd] * ctx.feature_itemsize)),
         ]
-        hold = lay.holders(lay.output, orig)
-        ps, pd, pc = _pair_counts(P, np.repeat(load, hold.shape[1]), hold.reshape(-1))
+        ps, pd, pc = holder_pairs(lay, lay.output, orig, load)
         out += [("setup", Uniform(world, 8)), ("setup", Pairs(P, ps, pd, pc * LABEL_BYTES))]
         return out
 
