@@ -78,11 +78,14 @@ def test_plexus_weights_equal_serial_and_traffic_equals_plan(nprocs):
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
 def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
-    """Op by op, on random matrices, independent of training (float64, 1e-12 relative)."""
+    """Op by op, on random matrices, independent of training (float64, 1e-12 relative);
+    Plexus layer by layer at each call's placements, GCN and GraphSAGE (self term)."""
     verdict = _check(nprocs, "ops")
     schemes = {d["scheme"] for d in verdict["details"]}
     assert {"1d", "p2p", "1.5d-c1", f"2d-1x{nprocs}", f"2d-{nprocs}x1"} <= schemes
     assert {f"3d-1x1x{nprocs}", f"3d-{nprocs}x1x1"} <= schemes
+    grids = ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
+    assert {f"plexus-{g}" for g in grids} | {f"plexus-{g}-double" for g in grids} <= schemes
     assert ("serial" in schemes) == (nprocs == 1)
 
 

@@ -259,7 +259,8 @@ def check_only_own_options(scheme: Scheme, all_options: dict[str, SchemeOption],
     for name, value in values.items():
         opt = all_options.get(name)
         if opt is not None and name not in own and opt.given(value):
+            flag = opt.flags[0] if opt.cli else f"{opt.flags[0]} {value}"
             raise InputError(
-                f"{opt.flags[0]} does not apply to --scheme {scheme.name}"
+                f"{flag} does not apply to --scheme {scheme.name}"
                 f" (it is an option of another scheme)"
             )

@@ -428,6 +428,123 @@ def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict
     return err
 
 
+def plexus_ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict:
+    """Plexus: every Ops method against SerialOps, layer by layer at the placements of the
+    layout's model (each operand's block cut where that call expects it)."""
+    from gcntrain.schemes.plexus import INPUT, agg_out, mm_out
+
+    lay = ops.layout
+    rng = np.random.default_rng(seed)
+
+    def blk(A, place, width):
+        lo, hi = ops._cols(place, width)
+        return np.ascontiguousarray(A[lay.rows_of(place, ops.rank)][:, lo:hi])
+
+    err = {}
+
+    def put(name, value):
+        err[name] = max(err.get(name, 0.0), value)
+
+    for i, (pl, m) in enumerate(zip(lay.plans, lay.model)):
+        f_in, f_out = int(m["f_in"]), int(m["f_out"])
+        fwd, bwd = Phase("aggregate", i, "fwd"), Phase("aggregate", i, "bwd")
+        w = f_in if pl.agg == pl.inp else f_out
+        X, D = rng.standard_normal((n, w)), rng.standard_normal((n, w))
+        put(
+            "aggregate",
+            _rel(ops.aggregate(blk(X, pl.agg, w), phase=fwd), blk(ser.S @ X, agg_out(pl.agg), w)),
+        )
+        put(
+            "aggregate_t",
+            _rel(ops.aggregate_t(blk(D, agg_out(pl.agg), w), phase=bwd), blk(ser.T @ D, pl.agg, w)),
+        )
+        W, b = rng.standard_normal((f_in, f_out)), rng.standard_normal(f_out)
+        H, dZ = rng.standard_normal((n, f_in)), rng.standard_normal((n, f_out))
+        wspec, bspec = ParamSpec(i, "W", (f_in, f_out)), ParamSpec(i, "b", (f_out,))
+        Wl, bl = ops.shard_param(W, wspec, phase=fwd), ops.shard_param(b, bspec, phase=fwd)
+        put("gather_param", _rel(ops.gather_param(Wl, wspec, phase=fwd), W))
+        put("gather_param", _rel(ops.gather_param(bl, bspec, phase=fwd), b))
+        put("param_sum_sq", _rel(ops.param_sum_sq(Wl, wspec, phase=fwd), np.sum(W * W)))
+        put("param_sum_sq", _rel(ops.param_sum_sq(bl, bspec, phase=fwd), np.sum(b * b)))
+        terms = [("", pl.mm, mm_out(pl.mm))]
+        if pl.self_first is not None:
+            terms.append(("self", pl.inp, pl.out))
+        for term, src, dst in terms:
+            mm = Phase("matmul", i, "fwd", term=term)
+            put(
+                f"matmul{term}",
+                _rel(ops.matmul(blk(H, src, f_in), Wl, phase=mm), blk(H @ W, dst, f_out)),
+            )
+            Hs = sp.csr_matrix(np.where(rng.random(H.shape) < 0.3, H, 0.0))
+            got = ops.matmul(sp.csr_matrix(blk(Hs.toarray(), src, f_in)), Wl, phase=mm)
+            put(f"matmul_sparse{term}", _rel(got, blk(Hs @ W, dst, f_out)))
+            mg = Phase("matmul", i, "bwd", term=term)
+            dH, dWp = ops.matmul_grads(
+                blk(H, src, f_in), Wl, blk(dZ, dst, f_out), need_input_grad=True, phase=mg
+            )
+            put(f"matmul_grads.dH{term}", _rel(dH, blk(dZ @ W.T, src, f_in)))
+            gW = ops.reduce_weight_grad(dWp, wspec, phase=mg)
+            put(f"reduce_weight_grad{term}", _rel(ops.gather_param(gW, wspec, phase=mg), H.T @ dZ))
+        gb = ops.bias_grad(blk(dZ, pl.out, f_out), bspec, phase=fwd)
+        put("bias_grad", _rel(ops.gather_param(gb, bspec, phase=fwd), dZ.sum(0)))
+        dp = Phase("dropout", i, "fwd")
+        put(
+            "dropout",
+            _rel(
+                ops.dropout(blk(H, pl.inp, f_in), (3, 5), 0.4, width=f_in, phase=dp),
+                blk(ser.dropout(H, (3, 5), 0.4, width=f_in, phase=dp), pl.inp, f_in),
+            ),
+        )
+        put(
+            "dropout_backward",
+            _rel(
+                ops.dropout_backward(blk(H, pl.inp, f_in), (3, 6), 0.4, width=f_in, phase=dp),
+                blk(ser.dropout_backward(H, (3, 6), 0.4, width=f_in, phase=dp), pl.inp, f_in),
+            ),
+        )
+    out, C, ph = lay.output, num_classes, Phase("loss")
+    logits = rng.standard_normal((n, C))
+    labels = rng.integers(-1, C, n)
+    masks = [rng.random(n) < 0.4, rng.random(n) < 0.3]
+    rows = lay.rows_of(out, ops.rank)
+    assert np.array_equal(rows, ops.rows)
+    sums, grad = ops.xent(
+        blk(logits, out, C),
+        labels[rows],
+        [mk[rows] for mk in masks],
+        width=C,
+        grad_index=1,
+        grad_divisor=7.0,
+        phase=ph,
+    )
+    ssums, sgrad = ser.xent(
+        logits, labels, masks, width=C, grad_index=1, grad_divisor=7.0, phase=ph
+    )
+    put("xent.sums", _rel(sums, ssums))
+    put("xent.grad", _rel(grad, blk(sgrad, out, C)))
+    put(
+        "predict",
+        _rel(
+            ops.predict(blk(logits, out, C), width=C, phase=ph),
+            ser.predict(logits, width=C, phase=ph)[rows],
+        ),
+    )
+    put("node_sum", _rel(ops.node_sum(np.array([float(len(rows))]), phase=ph), [n]))
+    f0 = lay.num_features
+    F = rng.standard_normal((n, f0))
+    Fl = blk(F, INPUT, f0)
+    put(
+        "row_normalize",
+        _rel(
+            ops.row_normalize(Fl, width=f0, phase=ph),
+            blk(ser.row_normalize(F, width=f0, phase=ph), INPUT, f0),
+        ),
+    )
+    put("element_sum", _rel(ops.element_sum(np.array([Fl.size]), phase=ph), [F.size]))
+    put("agree", float(ops.agree(ops.rank == 0, phase=ph) is not True))
+    return err
+
+
 def case_ops(world):
     """Every Ops method of every scheme equals SerialOps on random matrices (float64,
     1e-12 relative), independent of training; a directed and an undirected graph."""
@@ -438,19 +555,29 @@ def case_ops(world):
             7, 127, edge_factor=6, seed=22, num_features=7, num_classes=4, symmetrize=False
         ),
     }
-    cfg = TrainConfig(dtype="float64")
     for gname, g in graphs.items():
         for model, agg in (("gcn", "mean"), ("sage", "mean")):
             kind = support_kind(model, agg)
             ser = SerialOps(support_matrix(g, kind))
-            for label, scheme, opts in ops_cases(world.size):
+            cases = ops_cases(world.size) + [
+                (
+                    f"plexus-{grid}{'-double' if permute == 'double' else ''}",
+                    "plexus",
+                    {"grid": grid, "permute": permute},
+                )
+                for grid in grids_3d(world.size)
+                for permute in ("none", "double")
+            ]
+            mcfg = TrainConfig(dtype="float64", model=model, aggregator=agg)
+            for label, scheme, opts in cases:
                 sch = SCHEMES[scheme]
                 part = random_partition(
                     g.n, sch.row_parts(world.size, sch.configure(world.size, opts)), seed=4
                 )
-                _, _, layout, local = load_rank(world, sch, g, cfg, opts, part)
+                _, _, layout, local = load_rank(world, sch, g, mcfg, opts, part)
                 ops = sch.setup(world, layout, local, kind)
-                err = ops_errors(ops, ser, g.n, g.num_classes, seed=7)
+                errors = plexus_ops_errors if scheme == "plexus" else ops_errors
+                err = errors(ops, ser, g.n, g.num_classes, seed=7)
                 worst = max(err.values())
                 good = worst <= 1e-12
                 ok &= good
