@@ -73,6 +73,9 @@ def test_plexus_weights_equal_serial_and_traffic_equals_plan(nprocs):
         ("rmat-509", "gcn", "-double"),
     ):
         assert (g, m, f"plexus-{last}{extra}") in labels
+    if nprocs == 8:  # n = 8 and widths 2..5 on 8-long axes: empty row and column chunks
+        for m in ("gcn", "sage"):
+            assert ("tiny-8", m, "plexus-1x8x1-double") in labels
 
 
 @pytest.mark.mpi

@@ -824,7 +824,7 @@ class Plexus(Scheme):
         b = layout.bounds(INPUT.row)
         at = layout.position(layout.num(INPUT.num), got_ids) - b[c[INPUT.row]]
         Xin = np.zeros((int(b[c[INPUT.row] + 1] - b[c[INPUT.row]]), hi - lo), dtype=X.dtype)
-        Xin[at] = got.reshape(-1, hi - lo)
+        Xin[at] = got.reshape(at.shape[0], hi - lo)
         # labels and masks
         out = layout.output
         names = [m for m in ("train", "val", "test") if local.masks.get(m) is not None]

@@ -213,6 +213,14 @@ def case_equivplexus(world):
         ("rmat-509", rm, "sage", (20, 6), cases + [double, blocks]),
         ("rmat-509", rm, "gcn", (20, 6), [cases[-1], double]),
     ]
+    if world.size == 8:  # empty row and column chunks: n = 8, widths 3 -> 2 -> 5 -> 3
+        tiny = rmat(3, edge_factor=2, seed=4, num_features=3, num_classes=3)
+        more = [
+            (f"plexus-{grid}-{p}", "plexus", {"grid": grid, "permute": p, "block_rows": 1}, None)
+            for grid in ("1x1x8", "8x1x1", "1x8x1", "2x4x1")
+            for p in ("none", "double")
+        ]
+        runs += [("tiny-8", tiny, m, (2, 5), more) for m in ("gcn", "sage")]
     for gname, g, model, hidden, cases in runs:
         cfg = TrainConfig(
             epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden
