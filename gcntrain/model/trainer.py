@@ -209,9 +209,9 @@ def prepare_features(ops: Ops, X, config: TrainConfig, num_features: int):
     return X
 
 
-def make_network(config: TrainConfig, num_features: int, num_classes: int, ops: Ops) -> Network:
-    """Build and initialise the network of `config` (shards of the serial weights)."""
-    net = build_network(
+def config_network(config: TrainConfig, num_features: int, num_classes: int) -> Network:
+    """The (uninitialised) network `config` builds for these widths."""
+    return build_network(
         config.model,
         num_features,
         list(config.hidden),
@@ -221,6 +221,11 @@ def make_network(config: TrainConfig, num_features: int, num_classes: int, ops: 
         bias=config.bias,
         order=config.order,
     )
+
+
+def make_network(config: TrainConfig, num_features: int, num_classes: int, ops: Ops) -> Network:
+    """Build and initialise the network of `config` (shards of the serial weights)."""
+    net = config_network(config, num_features, num_classes)
     net.init_params(ops, config.seed, np.dtype(config.dtype))
     return net
 
@@ -230,17 +235,7 @@ def model_layers(config: TrainConfig, num_features: int, num_classes: int | None
     when the number of classes is unknown."""
     if num_classes is None:
         return None
-    net = build_network(
-        config.model,
-        num_features,
-        list(config.hidden),
-        num_classes,
-        aggregator=config.aggregator,
-        dropout=config.dropout,
-        bias=config.bias,
-        order=config.order,
-    )
-    return tuple(net.describe())
+    return tuple(config_network(config, num_features, num_classes).describe())
 
 
 def evaluate(

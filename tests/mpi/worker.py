@@ -360,6 +360,16 @@ def _rel(a, b) -> float:
     return float(np.abs(a - b).max(initial=0.0) / max(np.abs(b).max(initial=0.0), 1e-300))
 
 
+def _xent_errors(ops, ser, block, rows, logits, labels, masks, ph) -> tuple[float, float]:
+    """Errors of ``ops.xent`` (sums, gradient block) on the block `block` cuts of the logits,
+    labels and masks of `rows`, against the serial call."""
+    C = logits.shape[1]
+    kw = {"width": C, "grad_index": 1, "grad_divisor": 7.0, "phase": ph}
+    sums, grad = ops.xent(block(logits), labels[rows], [m[rows] for m in masks], **kw)
+    ssums, sgrad = ser.xent(logits, labels, masks, **kw)
+    return _rel(sums, ssums), _rel(grad, block(sgrad))
+
+
 def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict[str, float]:
     """Relative error of every Ops method against SerialOps on random matrices (float64)."""
     rng = np.random.default_rng(seed)
@@ -414,21 +424,9 @@ def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict
     err["matmul_grads.dH"] = _rel(dH, _block(ops, sdH, f_in))
     gW = ops.reduce_weight_grad(dW, wspec, phase=ph)
     err["reduce_weight_grad"] = _rel(ops.gather_param(gW, wspec, phase=ph), sdW)
-    lm = [m[ops.rows] for m in masks]
-    sums, grad = ops.xent(
-        _block(ops, logits, C),
-        labels[ops.rows],
-        lm,
-        width=C,
-        grad_index=1,
-        grad_divisor=7.0,
-        phase=ph,
+    err["xent.sums"], err["xent.grad"] = _xent_errors(
+        ops, ser, lambda A: _block(ops, A, C), ops.rows, logits, labels, masks, ph
     )
-    ssums, sgrad = ser.xent(
-        logits, labels, masks, width=C, grad_index=1, grad_divisor=7.0, phase=ph
-    )
-    err["xent.sums"] = _rel(sums, ssums)
-    err["xent.grad"] = _rel(grad, _block(ops, sgrad, C))
     # node sums count each node once; element sums every element of the local block
     owned_rows = np.ones(len(ops.rows))
     err["node_sum"] = _rel(ops.node_sum(np.array([owned_rows.sum()]), phase=ph), [n])
@@ -516,20 +514,11 @@ def plexus_ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) 
     masks = [rng.random(n) < 0.4, rng.random(n) < 0.3]
     rows = lay.rows_of(out, ops.rank)
     assert np.array_equal(rows, ops.rows)
-    sums, grad = ops.xent(
-        blk(logits, out, C),
-        labels[rows],
-        [mk[rows] for mk in masks],
-        width=C,
-        grad_index=1,
-        grad_divisor=7.0,
-        phase=ph,
+    e_sums, e_grad = _xent_errors(
+        ops, ser, lambda A: blk(A, out, C), rows, logits, labels, masks, ph
     )
-    ssums, sgrad = ser.xent(
-        logits, labels, masks, width=C, grad_index=1, grad_divisor=7.0, phase=ph
-    )
-    put("xent.sums", _rel(sums, ssums))
-    put("xent.grad", _rel(grad, blk(sgrad, out, C)))
+    put("xent.sums", e_sums)
+    put("xent.grad", e_grad)
     put(
         "predict",
         _rel(
