@@ -302,3 +302,38 @@ def test_invalid_grid_one_line_exit_2_on_every_rank(graph_file, grid, message):
     errs = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(errs) == 1 and errs[0].startswith("gcntrain: error:") and message in errs[0]
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    "nprocs,scheme,extra,shard",
+    [
+        (4, "2d", ["--grid", "2x2"], ["--grid", "2x2"]),
+        (4, "3d", ["--grid", "1x2x2"], ["--grid", "1x2"]),
+        (4, "3d", ["--grid", "2x1x2", "--model", "sage"], None),
+        (4, "plexus", ["--grid", "2x1x2", "--permute", "double"], None),
+        (3, "plexus", ["--grid", "1x3x1", "--model", "sage"], ["--parts", "3"]),
+    ],
+)
+def test_graph_data_held_per_rank_equals_the_plan(
+    graph_file, tmp_path, capsys, nprocs, scheme, extra, shard
+):
+    """`train --json` measures the graph data each rank holds (`held_bytes` over its Ops and
+    node data); `simulate --json` estimates it from the layout: max and mean within 10 %
+    (2D stores read block by block, a row store, graph files)."""
+    src = str(graph_file)
+    if shard is not None:
+        src = str(tmp_path / "store")
+        assert run(["shard", str(graph_file), "-o", src, *shard]) == 0
+        capsys.readouterr()
+    d = train_json(nprocs, [src, "--scheme", scheme, *extra, *ARGS])
+    argv = ["simulate", src, "--ranks", str(nprocs), "--scheme", scheme, *extra]
+    assert run([*argv, "--epochs", "6", "--dtype", "float64", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    with capsys.disabled():
+        print(
+            f"\n{scheme} {' '.join(extra)} np={nprocs}: held max {d['held_bytes_max']} mean "
+            f"{d['held_bytes_mean']:.0f}; planned max {s['held_bytes_max']} mean "
+            f"{s['held_bytes_mean']:.0f}"
+        )
+    for key in ("held_bytes_max", "held_bytes_mean"):
+        assert abs(d[key] / s[key] - 1) <= 0.10, (key, d[key], s[key])

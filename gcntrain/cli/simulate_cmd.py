@@ -50,6 +50,16 @@ def _human(s: dict) -> str:
             f"(imbalance {s['flops_imbalance']:.3f})",
         ),
         ("memory (estimate)", f"max {_mb(s['memory_bytes_max'])} per rank"),
+        *(
+            [
+                (
+                    "graph data held",
+                    f"max {_mb(s['held_bytes_max'])}, mean {_mb(s['held_bytes_mean'])} per rank",
+                )
+            ]
+            if "held_bytes_max" in s
+            else []
+        ),
         (
             "simulated in",
             f"{s['simulate_seconds']:.2f} s, peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB",

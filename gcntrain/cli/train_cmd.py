@@ -74,6 +74,14 @@ def _human(s: dict) -> str:
         )
         cs = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in s["comm_seconds_max"].items())
         rows.append(("comm time / epoch", f"{cs or 'none'} ms (max over ranks)"))
+    if "held_bytes_max" in s:
+        rows.append(
+            (
+                "graph data held",
+                f"max {s['held_bytes_max'] / 1e6:.3f} MB, mean "
+                f"{s['held_bytes_mean'] / 1e6:.3f} MB per rank",
+            )
+        )
     if s.get("grid_search"):
         rows.append(grid_choice(s["grid_search"]))
     if s.get("out"):

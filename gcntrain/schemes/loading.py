@@ -107,6 +107,11 @@ def _feature_window(X, cols: tuple[int, int] | None):
     return X[:, cols[0] : cols[1]]
 
 
+def _own(a):
+    """`a` in its own buffer: a window (view) of the rows read must not keep them all."""
+    return a.copy() if isinstance(a, np.ndarray) and a.base is not None else a
+
+
 def local_graph(
     *,
     n: int,
@@ -152,13 +157,13 @@ def local_graph(
         num_classes=int(ncls),
         num_features=int(num_features),
         rows=(int(req.rows[0]), int(req.rows[1])),
-        orig_ids=np.asarray(orig_ids, dtype=np.int64),
+        orig_ids=_own(np.asarray(orig_ids, dtype=np.int64)),
         indptr=ip,
         indices=ix,
         data=dv,
-        features=_feature_window(features, req.features),
-        labels=np.asarray(labels, dtype=np.int64),
-        masks={k: v for k, v in masks.items() if v is not None},
+        features=_own(_feature_window(features, req.features)),
+        labels=_own(np.asarray(labels, dtype=np.int64)),
+        masks={k: _own(np.asarray(v)) for k, v in masks.items() if v is not None},
         node_rows=(int(nodes[0]), int(nodes[1])),
     )
 

@@ -858,7 +858,7 @@ class Plexus(Scheme):
         local.features = Xin
         local.labels = labels
         local.masks = masks
-        local.orig_ids = ops.rows.copy()
+        local.orig_ids = ops.rows
         local.node_rows = None
 
     # -- exchange description ------------------------------------------------------------------
@@ -1053,6 +1053,45 @@ class Plexus(Scheme):
         return out
 
     work_matmul_grads = work_matmul
+
+    def held_estimate(self, ctx, itemsize: int) -> np.ndarray:
+        """Per rank: every shard (float64 CSR, int32 indices), its copy in the run's dtype
+        and its transposed copy where a layer multiplies by S^T, the self-term move maps, the
+        node data (input block of features; int64 labels, ids; bool masks) and the layout."""
+        from gcntrain.schemes.held import layout_bytes
+
+        lay: PlexusLayout = ctx.layout
+        c = lay.coords_all
+        nnz = self.shard_nnz(ctx)
+        total = np.zeros(lay.size, dtype=np.int64)
+        transposed = set()
+        for layer, (pl, m) in enumerate(zip(lay.plans, lay.model)):
+            if m["order"] == "mm_first" or layer > 0:
+                transposed.add(lay.shard_key(pl.agg))
+        for s, key in enumerate(lay.shard_keys):
+            _, q, r = key
+            mq = np.diff(lay.bounds(q))[c[:, q]]
+            mr = np.diff(lay.bounds(r))[c[:, r]]
+            total += nnz[s] * (8 + 4) + (mq + 1) * 4
+            if itemsize != 8:
+                total += nnz[s] * (itemsize + 4) + (mq + 1) * 4
+            if key in transposed:
+                total += nnz[s] * (itemsize + 4) + (mr + 1) * 4
+        moves = set()
+        for layer, pl in enumerate(lay.plans):
+            if pl.self_first is None:
+                continue
+            used = (pl.inp, pl.mm) if pl.self_first else (pl.agg, pl.out)
+            moves.update(used if layer > 0 or not pl.self_first else used[:1])
+        for p in moves:
+            tgt = agg_out(p)
+            mine = lay.move_counts(p)[c[:, tgt.row], c[:, p.row]]
+            total += 8 * (mine + lay.row_counts(tgt) + lay.dims[p.row])
+        m_in, m_out = lay.row_counts(INPUT), lay.row_counts(lay.output)
+        f_in = lay.col_counts(INPUT, lay.num_features)
+        total += m_in * f_in * ctx.feature_itemsize + 8 * m_in
+        total += m_out * (8 + 8 + ctx.masks)
+        return total + layout_bytes(ctx)
 
     def footprint(self, ctx) -> dict:
         lay: PlexusLayout = ctx.layout

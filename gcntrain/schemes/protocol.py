@@ -136,6 +136,11 @@ class PlanContext:
     feature_nnz: np.ndarray | None = None
     #: bytes per stored feature value of the source (schemes that move features in setup)
     feature_itemsize: int = 4
+    #: node masks the graph has (train, val, test: bool arrays a rank holds)
+    masks: int = 3
+    #: the source is a shard store: at run time its numbering has no perm / inv arrays (the
+    #: plan's has them, from the store's permutation file)
+    store: bool = False
     cache: dict = field(default_factory=dict)
 
     @property
@@ -244,6 +249,13 @@ class Scheme:
         (``work_<method>``; zero for a method without one)."""
         fn = getattr(self, f"work_{call.method}", None)
         return np.zeros((ctx.P, 3), dtype=np.int64) if fn is None else fn(ctx, call)
+
+    def held_estimate(self, ctx: PlanContext, itemsize: int) -> np.ndarray | None:
+        """(P,) bytes of graph data each rank holds while training in a run of this dtype
+        (`itemsize`): its adjacency structures, node data and layout arrays, as
+        `gcntrain.schemes.held.held_bytes` measures them on the Ops and the `LocalGraph`;
+        None where the scheme gives no estimate."""
+        return None
 
     def footprint(self, ctx: PlanContext) -> dict:
         """Per-rank sizes the memory estimate needs (`gcntrain.simulate.work.memory`):

@@ -143,6 +143,8 @@ def train_with(
         world, scheme, source, config, options, partition, partition_seed
     )
     ops = scheme.setup(world, layout, local, support_kind(config.model, config.aggregator))
+    # the Ops keep what they need of the loaded rows; the raw adjacency is not held on
+    local.indptr = local.indices = local.data = None
     setup_s = perf_counter() - t0
     marks = EpochMarks(maybe_fault(ops, world.rank), world.tally)
     result = fit(
@@ -222,6 +224,7 @@ def run_training(
         world, sch, source, config, options, partition, partition_seed, callback, checks
     )
     res, local = run.result, run.local
+    held = world.allgatherv(np.array([held_data(run)], dtype=np.int64), [1] * world.size, "report")
     stats = summarize_ranks(
         world,
         run.epoch_tallies,
@@ -245,6 +248,8 @@ def run_training(
         "num_edges": local.nnz,
         "num_features": local.num_features,
         "num_classes": local.num_classes,
+        "held_bytes_max": int(held.max()),
+        "held_bytes_mean": float(held.mean()),
     }
     if search is not None:
         summary["grid_search"] = search
@@ -281,6 +286,15 @@ def _auto_grid(world, sch, source, config, options, partition, partition_seed):
 
     ranked = json.loads(world.bcast_bytes(agree(world, search), 0, "control").decode())
     return {**options, "grid": ranked[0]["grid"]}, ranked
+
+
+def held_data(run: Run) -> int:
+    """Bytes of graph data this rank holds after training: the Ops' structures, the node
+    data and the layout (`held_bytes`; communicators and their counters excluded)."""
+    from gcntrain.comm.communicator import Comm, SelfComm
+    from gcntrain.schemes.held import held_bytes
+
+    return held_bytes(run.ops, run.local, skip=(Comm, SelfComm))
 
 
 def _partition_label(partition, source) -> str:

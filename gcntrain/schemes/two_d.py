@@ -762,6 +762,32 @@ class TwoD(Scheme):
 
     work_matmul_grads = work_matmul
 
+    def held_estimate(self, ctx, itemsize: int) -> np.ndarray:
+        """Per rank: the owned stage pieces of S (and S^T) as float64 CSR (int32 indices),
+        their copies in the run's dtype and packed for the wire (ids + value), the stage
+        entry counts, the node data of its slice (features chunk, int64 labels and ids, bool
+        masks) and the layout's arrays."""
+        lay: Layout2D = ctx.layout
+        from gcntrain.schemes.held import layout_bytes
+
+        I, i, j = lay.ranks_I(), lay.ranks_i(), lay.ranks_j()
+        k = I % lay.pz
+        _, _, _, c_own, layer = lay.stages
+        owned = (c_own[None, :] == j[:, None]) & (layer[None, :] == k[:, None])  # (P, S)
+        ma = lay.row_sizes[i]
+        total = np.zeros(lay.size, dtype=np.int64)
+        for which in ("f",) if ctx.symmetric else ("f", "t"):
+            nnz = self.stage_nnz(ctx, which)[i]  # (P, S)
+            mine = np.where(owned, nnz, 0).sum(axis=1)
+            stages = owned.sum(axis=1)
+            total += mine * (8 + 4) + stages * (ma + 1) * 4  # pieces (float64, int32)
+            total += mine * itemsize + mine * (ENTRY_ID_BYTES + itemsize)  # typed + wire
+            total += (layer[None, :] == k[:, None]).sum(axis=1) * 8  # entry counts
+        m = lay.node_sizes[I]
+        fcols = np.diff(chunk_offsets(lay.num_features, lay.pc))[j]
+        total += m * fcols * ctx.feature_itemsize + m * (8 + 8 + ctx.masks)
+        return total + layout_bytes(ctx)
+
     def footprint(self, ctx) -> dict:
         lay: Layout2D = ctx.layout
         rows = lay.node_sizes[lay.ranks_I()]

@@ -114,6 +114,10 @@ def plan_training(
         is_symmetric(S),
         feature_nnz=feature_nnz(graph, numbering.perm),
         feature_itemsize=4 if graph.features is None else int(graph.features.dtype.itemsize),
+        masks=sum(getattr(graph, f"{k}_mask") is not None for k in ("train", "val", "test"))
+        if graph.features is not None
+        else 3,
+        store=src.kind == "store",
     )
     masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
     calls = record_schedule(
@@ -165,6 +169,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
         fnnz = fp_rows * (ctx.feature_nnz.sum() / max(g.n, 1))
     mem = memory(sim.scheme.footprint(ctx), widths, itemsize, fnnz)
     mid = t.epoch_phases(len(t.epochs) // 2) if t.epochs else {}
+    held = sim.scheme.held_estimate(ctx, itemsize)
     return {
         "scheme": sim.scheme.name,
         "ranks": t.P,
@@ -190,6 +195,11 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
         **work_summary(t),
         "memory_bytes_max": int(mem.max(initial=0)),
         "memory_bytes_mean": float(mem.mean()) if mem.size else 0.0,
+        **(
+            {}
+            if held is None
+            else {"held_bytes_max": int(held.max()), "held_bytes_mean": float(held.mean())}
+        ),
         "symmetric": ctx.symmetric,
         "simulate_seconds": seconds,
         "peak_rss_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
