@@ -267,6 +267,20 @@ def test_2d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
     assert "2x2 block grid but this run needs 4x1" in res.stderr
 
 
+def test_plexus_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
+    """`gcntrain shard --grid 2x2` then plexus with --load-grid 2x2: each rank opens one
+    block (and its block row's node file) and routes its entries to the shards' holders."""
+    store = tmp_path / "store2d"
+    assert run(["shard", str(graph_file), "-o", str(store), "--grid", "2x2"]) == 0
+    argv = [str(store), "--scheme", "plexus", "--grid", "1x2x2", "--load-grid", "2x2"]
+    d = train_json(4, [*argv, *ARGS])
+    assert close(d["final_loss"], serial_summary["final_loss"])
+    assert d["test_acc"] == serial_summary["test_acc"] and d["partition"] == "store"
+    res = run_mpi(4, [*gcntrain_exe(), "train", *argv[:5]], timeout=120)
+    assert res.returncode == 2 and res.stderr.count("gcntrain: error") == 1
+    assert "read its blocks with --load-grid 2x2" in res.stderr
+
+
 def test_3d_reads_its_block_of_a_2d_store(graph_file, serial_summary, tmp_path):
     """`gcntrain shard --grid 1x2` then 3d on 1 x 2 x 2: the two layers of each block column
     open the same block and keep their own columns and node slice."""
@@ -312,6 +326,7 @@ def test_invalid_grid_one_line_exit_2_on_every_rank(graph_file, grid, message):
         (4, "3d", ["--grid", "2x1x2", "--model", "sage"], None),
         (4, "plexus", ["--grid", "2x1x2", "--permute", "double"], None),
         (3, "plexus", ["--grid", "1x3x1", "--model", "sage"], ["--parts", "3"]),
+        (4, "plexus", ["--grid", "2x1x2", "--load-grid", "2x2"], ["--grid", "2x2"]),
     ],
 )
 def test_graph_data_held_per_rank_equals_the_plan(

@@ -53,6 +53,7 @@ CASES = [
     (2, "plexus", ["--grid", "1x2x1"]),
     (3, "plexus", ["--grid", "3x1x1", "--permute", "double"]),
     (4, "plexus", ["--grid", "2x1x2", "--block-rows", "100"]),
+    (4, "plexus", ["--grid", "1x2x2", "--load-grid", "2x2"]),
 ]
 
 

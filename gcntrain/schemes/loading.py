@@ -394,8 +394,9 @@ class BlockStoreSource(_StoreSource):
         r, c = man.grid
         if col_parts is None:
             raise InputError(
-                f"store is a {r}x{c} 2D block store; this scheme reads row blocks "
-                "(shard with --parts instead)",
+                f"store is a {r}x{c} 2D block store; this run reads row blocks "
+                f"(shard with --parts instead, or read its blocks with --load-grid {r}x{c} "
+                "where the scheme offers it)",
                 self.path,
             )
         if (r, c) != (parts, col_parts):

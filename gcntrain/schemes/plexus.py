@@ -55,12 +55,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
-from gcntrain.comm.grid import factorizations, parse_dims
+from gcntrain.comm.grid import check_grid, factorizations, parse_dims
 from gcntrain.errors import InputError
 from gcntrain.model.functional import dropout_backward, dropout_forward, row_l1_norms
 from gcntrain.model.functional import row_normalize as normalize_rows
 from gcntrain.model.loss import local_xent
-from gcntrain.model.normalize import degrees, support_rows
+from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import phase_key
 from gcntrain.partition.basic import block_bounds
@@ -149,6 +149,17 @@ class PlexusLayout:
     model: tuple
     orders: tuple[np.ndarray, np.ndarray] | None = None
     block_rows: int = 0
+    #: column offsets of the loading blocks (an R x C load grid: rank r reads block
+    #: (r // C, r % C); C = 1: whole rows)
+    load_cols: np.ndarray | None = None
+
+    @property
+    def load_grid(self) -> tuple[int, int]:
+        c = 1 if self.load_cols is None else int(self.load_cols.shape[0] - 1)
+        return int(self.numbering.parts), c
+
+    def load_block(self, rank: int) -> tuple[int, int]:
+        return divmod(int(rank), self.load_grid[1])
 
     @property
     def n(self) -> int:
@@ -309,7 +320,11 @@ class PlexusLayout:
     # -- loading -------------------------------------------------------------------------------
     def request(self, rank: int) -> LoadRequest:
         off = self.numbering.offsets
-        return LoadRequest((int(off[rank]), int(off[rank + 1])))
+        i, j = self.load_block(rank)
+        rows = (int(off[i]), int(off[i + 1]))
+        if self.load_cols is None:
+            return LoadRequest(rows)
+        return LoadRequest(rows, (int(self.load_cols[j]), int(self.load_cols[j + 1])))
 
     def owned(self, rank: int) -> bool:
         out = self.output
@@ -332,9 +347,19 @@ def entry_destinations(layout: PlexusLayout, orig_rows, orig_cols):
 
 
 def _sources(layout: PlexusLayout) -> np.ndarray:
-    """(n,) the loading rank of every position of the loading numbering."""
+    """(n,) the rank that sends the node data of every position of the loading numbering:
+    the first rank of its block row of the load grid."""
     off = layout.numbering.offsets
-    return owner_of(np.arange(layout.n, dtype=np.int64), off)
+    return owner_of(np.arange(layout.n, dtype=np.int64), off) * layout.load_grid[1]
+
+
+def _first_in_block_row(layout: PlexusLayout) -> np.ndarray:
+    """(P,) rows of its load block row that each rank contributes to the Allgathers of
+    ids and degrees (the first rank of each block row; the others none)."""
+    R, C = layout.load_grid
+    rows = np.zeros(layout.size, dtype=np.int64)
+    rows[np.arange(R) * C] = np.diff(layout.numbering.offsets)
+    return rows
 
 
 def holder_pairs(layout: PlexusLayout, place: Place, orig: np.ndarray, load: np.ndarray):
@@ -615,6 +640,15 @@ PERMUTE_OPTION = SchemeOption(
 PERMUTE_SEED_OPTION = SchemeOption(
     "permute_seed", ("--permute-seed",), 0, "Plexus: seed of --permute double.", int, "INT"
 )
+LOAD_GRID_OPTION = SchemeOption(
+    "load_grid",
+    ("--load-grid",),
+    None,
+    "Plexus: read the graph as R x C blocks, rank r block (r // C, r % C) (a 2D store "
+    "written with `gcntrain shard --grid RxC`) [default: P x 1, one row block per rank].",
+    str,
+    "RxC",
+)
 BLOCK_ROWS_OPTION = SchemeOption(
     "block_rows",
     ("--block-rows",),
@@ -633,8 +667,11 @@ def _entries(ctx):
     new_rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), np.diff(S.indptr))
     perm = lay.numbering.perm
     to_orig = (lambda a: a) if perm is None else (lambda a: np.asarray(perm)[a])
-    src = owner_of(new_rows, lay.numbering.offsets)
-    return to_orig(new_rows), to_orig(S.indices.astype(np.int64)), src
+    cols = S.indices.astype(np.int64)
+    src = owner_of(new_rows, lay.numbering.offsets) * lay.load_grid[1]
+    if lay.load_cols is not None:
+        src = src + owner_of(cols, lay.load_cols)
+    return to_orig(new_rows), to_orig(cols), src
 
 
 def _group_elems(lay: PlexusLayout, axis: int, per_rank: np.ndarray) -> np.ndarray:
@@ -682,7 +719,13 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
 class Plexus(Scheme):
     name = "plexus"
     summary = "Plexus 3D tensor parallelism: rotating X x Y x Z shards, Allreduce per product"
-    options = (GRID_OPTION, PERMUTE_OPTION, PERMUTE_SEED_OPTION, BLOCK_ROWS_OPTION)
+    options = (
+        GRID_OPTION,
+        PERMUTE_OPTION,
+        PERMUTE_SEED_OPTION,
+        BLOCK_ROWS_OPTION,
+        LOAD_GRID_OPTION,
+    )
 
     def configure(self, size: int, values: dict) -> dict:
         dims = parse_dims(values.get("grid"), size, 3, self.name)
@@ -694,11 +737,22 @@ class Plexus(Scheme):
         if block < 0:
             raise InputError(f"--block-rows must be >= 0, got {block}")
         seed = values.get("permute_seed")
+        load = values.get("load_grid")
+        if load is not None:
+            try:
+                r, c = (int(v) for v in str(load).lower().split("x"))
+            except ValueError:
+                raise InputError(
+                    f"--load-grid must look like RxC (e.g. 4x2), got {load!r}"
+                ) from None
+            check_grid(size, (r, c), "load grid")
+            load = f"{r}x{c}"
         return {
             "grid": "x".join(map(str, dims)),
             "permute": permute,
             "permute_seed": 0 if seed is None else int(seed),
             "block_rows": block,
+            "load_grid": load or f"{size}x1",
         }
 
     @staticmethod
@@ -708,6 +762,18 @@ class Plexus(Scheme):
 
     def grid_candidates(self, size: int) -> list[str]:
         return ["x".join(map(str, f)) for f in factorizations(size, 3)]
+
+    @staticmethod
+    def _load(size: int, config: dict) -> tuple[int, int]:
+        r, c = (int(v) for v in config.get("load_grid", f"{size}x1").split("x"))
+        return r, c
+
+    def row_parts(self, size: int, config: dict) -> int:
+        return self._load(size, config)[0]
+
+    def col_parts(self, size: int, config: dict) -> int | None:
+        c = self._load(size, config)[1]
+        return None if c == 1 else c
 
     def layout(self, numbering, meta, size, config, model=None) -> PlexusLayout:
         if model is None:
@@ -720,6 +786,11 @@ class Plexus(Scheme):
         if config.get("permute", "none") == "double":
             row_perm, col_perm = double_permutation(n, int(config.get("permute_seed", 0)))
             orders = (col_perm, row_perm)
+        load_cols = None
+        c = self._load(size, config)[1]
+        if c > 1:
+            cols = numbering.col_offsets
+            load_cols = np.asarray(block_bounds(n, c) if cols is None else cols, dtype=np.int64)
         return PlexusLayout(
             numbering,
             self.dims(config),
@@ -727,6 +798,7 @@ class Plexus(Scheme):
             tuple(dict(m) for m in model),
             orders,
             int(config.get("block_rows", 0)),
+            load_cols,
         )
 
     # -- setup ---------------------------------------------------------------------------------
@@ -736,13 +808,24 @@ class Plexus(Scheme):
         for ax in range(3):
             G = layout.groups(ax)
             comms[ax] = world.split(color=int(G.gid[rank]), key=int(G.pos[rank]))
-        sizes = np.diff(layout.numbering.offsets)
+        # ids and whole degrees of every node, in the loading numbering: the first rank of
+        # each block row of the load grid contributes its block row
+        bi, bj = layout.load_block(rank)
+        lead = _first_in_block_row(layout)
         ids = local.new_ids
         orig_local = np.ascontiguousarray(local.orig_ids, dtype=np.int64)
-        load_orig = world.allgatherv(orig_local, sizes, "setup")
-        deg = degrees(local.indptr, local.indices, local.data, kind, rows=ids)
-        deg_all = world.allgatherv(np.ascontiguousarray(deg), sizes, "setup")
-        ip, ix, dv = support_rows(local.indptr, local.indices, local.data, ids, deg_all, kind)
+        mine = slice(None) if bj == 0 else slice(0, 0)
+        load_orig = world.allgatherv(orig_local[mine], lead, "setup")
+        deg = degrees(local.indptr, local.indices, local.data, kind, rows=ids, partial=True)
+        row = world.split(color=bi, key=bj)
+        deg = row.allreduce(np.ascontiguousarray(deg), "setup") + DEGREE_OFFSET[kind]
+        deg_all = world.allgatherv(np.ascontiguousarray(deg[mine]), lead, "setup")
+        cols = (
+            None
+            if layout.load_cols is None
+            else tuple(int(v) for v in layout.load_cols[bj : bj + 2])
+        )
+        ip, ix, dv = support_rows(local.indptr, local.indices, local.data, ids, deg_all, kind, cols)
         orow = np.repeat(orig_local, np.diff(ip))
         ocol = load_orig[np.asarray(ix, dtype=np.int64)]
         shards = self._route_entries(world, layout, orow, ocol, np.asarray(dv, np.float64))
@@ -793,9 +876,11 @@ class Plexus(Scheme):
         rank's node data (features: `ops.input_rows`; labels, masks, ids: `ops.rows`)."""
         P = world.size
         c = layout.coords(world.rank)
-        orig = np.asarray(local.orig_ids, dtype=np.int64)
+        # the first rank of each load block row sends its block row's node data
+        keep = slice(None) if layout.load_block(world.rank)[1] == 0 else slice(0, 0)
+        orig = np.asarray(local.orig_ids, dtype=np.int64)[keep]
         X = local.features
-        X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        X = (X.toarray() if sp.issparse(X) else np.asarray(X))[keep]
         f = layout.num_features
         # features: ids, then the column chunk of each destination
         hold = layout.holders(INPUT, orig)
@@ -830,9 +915,9 @@ class Plexus(Scheme):
         names = [m for m in ("train", "val", "test") if local.masks.get(m) is not None]
         bits = np.zeros(orig.shape[0], dtype=np.int64)
         for i, m in enumerate(names):
-            bits |= np.asarray(local.masks[m], dtype=np.int64) << i
+            bits |= np.asarray(local.masks[m], dtype=np.int64)[keep] << i
         rec = np.stack(
-            [orig, np.asarray(local.labels, np.int64), bits, np.zeros_like(orig)], axis=1
+            [orig, np.asarray(local.labels, np.int64)[keep], bits, np.zeros_like(orig)], axis=1
         )
         hold = layout.holders(out, orig)
         k = hold.shape[1]
@@ -866,11 +951,14 @@ class Plexus(Scheme):
         lay: PlexusLayout = ctx.layout
         P = lay.size
         world = Groups.world(P)
-        sizes = np.diff(lay.numbering.offsets)
+        lead = _first_in_block_row(lay)
+        R, C = lay.load_grid
+        block_rows = np.diff(lay.numbering.offsets)
         orow, ocol, src = _entries(ctx)
         out = [
-            ("setup", Allgatherv(world, sizes * 8)),
-            ("setup", Allgatherv(world, sizes * 8)),
+            ("setup", Allgatherv(world, lead * 8)),
+            ("setup", Allreduce(Groups.axis((R, C), 1), block_rows, 8)),
+            ("setup", Allgatherv(world, lead * 8)),
             ("setup", Uniform(world, 8)),
         ]
         srcs, dsts, cnts = [], [], []

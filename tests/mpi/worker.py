@@ -208,6 +208,8 @@ def case_equivplexus(world):
     last = grids[-1]
     double = (f"plexus-{last}-double", "plexus", {"grid": last, "permute": "double"}, None)
     blocks = (f"plexus-{last}-blocks", "plexus", {"grid": last, "block_rows": 50}, None)
+    if world.size == 4:  # 2D loading blocks of the graph file
+        blocks[2]["load_grid"] = "2x2"
     runs = [
         ("cora", cora(), "gcn", (16,), cases + [double]),
         ("rmat-509", rm, "sage", (20, 6), cases + [double, blocks]),
