@@ -40,10 +40,11 @@ Input features are not trained here, so they are held in their XY-plane shard (n
 cut along Z and Allgathered as in line 2 of Algorithm 1, which the paper does for their
 optimizer state), and no input gradient is formed (lines 22-23 for layer 0).
 
-Setup: each rank reads one contiguous block of rows (all their columns and features, so no
-rank reads the whole graph), computes their support values, and an Alltoallv sends every
-entry to the ranks whose shards hold it, and the feature rows and labels to the ranks whose
-input and output blocks hold them.
+Setup (section 5.4): each rank reads one block of an R x C load grid (``--load-grid``;
+default P x 1, a contiguous block of whole rows; a 2D store is read block by block), so no
+rank reads the whole graph; partial degrees are Allreduced along block rows, ids and degrees
+Allgathered, and an Alltoallv sends every entry to the ranks whose shards hold it, and the
+feature rows and labels to the ranks whose input and output blocks hold them.
 """
 
 from __future__ import annotations
