@@ -168,6 +168,21 @@ class Comm:
             counts, np.ones(self.size, np.int64), np.ones(self.size, np.int64), phase
         )
 
+    def route(self, dst: np.ndarray, payloads: Sequence[np.ndarray], phase: str):
+        """Send row k of every payload to rank ``dst[k]`` (rows in a stable order by
+        destination): one Alltoall of counts, then one Alltoallv per payload.  Returns
+        (the received payloads, in source order; the order applied; the send and receive
+        row counts), so a caller can send further payloads with the same counts."""
+        dst = np.asarray(dst, dtype=np.int64)
+        order = np.argsort(dst, kind="stable")
+        send = np.bincount(dst, minlength=self.size).astype(np.int64)
+        recv = self.alltoall_counts(send, phase)
+        got = [
+            self.alltoallv(np.ascontiguousarray(np.asarray(p)[order]), send, recv, phase)
+            for p in payloads
+        ]
+        return got, order, send, recv
+
     # -- point to point ------------------------------------------------------------------
     def isend(self, buf: np.ndarray, dest: int, tag: int, phase: str):
         t0 = time.perf_counter()

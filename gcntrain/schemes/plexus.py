@@ -58,6 +58,7 @@ import scipy.sparse as sp
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
 from gcntrain.comm.grid import check_grid, factorizations, parse_dims
 from gcntrain.errors import InputError
+from gcntrain.kernels.spmm import spmm_csr_dense
 from gcntrain.model.functional import dropout_backward, dropout_forward, row_l1_norms
 from gcntrain.model.functional import row_normalize as normalize_rows
 from gcntrain.model.loss import local_xent
@@ -69,12 +70,12 @@ from gcntrain.partition.permute import (
     double_permutation,
     inverse_permutation,
 )
-from gcntrain.schemes.base import csr_apply, spmm_work
+from gcntrain.schemes.base import spmm_work
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme, SchemeOption
-from gcntrain.schemes.two_d import GRID_OPTION
+from gcntrain.schemes.two_d import GRID_OPTION, gather_columns
 
-PERMUTES = ("none", "double", "stratified")
+PERMUTES = ("none", "double")
 #: wire bytes of one routed adjacency entry: int64 shard, row, column and the float64 value
 ENTRY_BYTES = 32
 #: wire bytes of one routed label row: int64 original id, label, mask bits, spare
@@ -307,6 +308,18 @@ class PlexusLayout:
         return np.bincount(qi * gr + ri, minlength=gq * gr).reshape(gq, gr).astype(np.int64)
 
     # -- parameters ----------------------------------------------------------------------------
+    def weight_shape(self, layer: int) -> tuple[int, int]:
+        """(f_in, f_out) of layer `layer`'s weights."""
+        m = self.model[int(layer)]
+        return int(m["f_in"]), int(m["f_out"])
+
+    def weight_block(self, shape, p: Place, coords) -> tuple[int, int, int, int]:
+        """Rows [r0, r1) (chunk c of f_in) and columns [c0, c1) (chunk q of f_out) of the W
+        block held, in element chunks, by the r-axis group of the rank at `coords`."""
+        fr, fc = self.fbounds(shape[0], p.col), self.fbounds(shape[1], p.rep)
+        i, j = int(coords[p.col]), int(coords[p.rep])
+        return int(fr[i]), int(fr[i + 1]), int(fc[j]), int(fc[j + 1])
+
     def weight_chunks(self, spec_shape: tuple[int, int], p: Place) -> np.ndarray:
         """(P,) elements of each rank's chunk of W (product input at `p`): the block (rows:
         chunk c of f_in, columns: chunk q of f_out) cut in near-equal chunks over the r axis."""
@@ -363,6 +376,14 @@ def _first_in_block_row(layout: PlexusLayout) -> np.ndarray:
     return rows
 
 
+def _copies_to_holders(layout: PlexusLayout, place: Place, orig: np.ndarray):
+    """(destination, row) of every copy of the node rows `orig` (original ids) sent to the
+    holders of their rows at `place`."""
+    hold = layout.holders(place, orig)
+    row = np.repeat(np.arange(orig.shape[0], dtype=np.int64), hold.shape[1])
+    return hold.reshape(-1), row
+
+
 def holder_pairs(layout: PlexusLayout, place: Place, orig: np.ndarray, load: np.ndarray):
     """(source, destination, rows) of the node rows (original ids `orig`, read by ranks
     `load`) sent to the holders of their rows at `place`: nodes of one (source, row chunk)
@@ -401,6 +422,7 @@ class PlexusOps(Ops):
         return int(f[i]), int(f[i + 1])
 
     def _matrix(self, key, transpose: bool, dtype) -> sp.csr_matrix:
+        """The shard (or its transpose) with values in `dtype`, built once."""
         k = (key, transpose, np.dtype(dtype).str)
         if k not in self._typed:
             M = self.shards[key]
@@ -412,14 +434,15 @@ class PlexusOps(Ops):
 
     def _spmm(self, X, p: Place, transpose: bool, key: str) -> np.ndarray:
         """``S @ X`` (X at p, output at ``agg_out(p)``) or, with `transpose`, ``S^T @ X``
-        (X at ``agg_out(p)``, output at p); blocked by ``layout.block_rows``."""
+        (X at ``agg_out(p)``, output at p); blocked by ``layout.block_rows`` (a block is a
+        window of the row pointer, nothing is copied)."""
         X = np.ascontiguousarray(X)
         M = self._matrix(self.layout.shard_key(p), transpose, X.dtype)
         comm = self.axis[p.rep if transpose else p.row]
         out = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
         for lo, hi in row_blocks(M.shape[0], self.layout.block_rows):
-            blk = M[lo:hi] if (lo, hi) != (0, M.shape[0]) else M
-            part = csr_apply(blk, X)
+            part = np.empty((hi - lo, X.shape[1]), dtype=X.dtype)
+            spmm_csr_dense(M.indptr[lo : hi + 1], M.indices, M.data, X, part)
             out[lo:hi] = comm.allreduce(part, key)
         return out
 
@@ -438,7 +461,7 @@ class PlexusOps(Ops):
             counts = np.bincount(owner, minlength=lay.dims[p.row]).astype(np.int64)
             self._moves[p] = (src[mine] - bs[self.c[p.row]], order, counts)
         local, order, counts = self._moves[p]
-        X = np.ascontiguousarray(X)
+        X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X)
         w = X.shape[1]
         got = self.axis[p.row].allgatherv(np.ascontiguousarray(X[local]), counts, key)
         out = np.empty((order.shape[0], w), dtype=X.dtype)
@@ -448,21 +471,14 @@ class PlexusOps(Ops):
     def _weight(self, W, spec_shape, p: Place, key: str) -> np.ndarray:
         """The block of W (rows chunk c of f_in, columns chunk q of f_out) from the element
         chunks of the r-axis group."""
-        f_in, f_out = spec_shape
-        r0, r1 = self._cols(Place(0, p.col, 0), f_in)
-        c0, c1 = self._cols(Place(0, p.rep, 0), f_out)
+        r0, r1, c0, c1 = self.layout.weight_block(spec_shape, p, self.c)
         counts = block_bounds((r1 - r0) * (c1 - c0), self.layout.dims[p.row])
         flat = self.axis[p.row].allgatherv(np.ascontiguousarray(W), np.diff(counts), key)
         return flat.reshape(r1 - r0, c1 - c0)
 
     def _gather_cols(self, X, p: Place, width: int, key: str) -> np.ndarray:
         """Whole rows of X at p (Allgatherv of the column chunks over the column axis)."""
-        X = np.ascontiguousarray(X)
-        m = X.shape[0]
-        w = np.diff(self.layout.fbounds(width, p.col))
-        flat = self.axis[p.col].allgatherv(X.reshape(-1), w * m, key)
-        parts = np.split(flat, np.cumsum(w * m)[:-1])
-        return np.ascontiguousarray(np.hstack([a.reshape(m, int(k)) for a, k in zip(parts, w)]))
+        return gather_columns(self.axis[p.col], X, np.diff(self.layout.fbounds(width, p.col)), key)
 
     # -- protocol ------------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -485,8 +501,7 @@ class PlexusOps(Ops):
             lo, hi = self._cols(pl.out, spec.shape[0])
             return full[lo:hi].copy()
         p = pl.mm
-        r0, r1 = self._cols(Place(0, p.col, 0), spec.shape[0])
-        c0, c1 = self._cols(Place(0, p.rep, 0), spec.shape[1])
+        r0, r1, c0, c1 = self.layout.weight_block(spec.shape, p, self.c)
         block = np.ascontiguousarray(full[r0:r1, c0:c1]).reshape(-1)
         b = block_bounds(block.size, self.layout.dims[p.row])
         i = self.c[p.row]
@@ -538,10 +553,10 @@ class PlexusOps(Ops):
 
     def matmul(self, H, W, *, phase):
         pl, key = self._plan(phase), phase_key(phase)
-        spec_shape = self._wshape(phase, W, H)
+        spec_shape = self.layout.weight_shape(phase.layer)
         selfterm = phase.term == "self"
         if selfterm and pl.self_first:
-            H = self._move(H if not sp.issparse(H) else H.toarray(), pl.inp, spec_shape[0], key)
+            H = self._move(H, pl.inp, spec_shape[0], key)
         Wb = self._weight(W, spec_shape, pl.mm, key)
         Z = self.axis[pl.mm.col].allreduce(np.asarray(H @ Wb), key)
         if selfterm and not pl.self_first:
@@ -550,10 +565,10 @@ class PlexusOps(Ops):
 
     def matmul_grads(self, H, W, dZ, *, need_input_grad, phase):
         pl, key = self._plan(phase), phase_key(phase)
-        spec_shape = self._wshape(phase, W, H)
+        spec_shape = self.layout.weight_shape(phase.layer)
         selfterm = phase.term == "self"
         if selfterm and pl.self_first:
-            H = self._move(H if not sp.issparse(H) else H.toarray(), pl.inp, spec_shape[0], key)
+            H = self._move(H, pl.inp, spec_shape[0], key)
         if selfterm and not pl.self_first:
             dZ = self._move(dZ, pl.out, spec_shape[1], key)
         dZ = np.ascontiguousarray(dZ)
@@ -566,13 +581,6 @@ class PlexusOps(Ops):
             if selfterm and pl.self_first:
                 dH = self._move(dH, pl.mm, spec_shape[0], key)
         return dH, dW
-
-    def _wshape(self, phase, W, H) -> tuple[int, int]:
-        return self._shapes[int(phase.layer)]
-
-    @cached_property
-    def _shapes(self) -> list[tuple[int, int]]:
-        return [(int(m["f_in"]), int(m["f_out"])) for m in self.layout.model]
 
     def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase):
         p = self.layout.plans[spec.layer].mm
@@ -609,17 +617,14 @@ def row_blocks(m: int, block: int) -> list[tuple[int, int]]:
 
 def assemble_weight(layout: PlexusLayout, shape, p: Place, flat: np.ndarray, dtype):
     """The whole W from every rank's element chunk (concatenated in rank order)."""
-    f_in, f_out = shape
-    full = np.zeros((f_in, f_out), dtype=dtype)
+    full = np.zeros(tuple(shape), dtype=dtype)
     counts = layout.weight_chunks(shape, p)
     starts = np.concatenate(([0], np.cumsum(counts)))
-    fr, fc = layout.fbounds(f_in, p.col), layout.fbounds(f_out, p.rep)
     for rank in range(layout.size):
         c = layout.coords_all[rank]
         if c[p.row] != 0:
             continue
-        a, b = int(fr[c[p.col]]), int(fr[c[p.col] + 1])
-        lo, hi = int(fc[c[p.rep]]), int(fc[c[p.rep] + 1])
+        a, b, lo, hi = layout.weight_block(shape, p, c)
         members = layout.rank_of(
             np.array([[*c[: p.row], k, *c[p.row + 1 :]] for k in range(layout.dims[p.row])])
         )
@@ -666,13 +671,18 @@ def _entries(ctx):
     lay: PlexusLayout = ctx.layout
     S = ctx.support
     new_rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), np.diff(S.indptr))
-    perm = lay.numbering.perm
-    to_orig = (lambda a: a) if perm is None else (lambda a: np.asarray(perm)[a])
+    orig = _load_orig(lay)
     cols = S.indices.astype(np.int64)
     src = owner_of(new_rows, lay.numbering.offsets) * lay.load_grid[1]
     if lay.load_cols is not None:
         src = src + owner_of(cols, lay.load_cols)
-    return to_orig(new_rows), to_orig(cols), src
+    return orig[new_rows], orig[cols], src
+
+
+def _load_orig(lay: PlexusLayout) -> np.ndarray:
+    """(n,) original id of every position of the loading numbering."""
+    perm = lay.numbering.perm
+    return np.arange(lay.n, dtype=np.int64) if perm is None else np.asarray(perm, np.int64)
 
 
 def _group_elems(lay: PlexusLayout, axis: int, per_rank: np.ndarray) -> np.ndarray:
@@ -706,15 +716,10 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
     cols = lay.col_counts(p, width)
     axis = p.rep if transpose else p.row
     B = lay.block_rows
-    if B <= 0 or rows.max(initial=0) <= B:
+    if B <= 0:
         return [_allreduce(lay, axis, rows * cols, itemsize)]
-    nb = int(-(-rows.max() // B))
-    steps = []
-    for b in range(nb):
-        rb = np.clip(rows - b * B, 0, B)
-        rb = np.where(rows <= B, np.where(b == 0, rows, 0), rb)
-        steps.append(_allreduce(lay, axis, rb * cols, itemsize))
-    return steps
+    nb = max(int(-(-rows.max(initial=0) // B)), 1)
+    return [_allreduce(lay, axis, np.clip(rows - b * B, 0, B) * cols, itemsize) for b in range(nb)]
 
 
 class Plexus(Scheme):
@@ -731,7 +736,7 @@ class Plexus(Scheme):
     def configure(self, size: int, values: dict) -> dict:
         dims = parse_dims(values.get("grid"), size, 3, self.name)
         permute = values.get("permute") or "none"
-        if permute not in PERMUTES[:2]:
+        if permute not in PERMUTES:
             raise InputError(f"--permute must be none or double, got {permute!r}")
         block = values.get("block_rows")
         block = 0 if block is None else int(block)
@@ -836,7 +841,6 @@ class Plexus(Scheme):
 
     @staticmethod
     def _route_entries(world, layout: PlexusLayout, orow, ocol, vals) -> dict:
-        P = world.size
         parts = entry_destinations(layout, orow, ocol)
         dst = np.concatenate([d for _, _, d, _, _ in parts]) if parts else np.zeros(0, np.int64)
         rec = (
@@ -851,10 +855,7 @@ class Plexus(Scheme):
             if parts
             else np.zeros((0, 4), np.int64)
         )
-        order = np.argsort(dst, kind="stable")
-        send = np.bincount(dst, minlength=P).astype(np.int64)
-        recv = world.alltoall_counts(send, "setup")
-        got = world.alltoallv(np.ascontiguousarray(rec[order]), send, recv, "setup")
+        (got,), _, _, _ = world.route(dst, [rec], "setup")
         c = layout.coords(world.rank)
         shards = {}
         for s, key in enumerate(layout.shard_keys):
@@ -884,15 +885,9 @@ class Plexus(Scheme):
         X = (X.toarray() if sp.issparse(X) else np.asarray(X))[keep]
         f = layout.num_features
         # features: ids, then the column chunk of each destination
-        hold = layout.holders(INPUT, orig)
-        k = hold.shape[1]
-        dst = hold.reshape(-1)
-        row = np.repeat(np.arange(orig.shape[0], dtype=np.int64), k)
-        order = np.argsort(dst, kind="stable")
-        dst, row = dst[order], row[order]
-        send = np.bincount(dst, minlength=P).astype(np.int64)
-        recv = world.alltoall_counts(send, "setup")
-        got_ids = world.alltoallv(np.ascontiguousarray(orig[row]), send, recv, "setup")
+        dst, row = _copies_to_holders(layout, INPUT, orig)
+        (got_ids,), order, send, recv = world.route(dst, [orig[row]], "setup")
+        row = row[order]
         fb = layout.fbounds(f, INPUT.col)
         ycol = layout.coords_all[:, INPUT.col]
         ptr = np.concatenate(([0], np.cumsum(send)))
@@ -920,14 +915,8 @@ class Plexus(Scheme):
         rec = np.stack(
             [orig, np.asarray(local.labels, np.int64)[keep], bits, np.zeros_like(orig)], axis=1
         )
-        hold = layout.holders(out, orig)
-        k = hold.shape[1]
-        dst = hold.reshape(-1)
-        row = np.repeat(np.arange(orig.shape[0], dtype=np.int64), k)
-        order = np.argsort(dst, kind="stable")
-        send = np.bincount(dst, minlength=P).astype(np.int64)
-        recv = world.alltoall_counts(send, "setup")
-        got = world.alltoallv(np.ascontiguousarray(rec[row[order]]), send, recv, "setup")
+        dst, row = _copies_to_holders(layout, out, orig)
+        (got,), _, _, _ = world.route(dst, [rec[row]], "setup")
         b = layout.bounds(out.row)
         at = layout.position(layout.num(out.num), got[:, 0]) - b[c[out.row]]
         m = int(b[c[out.row] + 1] - b[c[out.row]])
@@ -976,11 +965,7 @@ class Plexus(Scheme):
         ps, pd, pc = _pair_sum(P, np.concatenate(srcs), np.concatenate(dsts), np.concatenate(cnts))
         out.append(("setup", Pairs(P, ps, pd, pc * ENTRY_BYTES)))
         # node data: ids and feature chunks to the input holders, labels to the output holders
-        orig = (
-            lay.original(0, np.arange(lay.n))
-            if lay.numbering.perm is None
-            else np.asarray(lay.numbering.perm, dtype=np.int64)
-        )
+        orig = _load_orig(lay)
         load = _sources(lay)
         ps, pd, pc = holder_pairs(lay, INPUT, orig, load)
         width = lay.col_counts(INPUT, lay.num_features)
@@ -1004,14 +989,10 @@ class Plexus(Scheme):
         p = self._plan_of(ctx, call).agg
         return spmm_steps(ctx.layout, p, True, call.shape(0)[1], call.itemsize(0))
 
-    def _shape(self, ctx, call) -> tuple[int, int]:
-        m = ctx.layout.model[int(call.phase.layer)]
-        return int(m["f_in"]), int(m["f_out"])
-
     def steps_matmul(self, ctx, call) -> list:
         lay: PlexusLayout = ctx.layout
         pl = self._plan_of(ctx, call)
-        f_in, f_out = self._shape(ctx, call)
+        f_in, f_out = ctx.layout.weight_shape(call.phase.layer)
         isz, wsz = call.itemsize(0), call.itemsize(1)
         selfterm = call.phase.term == "self"
         out = []
@@ -1027,7 +1008,7 @@ class Plexus(Scheme):
     def steps_matmul_grads(self, ctx, call) -> list:
         lay: PlexusLayout = ctx.layout
         pl = self._plan_of(ctx, call)
-        f_in, f_out = self._shape(ctx, call)
+        f_in, f_out = ctx.layout.weight_shape(call.phase.layer)
         isz, wsz, gsz = call.itemsize(0), call.itemsize(1), call.itemsize(2)
         selfterm = call.phase.term == "self"
         out = []
@@ -1046,16 +1027,12 @@ class Plexus(Scheme):
     def steps_reduce_weight_grad(self, ctx, call) -> list:
         lay: PlexusLayout = ctx.layout
         shape = call.args[1][2]
-        p = lay.plans[self._param_layer(call)].mm
+        p = self._plan_of(ctx, call).mm
         return [ReduceScatterv(lay.groups(p.row), lay.weight_chunks(shape, p) * call.itemsize(0))]
-
-    @staticmethod
-    def _param_layer(call) -> int:
-        return int(call.phase.layer)
 
     def steps_bias_grad(self, ctx, call) -> list:
         lay: PlexusLayout = ctx.layout
-        out = lay.plans[self._param_layer(call)].out
+        out = self._plan_of(ctx, call).out
         width = call.args[1][2][0]
         return [_allreduce(lay, out.row, lay.col_counts(out, width), call.itemsize(0))]
 
@@ -1087,7 +1064,7 @@ class Plexus(Scheme):
     def steps_gather_param(self, ctx, call) -> list:
         lay: PlexusLayout = ctx.layout
         shape = call.args[1][2]
-        pl = lay.plans[self._param_layer(call)]
+        pl = self._plan_of(ctx, call)
         if len(shape) == 1:
             nbytes = lay.col_counts(pl.out, shape[0]) * call.itemsize(0)
             return [Allgatherv(lay.groups(pl.out.col), nbytes)]
@@ -1129,7 +1106,7 @@ class Plexus(Scheme):
     def work_matmul(self, ctx, call) -> np.ndarray:
         lay: PlexusLayout = ctx.layout
         pl = self._plan_of(ctx, call)
-        f_in, f_out = self._shape(ctx, call)
+        f_in, f_out = ctx.layout.weight_shape(call.phase.layer)
         rows = lay.row_counts(pl.mm)
         fin = lay.col_counts(pl.mm, f_in)
         fout = lay.col_counts(mm_out(pl.mm), f_out)

@@ -291,10 +291,10 @@ def _auto_grid(world, sch, source, config, options, partition, partition_seed):
 def held_data(run: Run) -> int:
     """Bytes of graph data this rank holds after training: the Ops' structures, the node
     data and the layout (`held_bytes`; communicators and their counters excluded)."""
-    from gcntrain.comm.communicator import Comm, SelfComm
+    from gcntrain.comm.communicator import Comm
     from gcntrain.schemes.held import held_bytes
 
-    return held_bytes(run.ops, run.local, skip=(Comm, SelfComm))
+    return held_bytes(run.ops, run.local, skip=(Comm,))
 
 
 def _partition_label(partition, source) -> str:

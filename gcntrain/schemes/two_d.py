@@ -285,6 +285,16 @@ def transpose_pairs(layout: Layout2D, rows: np.ndarray, cols: np.ndarray):
     return block_of(layout, rows, cols), block_of(layout, cols, rows)
 
 
+def gather_columns(comm, X, widths: np.ndarray, key: str) -> np.ndarray:
+    """Whole rows from column chunks: member k of `comm` holds ``widths[k]`` columns of the
+    same rows (one Allgatherv of the flattened chunks)."""
+    X = np.ascontiguousarray(X)
+    m = X.shape[0]
+    flat = comm.allgatherv(X.reshape(-1), widths * m, key)
+    parts = np.split(flat, np.cumsum(widths * m)[:-1])
+    return np.ascontiguousarray(np.hstack([a.reshape(m, int(k)) for a, k in zip(parts, widths)]))
+
+
 class StagePieces:
     """The pieces of this rank's block of S (or S^T) that it broadcasts, one per stage in its
     column part, as CSR (for its own products) and packed (int32 rows, int32 columns, values)
@@ -371,13 +381,7 @@ class TwoDOps(Ops):
     # -- rows whose columns are split --------------------------------------------------------
     def _row_gather(self, X, width: int, key: str) -> np.ndarray:
         """Whole rows (m x width) from the column chunks of process row i."""
-        X = np.ascontiguousarray(X)
-        w = np.diff(chunk_offsets(width, self.layout.pc))
-        flat = self.grid.row.allgatherv(X.reshape(-1), w * self.m, key)
-        parts = np.split(flat, np.cumsum(w * self.m)[:-1])
-        return np.ascontiguousarray(
-            np.hstack([p.reshape(self.m, int(k)) for p, k in zip(parts, w)])
-        )
+        return gather_columns(self.grid.row, X, np.diff(chunk_offsets(width, self.layout.pc)), key)
 
     def _row_reduce_scatter(self, part: np.ndarray, width: int, key: str) -> np.ndarray:
         """Chunk j of the sum over process row i of the whole-width partial products."""
@@ -518,12 +522,7 @@ def _transpose_block(world, layout: Layout2D, i: int, fwd):
     rows = np.repeat(np.arange(m, dtype=np.int64) + layout.offsets[i], np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     _, dst = transpose_pairs(layout, rows, cols)
-    order = np.argsort(dst, kind="stable")
-    send = np.bincount(dst, minlength=layout.size).astype(np.int64)
-    recv = world.alltoall_counts(send, "setup")
-    pairs = np.ascontiguousarray(np.stack([cols[order], rows[order]], axis=1))
-    got = world.alltoallv(pairs, send, recv, "setup")
-    vals = world.alltoallv(np.ascontiguousarray(data[order]), send, recv, "setup")
+    (got, vals), _, _, _ = world.route(dst, [np.stack([cols, rows], axis=1), data], "setup")
     T = sp.csr_matrix(
         (vals, (got[:, 0] - layout.offsets[i], got[:, 1])), shape=(m, int(layout.offsets[-1]))
     )
