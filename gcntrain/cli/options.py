@@ -252,8 +252,8 @@ def scheme_options(f):
         type=click.Choice(["none", "random", "double"]),
         default="none",
         show_default=True,
-        help="Vertex permutation for load balance: random (= --partition random) or, for "
-        "--scheme plexus, double (independent row and column orderings, Plexus 5.1).",
+        help="Vertex permutation for load balance: random (= --partition random) or double "
+        "(independent row and column orderings, for the schemes that declare it).",
     )(f)
     f = click.option(
         "--partition",

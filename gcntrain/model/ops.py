@@ -84,7 +84,7 @@ class Ops:
     #: number of nodes in the whole graph
     n_global: int
     #: original ids of the local rows of the first layer's input (the features), where they
-    #: differ from `rows` (Plexus: the input and the logits are sharded over different axes)
+    #: differ from `rows` (a scheme that shards the input and the logits over different axes)
     input_rows: np.ndarray | None = None
     #: rank and size, for logging only (the model must not branch on them)
     rank: int = 0

@@ -29,7 +29,7 @@ class Phase:
     epoch : 0-based epoch, -1 outside the epoch loop
     term : which product of a layer with several ("self": GraphSAGE's ``H W_self``; "" for
         the rest).  Not part of the tally key; a scheme whose layout differs between the
-        terms (Plexus) reads it.
+        terms reads it.
     """
 
     op: str

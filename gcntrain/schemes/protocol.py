@@ -33,7 +33,7 @@ class SchemeOption:
     type: Any = str
     metavar: str | None = None
     #: False: the CLI sets it from a shared option instead of declaring its own flag
-    #: (Plexus' ``--permute double`` shares ``--permute`` with ``--permute random``)
+    #: (e.g. a scheme's ``permute`` option is set by the shared ``--permute double``)
     cli: bool = True
 
     def given(self, value) -> bool:
