@@ -66,6 +66,8 @@ def close(a: float, b: float, tol: float = 1e-9) -> bool:
         (3, "3d", ["--partition", "random"]),
         (4, "plexus", ["--grid", "1x2x2", "--permute", "double"]),
         (3, "plexus", ["--block-rows", "500"]),
+        (2, "vertexcut", []),
+        (3, "vertexcut", ["--partition-seed", "7"]),
     ],
 )
 def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, scheme, extra):
@@ -174,7 +176,11 @@ def test_no_mpi_library_friendly_message():
 
 @pytest.mark.parametrize(
     "nprocs,scheme,extra",
-    [(4, "1.5d", ["--replication", "2"]), (3, "p2p", ["--partition", "random"])],
+    [
+        (4, "1.5d", ["--replication", "2"]),
+        (3, "p2p", ["--partition", "random"]),
+        (3, "vertexcut", ["--delay", "0"]),
+    ],
 )
 def test_distributed_outputs_cover_every_node_once(
     graph_file, serial_summary, tmp_path, nprocs, scheme, extra
@@ -195,7 +201,12 @@ def test_distributed_outputs_cover_every_node_once(
     assert np.array_equal(ids, np.arange(512))  # rmat scale 9, each node exactly once
     test = json.loads((out / "config.json").read_text())
     assert test["scheme"] == scheme and test["ranks"] == nprocs
-    assert len((out / "metrics.jsonl").read_text().splitlines()) == d["epochs"]
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == d["epochs"]
+    if scheme == "vertexcut":  # per-epoch aggregation split and replication factor
+        rec = json.loads(lines[-1])
+        assert rec["replication_factor"] == d["replication_factor"] > 1
+        assert rec["t_local_agg"] > 0 and rec["t_remote_comm"] > 0
     # the serial run's predictions agree (same seed, float64)
     ser = tmp_path / "serial"
     res = subprocess.run(

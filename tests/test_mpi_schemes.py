@@ -80,6 +80,33 @@ def test_plexus_weights_equal_serial_and_traffic_equals_plan(nprocs):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
+def test_vertexcut_weights_equal_serial_and_traffic_equals_plan(nprocs):
+    """Libra vertex cut, cd-0: Cora and R-MAT n = 509, GCN and GraphSAGE, float64 within 1e-5,
+    measured traffic equal to the plan on every rank and phase (a Libra partition file too);
+    cd-2 and 0c: traffic equal to the plan, drift from serial reported."""
+    verdict = _check(nprocs, "equivvertexcut")
+    labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
+    for g in ("cora", "rmat-509"):
+        for m in ("gcn", "sage"):
+            for s in ("vertexcut-cd0", "vertexcut-delay-2", "vertexcut-delay-none"):
+                assert (g, m, s) in labels
+    assert ("rmat-509", "gcn", "vertexcut-cd0-file") in labels
+    drift = [d["drift_rel_err"] for d in verdict["details"] if "drift_rel_err" in d]
+    assert all(x == 0.0 for x in drift) if nprocs == 1 else max(drift) > 0
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_vertexcut_delayed_sends_the_planned_bucket_each_epoch(nprocs):
+    """cd-3: every epoch's measured traffic equals that epoch's plan (bucket e mod 3, the
+    roots' totals from epoch 3 on); 3 steady epochs move cd-0's bytes of one epoch."""
+    verdict = _check(nprocs, "delayed")
+    sent = verdict["details"][-1]["per_epoch_sent"]
+    assert sent[3:6] == sent[6:9] and sent[0] < sent[3]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", NPROCS)
 def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
     """Op by op, on random matrices, independent of training (float64, 1e-12 relative);
     Plexus layer by layer at each call's placements, GCN and GraphSAGE (self term)."""
@@ -89,6 +116,7 @@ def test_every_ops_method_of_every_scheme_equals_serial_ops(nprocs):
     assert {f"3d-1x1x{nprocs}", f"3d-{nprocs}x1x1"} <= schemes
     grids = ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
     assert {f"plexus-{g}" for g in grids} | {f"plexus-{g}-double" for g in grids} <= schemes
+    assert "vertexcut" in schemes
     assert ("serial" in schemes) == (nprocs == 1)
 
 
@@ -127,5 +155,6 @@ def test_cora_accuracy_at_np4_equals_serial():
         "3d-1x2x2",
         "plexus-2x1x2",
         "plexus-2x2x1-double",
+        "vertexcut",
     }
     assert all(d["test_acc"] > 0.7 for d in verdict["details"])

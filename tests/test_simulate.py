@@ -54,6 +54,10 @@ CASES = [
     (3, "plexus", ["--grid", "3x1x1", "--permute", "double"]),
     (4, "plexus", ["--grid", "2x1x2", "--block-rows", "100"]),
     (4, "plexus", ["--grid", "1x2x2", "--load-grid", "2x2"]),
+    (2, "vertexcut", []),
+    (3, "vertexcut", ["--delay", "2"]),
+    (4, "vertexcut", ["--delay", "none", "--model", "sage"]),
+    (4, "vertexcut", ["--partition-seed", "3"]),
 ]
 
 

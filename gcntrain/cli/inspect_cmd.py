@@ -52,14 +52,20 @@ def _imbalance(nnz: list[int]) -> float:
 
 
 def store_summary(m) -> dict:
-    """Store-level fields of a manifest: kind, parts/grid, per-shard rows and nnz."""
+    """Store-level fields of a manifest: kind, parts/grid, per-shard rows and nnz (edges: rows
+    are the roots, plus clones and the replication factor, mean clones per vertex)."""
     out: dict = {"kind": m.kind}
-    if m.kind == "rows":
+    if m.kind in ("rows", "edges"):
         out["parts"] = m.num_parts
         out["shards"] = [
             {"id": e["id"], "rows": e["row_stop"] - e["row_start"], "nnz": e["nnz"]}
             for e in m.shards
         ]
+        if m.kind == "edges":
+            for s, e in zip(out["shards"], m.shards):
+                s["clones"] = e["clones"]
+            clones = sum(e["clones"] for e in m.shards)
+            out["replication_factor"] = round(clones / m.n, 4) if m.n else 1.0
     else:
         out["grid"] = list(m.grid)
         out["permuted"] = {"rows": m.row_perm, "cols": m.col_perm}
@@ -78,11 +84,12 @@ def store_summary(m) -> dict:
 
 
 def shard_lines(shards: list[dict]) -> str:
-    """Human table of per-shard rows/nnz (one line per shard)."""
+    """Human table of per-shard rows/nnz (and cols or clones; one line per shard)."""
     lines = ["shards:"]
     for s in shards:
         label = f"({s['block'][0]}, {s['block'][1]})" if "block" in s else str(s["id"])
         cols = f"  cols {s['cols']:>10}" if "cols" in s else ""
+        cols += f"  clones {s['clones']:>10}" if "clones" in s else ""
         lines.append(f"  {label:>10}  rows {s['rows']:>10}{cols}  nnz {s['nnz']:>12}")
     return "\n".join(lines)
 

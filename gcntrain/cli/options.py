@@ -258,8 +258,9 @@ def scheme_options(f):
     f = click.option(
         "--partition",
         default=None,
-        metavar="block|random|PART.h5",
-        help="Row partition of the scheme [default: block].",
+        metavar="block|random|libra|PART.h5",
+        help="Partition of the scheme's rows, or its edges for a vertex cut (libra, or a "
+        "file from `gcntrain partition`) [default: block; a vertex cut: libra].",
     )(f)
     return click.option(
         "--scheme",

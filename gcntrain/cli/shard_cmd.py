@@ -1,4 +1,5 @@
-"""`gcntrain shard GRAPH.h5 -o DIR`: write a sharded store (1D row blocks or 2D blocks)."""
+"""`gcntrain shard GRAPH.h5 -o DIR`: write a sharded store (1D row blocks, 2D blocks, or
+vertex-cut shards of a Libra edge partition with ``-m libra``)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,51 @@ def read_partition_file(
     return part.astype(np.int64), num_parts
 
 
+def libra_cut(graph, parts: int | None, partition: str | None, seed: int):
+    """(edge_part, root, P) of a Libra vertex cut: computed (`--parts P`), or read from a
+    partition file written by `gcntrain partition -m libra` (checked against the graph)."""
+    if partition is None:
+        from gcntrain.partition.libra import libra_partition
+
+        vc = libra_partition(
+            graph.indptr.astype(np.int64), graph.indices.astype(np.int64), parts, seed=seed
+        )
+        return vc.edge_part, vc.root, parts
+    from gcntrain.partition.io import read_partition
+
+    res = read_partition(partition, graph.content_hash())
+    if res.edge_part is None:
+        kind = "vertex partition" if res.part is not None else "2D permutation"
+        raise InputError(
+            f"holds a {res.method} {kind}, not a vertex cut (write one with "
+            "`gcntrain partition -m libra`)",
+            partition,
+        )
+    if res.edge_part.shape[0] != graph.nnz:
+        raise InputError(
+            f"vertex cut assigns {res.edge_part.shape[0]} entries but the graph stores {graph.nnz}",
+            partition,
+        )
+    if parts is not None and res.parts != parts:
+        raise InputError(f"vertex cut has {res.parts} parts but --parts is {parts}", partition)
+    return res.edge_part, res.root, res.parts
+
+
+def _check_libra_options(
+    parts: int | None, partition: str | None, grid: str | None, permute: str | None
+) -> None:
+    """The options `-m libra` accepts: --parts P and/or --partition PART.h5."""
+    if grid is not None or permute is not None:
+        raise click.UsageError("--grid/--permute do not apply to -m libra (vertex-cut shards)")
+    if partition in ("block", "random"):
+        raise click.UsageError(
+            "-m libra takes --parts P or a vertex-cut file --partition PART.h5, "
+            f"not --partition {partition}"
+        )
+    if parts is None and partition is None:
+        raise click.UsageError("give --parts P or --partition PART.h5 with -m libra")
+
+
 @click.command("shard")
 @click.argument("graph", metavar="GRAPH.h5")
 @click.option(
@@ -79,7 +125,19 @@ def read_partition_file(
     metavar="OUT_DIR",
     help="Output directory (written under a temporary name, then renamed).",
 )
-@click.option("--parts", type=int, default=None, help="1D row blocks: number of parts P.")
+@click.option(
+    "-m",
+    "--method",
+    type=click.Choice(["rows", "libra"]),
+    default="rows",
+    show_default=True,
+    help="rows: 1D row blocks (--parts) or 2D blocks (--grid); libra: vertex-cut shards "
+    "of a Libra edge partition (--parts P, or --partition PART.h5 from "
+    "`gcntrain partition -m libra`).",
+)
+@click.option(
+    "--parts", type=int, default=None, help="1D row blocks or vertex-cut shards: parts P."
+)
 @click.option(
     "--partition",
     default=None,
@@ -100,6 +158,7 @@ def read_partition_file(
 def shard(
     graph: str,
     out: str,
+    method: str,
     parts: int | None,
     partition: str | None,
     grid: str | None,
@@ -111,12 +170,15 @@ def shard(
     """Write GRAPH.h5 as a sharded store in OUT_DIR (format: docs/format.md).
 
     Either --parts P (1D row blocks; --partition block, random or a partition file PART.h5)
-    or --grid RxC (2D blocks; --permute none, random or double).
+    or --grid RxC (2D blocks; --permute none, random or double); with -m libra, vertex-cut
+    shards of a Libra edge partition of P parts (--parts P and/or --partition PART.h5).
     """
-    from gcntrain.data.shards import write_block_shards, write_row_shards
+    from gcntrain.data.shards import write_block_shards, write_edge_shards, write_row_shards
     from gcntrain.data.store import read_graph
 
     part_file = partition not in (None, "block", "random")
+    if method == "libra":
+        _check_libra_options(parts, partition, grid, permute)
     if grid is not None and (parts is not None or partition is not None):
         raise click.UsageError("--grid cannot be combined with --parts/--partition")
     if grid is None and parts is None and not part_file:
@@ -135,7 +197,11 @@ def shard(
     rng = np.random.default_rng(seed)
     t1 = time.perf_counter()
     info: dict = {"graph": graph, "out": out}
-    if rc is None:
+    if method == "libra":
+        edge_part, root, parts = libra_cut(g, parts, partition, seed)
+        manifest = write_edge_shards(g, edge_part, root, out, num_parts=parts, overwrite=overwrite)
+        info.update(kind="edges", parts=parts, partition=partition or "libra")
+    elif rc is None:
         if part_file:
             part, parts = read_partition_file(partition, g.content_hash(), g.n, parts)
         elif partition == "random":

@@ -60,6 +60,11 @@ def _human(s: dict) -> str:
             if "held_bytes_max" in s
             else []
         ),
+        *(
+            [("replication factor", f"{s['replication_factor']:.3f} rows held per node")]
+            if "replication_factor" in s
+            else []
+        ),
         (
             "simulated in",
             f"{s['simulate_seconds']:.2f} s, peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB",

@@ -82,6 +82,17 @@ def _human(s: dict) -> str:
                 f"{s['held_bytes_mean'] / 1e6:.3f} MB per rank",
             )
         )
+    if "replication_factor" in s:
+        rows.append(("replication factor", f"{s['replication_factor']:.3f} rows held per node"))
+    if "t_local_agg" in s:
+        rows.append(
+            (
+                "aggregation / epoch",
+                f"local {s['t_local_agg'] * 1e3:.2f} ms; remote: pre-processing "
+                f"{s['t_remote_pre'] * 1e3:.2f}, communication {s['t_remote_comm'] * 1e3:.2f}, "
+                f"post-processing {s['t_remote_post'] * 1e3:.2f} ms (training, max over ranks)",
+            )
+        )
     if s.get("grid_search"):
         rows.append(grid_choice(s["grid_search"]))
     if s.get("out"):

@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.mpi import load_mpi
+
+
+@dataclass
+class Pending:
+    """A posted non-blocking exchange: its request (None: nothing in flight), the receive
+    buffer, and the send buffer, kept alive until completion."""
+
+    request: object
+    out: np.ndarray
+    send: np.ndarray
 
 
 class Comm:
@@ -142,6 +153,41 @@ class Comm:
         vol = V.alltoallv(sc * sendbuf.itemsize, rc * sendbuf.itemsize, self.rank)
         self._count(phase, "alltoall", vol, t0)
         return out
+
+    def ialltoallv(
+        self,
+        sendbuf: np.ndarray,
+        sendcounts: Sequence[int],
+        recvcounts: Sequence[int],
+        phase: str,
+    ) -> Pending:
+        """Non-blocking `alltoallv` (MPI_Ialltoallv), counted when posted; `wait` on the
+        returned `Pending` before reading its ``out``."""
+        t0 = time.perf_counter()
+        sendbuf = np.ascontiguousarray(sendbuf)
+        row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
+        sc = np.asarray(sendcounts, dtype=np.int64) * row
+        rc = np.asarray(recvcounts, dtype=np.int64) * row
+        out = np.empty((int(rc.sum()) // max(row, 1),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
+        req = None
+        if self.size > 1:
+            sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
+            rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
+            req = self.comm.Ialltoallv([sendbuf, (sc, sd)], [out, (rc, rd)])
+        else:
+            out[...] = sendbuf
+        vol = V.alltoallv(sc * sendbuf.itemsize, rc * sendbuf.itemsize, self.rank)
+        self._count(phase, "alltoall", vol, t0)
+        return Pending(req, out, sendbuf)
+
+    def wait(self, pending: Pending, phase: str) -> np.ndarray:
+        """Complete a non-blocking exchange; returns its received buffer."""
+        t0 = time.perf_counter()
+        if pending.request is not None:
+            pending.request.Wait()
+            pending.request = None
+        self.tally.add(phase, V.zero(), "wait", time.perf_counter() - t0)
+        return pending.out
 
     def reduce_scatterv(
         self, sendbuf: np.ndarray, counts: Sequence[int], phase: str, op: str = "sum"

@@ -97,6 +97,7 @@ def support_rows(
     deg_global: np.ndarray,
     kind: str,
     col_range: tuple[int, int] | None = None,
+    identity: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows `rows` of the support matrix of `kind`, as CSR arrays with global column ids.
 
@@ -108,6 +109,8 @@ def support_rows(
     kind : "gcn" | "sage-mean" | "sage-gcn"
     col_range : the adjacency holds only the columns [lo, hi) of its rows (a 2D block): the
         identity's entries are added for the rows inside that range only.
+    identity : bool (m,): the rows that get the identity's entry (a vertex cut adds it on
+        the root's copy only); default every row (within `col_range`).
 
     Returns
     -------
@@ -131,6 +134,8 @@ def support_rows(
         diag = np.arange(m, dtype=np.int64)
         if col_range is not None:
             diag = diag[(rows >= col_range[0]) & (rows < col_range[1])]
+        if identity is not None:
+            diag = diag[np.asarray(identity, dtype=bool)[diag]]
         lrow = np.concatenate([lrow, diag])
         cols = np.concatenate([cols, rows[diag]])
         vals = np.concatenate([vals, np.ones(diag.size)])

@@ -86,6 +86,13 @@ class Ops:
     #: original ids of the local rows of the first layer's input (the features), where they
     #: differ from `rows` (a scheme that shards the input and the logits over different axes)
     input_rows: np.ndarray | None = None
+    #: local rows counted in sums over nodes (losses, accuracies, mask counts, feature
+    #: density): the first `counted` rows; the rest are replicas of rows another rank counts
+    #: (vertex-cut clones).  None: every local row
+    counted: int | None = None
+    #: per-epoch scheme measurements (dicts of floats) merged into the epoch records by the
+    #: runner; empty for schemes without any
+    epoch_stats: tuple = ()
     #: rank and size, for logging only (the model must not branch on them)
     rank: int = 0
     size: int = 1

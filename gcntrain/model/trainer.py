@@ -134,7 +134,9 @@ class EpochRecord:
     """One epoch: training loss/accuracy (with dropout), evaluation metrics, time split.
 
     ``val_loss``, ``val_acc`` and ``test_acc`` are None on epochs without evaluation.
-    ``t_other`` is the epoch's wall time minus aggregation and dense time.
+    ``t_other`` is the epoch's wall time minus aggregation and dense time.  ``extra`` holds a
+    scheme's own measurements of the epoch (`Ops.epoch_stats`, reduced over ranks by the
+    runner), written as further keys of the record.
     """
 
     epoch: int
@@ -147,9 +149,12 @@ class EpochRecord:
     t_aggregation: float
     t_dense: float
     t_other: float
+    extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
 
 
 @dataclass
@@ -195,9 +200,10 @@ def prepare_features(ops: Ops, X, config: TrainConfig, num_features: int):
         X = ops.row_normalize(X, width=num_features, phase=phase)
     use_sparse = config.sparse_features
     if use_sparse is None:
-        nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
+        Xc = X if ops.counted is None else X[: ops.counted]
+        nnz = Xc.nnz if sp.issparse(Xc) else np.count_nonzero(Xc)
         tot = ops.element_sum(
-            np.array([nnz, X.shape[0] * X.shape[1]], dtype=np.float64), phase=phase
+            np.array([nnz, Xc.shape[0] * Xc.shape[1]], dtype=np.float64), phase=phase
         )
         use_sparse = bool(tot[1] > 0 and tot[0] / tot[1] < SPARSE_DENSITY)
     if use_sparse and not sp.issparse(X):
@@ -324,6 +330,9 @@ def fit(
         )
     f0 = int(X_local.shape[1] if num_features is None else num_features)
     masks = {k: effective_mask(labels, masks_local.get(k)) for k in ("train", "val", "test")}
+    if ops.counted is not None:  # replicas of rows another rank counts
+        for v in masks.values():
+            v[ops.counted :] = False
     counts = masked_counts(ops, labels, masks, Phase("metrics"))
     if counts["train"] == 0:
         raise InputError("the train mask selects no labelled node")

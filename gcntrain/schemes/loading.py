@@ -128,8 +128,10 @@ def local_graph(
     labels: np.ndarray,
     masks: dict,
     where: str,
+    ids_new: np.ndarray | None = None,
 ) -> LocalGraph:
-    """Assemble a `LocalGraph`: sort each row's columns, apply the request's windows."""
+    """Assemble a `LocalGraph`: sort each row's columns, apply the request's windows (and,
+    for scattered rows `ids_new`, keep the request's `entries` only)."""
     require_node_data(features, labels, masks.get("train"), where)
     m = int(orig_ids.shape[0])
     M = sp.csr_matrix(
@@ -142,6 +144,21 @@ def local_graph(
         None if data is None else M.data.astype(np.float32),
         req.cols,
     )
+    if ids_new is not None:
+        return _scattered(
+            n,
+            nnz,
+            name,
+            num_classes,
+            num_features,
+            req,
+            orig_ids,
+            ids_new,
+            (ip, ix, dv),
+            features,
+            labels,
+            masks,
+        )
     ncls = num_classes
     if ncls is None:
         ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)
@@ -166,6 +183,51 @@ def local_graph(
         masks={k: _own(np.asarray(v)) for k, v in masks.items() if v is not None},
         node_rows=(int(nodes[0]), int(nodes[1])),
     )
+
+
+def _scattered(
+    n, nnz, name, num_classes, num_features, req, orig_ids, ids_new, csr, features, labels, masks
+) -> LocalGraph:
+    """The `LocalGraph` of scattered rows: the request's entries of them, every row's node
+    data."""
+    ip, ix, dv = csr
+    if req.entries is not None:
+        key = np.repeat(np.asarray(ids_new, np.int64), np.diff(ip)) * n + ix
+        pos = np.searchsorted(req.entries, key)
+        pos[pos >= req.entries.size] = 0
+        keep = req.entries.size > 0
+        keep = (req.entries[pos] == key) if keep else np.zeros(key.size, dtype=bool)
+        ip, ix, dv = keep_entries(ip, ix, dv, keep)
+    ncls = num_classes
+    if ncls is None:
+        ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)
+    m = int(np.asarray(orig_ids).shape[0])
+    return LocalGraph(
+        n=n,
+        nnz=nnz,
+        name=name,
+        num_classes=int(ncls),
+        num_features=int(num_features),
+        rows=(0, m),
+        orig_ids=_own(np.asarray(orig_ids, dtype=np.int64)),
+        indptr=ip,
+        indices=ix,
+        data=dv,
+        features=_own(_feature_window(features, req.features)),
+        labels=_own(np.asarray(labels, dtype=np.int64)),
+        masks={k: _own(np.asarray(v)) for k, v in masks.items() if v is not None},
+        node_rows=(0, m),
+        ids=np.asarray(ids_new, dtype=np.int64),
+    )
+
+
+def _rows_of(req: LoadRequest, numbering: Numbering) -> tuple[np.ndarray, np.ndarray | None]:
+    """(original ids to read, ascending for scattered rows; their new ids or None)."""
+    if req.ids is None:
+        lo, hi = req.rows
+        return numbering.perm[lo:hi], None
+    old = np.sort(numbering.perm[np.asarray(req.ids, dtype=np.int64)])
+    return old, numbering.inv[old]
 
 
 def check_classes(local: LocalGraph) -> LocalGraph:
@@ -202,8 +264,7 @@ class GraphSource:
             from gcntrain.model.run import check_trainable
 
             check_trainable(g, self.label)
-        lo, hi = req.rows
-        old = numbering.perm[lo:hi]
+        old, ids_new = _rows_of(req, numbering)
         A = g.adjacency()[old]
         masks = {
             k: None
@@ -226,6 +287,7 @@ class GraphSource:
             labels=None if g.labels is None else np.asarray(g.labels, dtype=np.int64)[old],
             masks=masks,
             where=self.label,
+            ids_new=ids_new,
         )
 
 
@@ -281,8 +343,7 @@ class FileSource:
         from gcntrain.data.rows import read_graph_rows
 
         meta = self.meta()
-        lo, hi = req.rows
-        old = numbering.perm[lo:hi]
+        old, ids_new = _rows_of(req, numbering)
         r = read_graph_rows(self.path, old)
         require_node_data(r["features"], r["labels"], r["train_mask"], self.path)
         return local_graph(
@@ -300,6 +361,7 @@ class FileSource:
             labels=r["labels"],
             masks={k: r[f"{k}_mask"] for k in ("train", "val", "test")},
             where=self.path,
+            ids_new=ids_new,
         )
 
 
@@ -325,6 +387,8 @@ class _StoreSource:
     """A shard store: its manifest (opened once) gives the metadata and the numbering."""
 
     kind = "store"
+    #: whether the store is a vertex-cut (edges) store, whose shards are parts' clones
+    cut_store = False
 
     def __init__(self, path: str, manifest):
         self.path = path
@@ -455,6 +519,85 @@ class BlockStoreSource(_StoreSource):
         )
 
 
+class EdgeStoreSource(_StoreSource):
+    """A vertex-cut store (`gcntrain shard -m libra --parts P`): one shard per rank, holding
+    the rank's clones (its roots, the new ids ``offsets[p]:offsets[p+1]``, then its leaves)
+    and only its own edges of them."""
+
+    cut_store = True
+
+    def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
+        man = self.man
+        _no_partition(spec, self.path)
+        if man.num_parts != parts:
+            raise InputError(
+                f"store has {man.num_parts} vertex-cut shards but this run has {parts} "
+                f"ranks; reshard with `gcntrain shard -m libra --parts {parts}`",
+                self.path,
+            )
+        return Numbering(None, None, man.offsets)
+
+    def whole(self, numbering: Numbering):
+        """(the graph in its original entry order, the numbering with perm/inv and the cut
+        `EdgeCut` rebuilt from perm.h5's `edge_part`, which follows that entry order)."""
+        from gcntrain.data.shards import assemble, read_perm
+        from gcntrain.partition.cut_layout import EdgeCut
+
+        p = read_perm(self.man)
+        g = assemble(self.man)
+        offsets = self.man.offsets
+        cut = EdgeCut.from_csr(g.indptr, g.indices, p["edge_part"], p["iperm"], offsets)
+        return g, Numbering(p["perm"], p["iperm"], offsets, numbering.col_offsets, cut=cut)
+
+    def _shard_of(self, req: LoadRequest) -> int:
+        """The shard whose roots start at ``req.rows[0]``; among several (parts without
+        roots), the one ending at ``req.rows[1]`` whose clones are ``req.ids`` when given."""
+        from gcntrain.data.shards import read_edge_shard
+
+        man = self.man
+        ks = [k for k, e in enumerate(man.shards) if e["row_start"] == int(req.rows[0])]
+        if len(ks) > 1:
+            ks = [k for k in ks if man.shards[k]["row_stop"] == int(req.rows[1])] or ks
+        if len(ks) > 1 and req.ids is not None:
+            want = np.sort(np.asarray(req.ids, dtype=np.int64))
+            same = [k for k in ks if np.array_equal(np.sort(read_edge_shard(man, k).ids), want)]
+            ks = same or ks
+        if not ks:
+            raise InputError(f"no vertex-cut shard has roots starting at {req.rows[0]}", self.path)
+        return ks[0]
+
+    def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
+        """The rank's shard as it is: rows = its clones (``rows = (0, m)``, new ids in
+        `LocalGraph.ids`), its entries only (columns new ids, sorted within rows)."""
+        from gcntrain.data.shards import read_edge_shard
+
+        man = self.man
+        sh = read_edge_shard(man, self._shard_of(req))
+        masks = {k: getattr(sh, f"{k}_mask") for k in ("train", "val", "test")}
+        require_node_data(sh.features, sh.labels, masks["train"], self.path)
+        ncls = man.num_classes
+        if ncls is None:
+            ncls = max(int(np.asarray(sh.labels).max(initial=0)) + 1, 2)
+        m = sh.clones
+        return LocalGraph(
+            n=man.n,
+            nnz=man.nnz,
+            name=man.name,
+            num_classes=int(ncls),
+            num_features=int(man.num_features),
+            rows=(0, m),
+            orig_ids=np.asarray(sh.orig_ids, dtype=np.int64),
+            indptr=sh.indptr.astype(np.int64),
+            indices=sh.indices.astype(np.int64),
+            data=None if sh.data is None else sh.data.astype(np.float32),
+            features=_own(_feature_window(sh.features, req.features)),
+            labels=np.asarray(sh.labels, dtype=np.int64),
+            masks={k: np.asarray(v, dtype=bool) for k, v in masks.items() if v is not None},
+            node_rows=(0, m),
+            ids=np.asarray(sh.ids, dtype=np.int64),
+        )
+
+
 def open_source(source):
     """A `Source` for None (the embedded default), a `Graph`, a graph file or a store."""
     from gcntrain.data.graph import Graph
@@ -474,5 +617,7 @@ def open_source(source):
         man = open_manifest(path, check_files=False)
         if man.kind == "rows":
             return RowStoreSource(path, man)
+        if man.kind == "edges":
+            return EdgeStoreSource(path, man)
         return BlockStoreSource(path, man)
     return FileSource(path)

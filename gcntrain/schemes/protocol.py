@@ -66,6 +66,10 @@ class Numbering:
     inv: np.ndarray | None
     offsets: np.ndarray
     col_offsets: np.ndarray | None = None
+    #: an edge assignment that goes with the numbering (a vertex-cut scheme's
+    #: `gcntrain.partition.cut_layout.EdgeCut`; None for vertex partitions and at run time
+    #: from a store, whose shards carry their own edges)
+    cut: Any = None
 
     @property
     def parts(self) -> int:
@@ -84,13 +88,20 @@ class LoadRequest:
     masks) of `node_rows` (a sub-range of `rows`; None = `rows`), the feature columns in
     `features` (None = all); `whole` asks for the whole graph with full validation (content
     hash included).  Split-3D ranks hold adjacency rows of a whole row part but node rows of
-    one layer's slice of it."""
+    one layer's slice of it.
+
+    A vertex-cut rank reads scattered rows: `ids` (new numbering, any order) replaces `rows`,
+    and `entries` (sorted keys ``row * n + col``, new numbering) keeps only its edges of those
+    rows; the `LocalGraph` then holds the rows in ascending original id with their new ids in
+    `LocalGraph.ids`."""
 
     rows: tuple[int, int]
     cols: tuple[int, int] | None = None
     features: tuple[int, int] | None = None
     whole: bool = False
     node_rows: tuple[int, int] | None = None
+    ids: np.ndarray | None = field(default=None, compare=False)
+    entries: np.ndarray | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -112,6 +123,8 @@ class LocalGraph:
     labels: np.ndarray
     masks: dict[str, np.ndarray]
     node_rows: tuple[int, int] | None = None
+    #: new ids of scattered rows (a `LoadRequest` with `ids`); None: the range `rows`
+    ids: np.ndarray | None = None
 
     def __post_init__(self):
         if self.node_rows is None:
@@ -120,6 +133,8 @@ class LocalGraph:
     @property
     def new_ids(self) -> np.ndarray:
         """New-numbering ids of the adjacency rows."""
+        if self.ids is not None:
+            return self.ids
         return np.arange(self.rows[0], self.rows[1], dtype=np.int64)
 
 
@@ -141,6 +156,9 @@ class PlanContext:
     #: the source is a shard store: at run time its numbering has no perm / inv arrays (the
     #: plan's has them, from the store's permutation file)
     store: bool = False
+    #: the support kind (gcn, sage-mean, sage-gcn): where a layout splits S's entries, whether
+    #: the identity is separate from a stored self-loop
+    kind: str = "gcn"
     cache: dict = field(default_factory=dict)
 
     @property
@@ -186,6 +204,8 @@ class Scheme:
     uses_mpi: bool = True
     #: whether results equal serial training (approximate schemes report their drift)
     exact: bool = True
+    #: the partition used without --partition
+    default_partition: str = "block"
 
     # -- options ---------------------------------------------------------------------------
     def configure(self, size: int, values: dict) -> dict:
@@ -206,6 +226,22 @@ class Scheme:
         return []
 
     # -- layout and setup ------------------------------------------------------------------
+    def numbering(self, source, parts: int, spec, seed: int, col_parts: int | None = None):
+        """The `Numbering` of a run: by default the source's (the partition `spec` renumbered
+        part by part, or a store's own); a vertex-cut scheme derives it from an edge
+        assignment instead (and attaches the assignment as `Numbering.cut`)."""
+        if getattr(source, "cut_store", False):
+            raise InputError(
+                "store holds vertex-cut (edge) shards written by `gcntrain shard -m libra`; "
+                f"--scheme {self.name} reads row or block stores",
+                source.path,
+            )
+        return source.numbering(parts, spec, seed, col_parts)
+
+    def check_training(self, config: dict, train) -> None:
+        """Validate the scheme's configuration against the training configuration `train`
+        (a `TrainConfig`: epochs, model, ...); raise `InputError`."""
+
     def layout(
         self,
         numbering: Numbering,
@@ -231,6 +267,12 @@ class Scheme:
         return Comm()
 
     # -- exchange description --------------------------------------------------------------
+    def price_key(self, ctx: PlanContext, call) -> tuple:
+        """What identifies a call's price: `Call.key` (not the epoch, the direction or the
+        training flag).  A scheme whose traffic depends on them (DistGNN's delayed
+        exchanges) adds what it needs."""
+        return call.key
+
     def steps(self, ctx: PlanContext, call) -> list:
         """Steps of one recorded Ops call (`gcntrain.model.wrappers.Call`)."""
         fn = getattr(self, f"steps_{call.method}", None)
@@ -255,6 +297,11 @@ class Scheme:
         (`itemsize`): its adjacency structures, node data and layout arrays, as
         `gcntrain.schemes.held.held_bytes` measures them on the Ops and the `LocalGraph`;
         None where the scheme gives no estimate."""
+        return None
+
+    def replication_factor(self, ctx: PlanContext) -> float | None:
+        """Node rows held per node where ranks hold replicas that count once (what `train`
+        reports as ``replication_factor``); None where the scheme has none."""
         return None
 
     def footprint(self, ctx: PlanContext) -> dict:

@@ -20,6 +20,7 @@ ENTRIES = (
     "gcntrain.schemes.two_d:TwoD",
     "gcntrain.schemes.three_d:ThreeD",
     "gcntrain.schemes.plexus:Plexus",
+    "gcntrain.schemes.vertexcut:VertexCut",
 )
 
 

@@ -102,9 +102,11 @@ def load_rank(
         config.validate()
         check_only_own_options(scheme, registry.all_options(), options)
         sc = scheme.configure(world.size, options)
+        scheme.check_training(sc, config)
         src = open_source(source)
         meta = src.meta()
-        numbering = src.numbering(
+        numbering = scheme.numbering(
+            src,
             scheme.row_parts(world.size, sc),
             partition,
             partition_seed,
@@ -225,6 +227,7 @@ def run_training(
     )
     res, local = run.result, run.local
     held = world.allgatherv(np.array([held_data(run)], dtype=np.int64), [1] * world.size, "report")
+    scheme_report = epoch_stats(world, run)
     stats = summarize_ranks(
         world,
         run.epoch_tallies,
@@ -237,7 +240,7 @@ def run_training(
         "scheme": sch.name,
         "ranks": world.size,
         "scheme_options": run.config,
-        "partition": _partition_label(partition, run.source),
+        "partition": _partition_label(partition, run.source, sch),
         "threads_per_rank": nthreads,
         **stats,
         "total_seconds": time.perf_counter() - t0,
@@ -250,6 +253,7 @@ def run_training(
         "num_classes": local.num_classes,
         "held_bytes_max": int(held.max()),
         "held_bytes_mean": float(held.mean()),
+        **scheme_report,
     }
     if search is not None:
         summary["grid_search"] = search
@@ -288,6 +292,29 @@ def _auto_grid(world, sch, source, config, options, partition, partition_seed):
     return {**options, "grid": ranked[0]["grid"]}, ranked
 
 
+def epoch_stats(world, run: Run) -> dict:
+    """Merge the scheme's per-epoch measurements (`Ops.epoch_stats`, maximum over ranks)
+    into the epoch records; return their medians for the summary, plus, where local rows
+    are replicated (`Ops.counted`), the replication factor (rows held / nodes)."""
+    ops, hist = run.ops, run.result.history
+    out: dict = {}
+    if ops.counted is not None:
+        held = world.allreduce(np.array([len(ops.rows)], dtype=np.int64), "report")
+        out["replication_factor"] = float(held[0]) / max(ops.n_global, 1)
+    stats = list(ops.epoch_stats)
+    if stats and len(stats) == len(hist):
+        keys = sorted(stats[0])
+        table = np.array([[s[k] for k in keys] for s in stats], dtype=np.float64)
+        table = world.allreduce(table, "report", op="max")
+        for rec, row in zip(hist, table):
+            rec.extra.update(zip(keys, map(float, row)))
+        out.update({k: float(np.median(table[:, i])) for i, k in enumerate(keys)})
+    if "replication_factor" in out:
+        for rec in hist:
+            rec.extra["replication_factor"] = out["replication_factor"]
+    return out
+
+
 def held_data(run: Run) -> int:
     """Bytes of graph data this rank holds after training: the Ops' structures, the node
     data and the layout (`held_bytes`; communicators and their counters excluded)."""
@@ -297,9 +324,9 @@ def held_data(run: Run) -> int:
     return held_bytes(run.ops, run.local, skip=(Comm,))
 
 
-def _partition_label(partition, source) -> str:
+def _partition_label(partition, source, scheme) -> str:
     if partition is None:
-        return "store" if source.kind == "store" else "block"
+        return "store" if source.kind == "store" else scheme.default_partition
     return partition if isinstance(partition, str) else "vector"
 
 
@@ -309,8 +336,13 @@ def _write_outputs(world, run: Run, config, summary: dict, out_dir) -> None:
 
     res, local = run.result, run.local
     owned = run.layout.owned(world.rank)
-    ids = res.rows if owned else res.rows[:0]
-    cols = np.stack([ids, res.predictions[: ids.size], local.labels[: ids.size]], axis=1)
+    # True / False: all or none of the local rows; an int k: the first k (vertex-cut roots)
+    if isinstance(owned, (bool, np.bool_)):
+        k = res.rows.size if owned else 0
+    else:
+        k = int(owned)
+    ids = res.rows[:k]
+    cols = np.stack([ids, res.predictions[:k], local.labels[:k]], axis=1)
     counts = world.allgatherv(np.array([ids.size], dtype=np.int64), [1] * world.size, "report")
     got = world.gatherv(np.ascontiguousarray(cols.astype(np.int64)), counts, 0, "report")
 

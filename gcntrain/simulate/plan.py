@@ -4,9 +4,9 @@ descriptions the schemes execute (docs/architecture.md).
 `plan_run` walks the model's recorded schedule (`gcntrain.simulate.schedule`): calls before
 the first ``begin_epoch`` belong to the setup (with the scheme's own setup steps and the
 runner's load agreement), calls between ``begin_epoch`` and ``end_epoch`` to that epoch, the
-rest (final evaluation, gathering the parameters) to ``final``.  Every distinct call is priced
-once (`Scheme.steps` -> vectorised step volumes); an epoch is kept as counts of
-(phase, call) pairs, so 200 epochs at P = 8192 cost little more than one.
+rest (final evaluation, gathering the parameters) to ``final``.  Every distinct call
+(`Scheme.price_key`) is priced once (`Scheme.steps` -> vectorised step volumes); an epoch
+is kept as counts of (phase, call) pairs, so 200 epochs at P = 8192 cost little more than one.
 """
 
 from __future__ import annotations
@@ -115,14 +115,15 @@ def plan_run(scheme, ctx, calls, agreements: int = 1) -> PlanTable:
         if call.method == "end_epoch":
             current = table.final
             continue
-        if call.key not in table.prices:
-            table.prices[call.key] = total(scheme.steps(ctx, call), P)
-            table.work[call.key] = scheme.work(ctx, call)
+        pk = scheme.price_key(ctx, call)
+        if pk not in table.prices:
+            table.prices[pk] = total(scheme.steps(ctx, call), P)
+            table.work[pk] = scheme.work(ctx, call)
         key = call.phase.key
         if current is not None:
-            current[(key, call.key)] += 1
-        elif table.prices[call.key].any():
-            v = table.prices[call.key]
+            current[(key, pk)] += 1
+        elif table.prices[pk].any():
+            v = table.prices[pk]
             table.setup[key] = table.setup[key] + v if key in table.setup else v.copy()
     table.setup = {k: np.asarray(v, dtype=np.int64) for k, v in table.setup.items()}
     return table

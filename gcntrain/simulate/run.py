@@ -97,10 +97,11 @@ def plan_training(
     options = dict(options or {})
     check_only_own_options(sch, registry.all_options(), options)
     sc = sch.configure(ranks, options)
+    sch.check_training(sc, config)
     src = open_source(source)
     meta = src.meta()
-    numbering = src.numbering(
-        sch.row_parts(ranks, sc), partition, partition_seed, sch.col_parts(ranks, sc)
+    numbering = sch.numbering(
+        src, sch.row_parts(ranks, sc), partition, partition_seed, sch.col_parts(ranks, sc)
     )
     graph, numbering = src.whole(numbering)
     f0, classes = node_widths(graph, meta, num_features, num_classes)
@@ -118,6 +119,7 @@ def plan_training(
         if graph.features is not None
         else 3,
         store=src.kind == "store",
+        kind=support_kind(config.model, config.aggregator),
     )
     masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
     calls = record_schedule(
@@ -170,6 +172,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
     mem = memory(sim.scheme.footprint(ctx), widths, itemsize, fnnz)
     mid = t.epoch_phases(len(t.epochs) // 2) if t.epochs else {}
     held = sim.scheme.held_estimate(ctx, itemsize)
+    rf = sim.scheme.replication_factor(ctx)
     return {
         "scheme": sim.scheme.name,
         "ranks": t.P,
@@ -200,6 +203,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
             if held is None
             else {"held_bytes_max": int(held.max()), "held_bytes_mean": float(held.mean())}
         ),
+        **({} if rf is None else {"replication_factor": rf}),
         "symmetric": ctx.symmetric,
         "simulate_seconds": seconds,
         "peak_rss_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,

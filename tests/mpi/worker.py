@@ -233,13 +233,144 @@ def case_equivplexus(world):
     return ok, details
 
 
+def with_self_loops(g, every: int = 3):
+    """`g` with a stored self-loop on every `every`-th node."""
+    from dataclasses import replace
+
+    A = g.adjacency().tolil()
+    for i in range(0, g.n, every):
+        A[i, i] = 1.0
+    A = A.tocsr()
+    A.sort_indices()
+    return replace(
+        g,
+        indptr=A.indptr.astype(np.int64),
+        indices=A.indices.astype(np.int32),
+        name=g.name + "-loops",
+    )
+
+
+def vertexcut_runs():
+    """(graph name, graph, model) of the vertex-cut acceptance list, plus GCN on an R-MAT
+    graph with stored self-loops (the identity beside a loop held off the root)."""
+    rm = rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
+    runs = [(gn, g, m) for gn, g in (("cora", cora()), ("rmat-509", rm)) for m in ("gcn", "sage")]
+    return runs + [("rmat-509-loops", with_self_loops(rm), "gcn")]
+
+
+def case_equivvertexcut(world):
+    """Vertex cut (Libra) cd-0: weights after 5 epochs equal serial (float64, 1e-5), measured
+    bytes/messages equal the plan on every rank and phase; Cora and R-MAT n = 509, GCN and
+    GraphSAGE; a Libra partition file too (R-MAT, GCN).  cd-2 and 0c: measured equals the
+    plan, and their drift from serial is reported."""
+    import tempfile
+
+    from gcntrain.partition.io import write_partition
+    from gcntrain.partition.methods import run_method
+
+    details, ok = [], True
+    for gname, g, model in vertexcut_runs():
+        cfg = TrainConfig(epochs=5, seed=3, dtype="float64", early_stopping=0, model=model)
+        cases = [("vertexcut-cd0", "vertexcut", {}, "libra")]
+        tmp = None
+        if gname == "rmat-509" and model == "gcn":
+            tmp = tempfile.mkdtemp() if world.rank == 0 else None
+            tmp = _bcast_object(tmp)
+            path = f"{tmp}/libra.h5"
+            if world.rank == 0:
+                res = run_method(
+                    "libra", g.indptr, g.indices, world.size, seed=9, graph_hash=g.content_hash()
+                )
+                write_partition(path, res)
+            world.barrier()
+            cases.append(("vertexcut-cd0-file", "vertexcut", {}, path))
+        good, det = check_cases(world, g, cfg, cases, 1e-5, {"graph": gname, "model": model})
+        ok &= good
+        details += det
+        # the plan's SpMM nonzeros per rank are the entries of the rank's local support
+        run = run_scheme(world, g, "vertexcut", {}, "libra", cfg)
+        nnz = None
+        if world.rank == 0:
+            sim = plan_training(g, cfg, "vertexcut", world.size, {}, "libra")
+            nnz = SCHEMES["vertexcut"]._local_nnz(sim.ctx).tolist()
+        nnz = _bcast_object(nnz)
+        if nnz[world.rank] != run.ops._S.nnz:
+            ok = False
+            details.append({"graph": gname, "rank": world.rank, "nnz": [run.ops._S.nnz, nnz]})
+        ser = serial_fit(g, cfg)
+        for delay in ("2", "none"):
+            run = run_scheme(world, g, "vertexcut", {"delay": delay}, "libra", cfg)
+            diffs = plan_diffs(run, g, cfg, "vertexcut", {"delay": delay}, "libra", world.rank)
+            ok &= not diffs
+            if diffs or world.rank == 0:
+                details.append(
+                    {
+                        "graph": gname,
+                        "model": model,
+                        "scheme": f"vertexcut-delay-{delay}",
+                        "rank": world.rank,
+                        "drift_rel_err": rel_err(run.result.weights, ser.weights),
+                        "plan_diffs": diffs[:3],
+                    }
+                )
+    return ok, details
+
+
+def _agg_traffic(tally) -> np.ndarray:
+    """(4,) training aggregation traffic of one tally (every L*.fwd.agg / L*.bwd.agg)."""
+    out = np.zeros(4, dtype=np.int64)
+    for k, v in tally.phases.items():
+        if k.startswith("L") and k.endswith(".agg"):
+            out += np.asarray(v, dtype=np.int64)
+    return out
+
+
+def case_delayed(world):
+    """cd-R sends in every epoch exactly what the plan says for that epoch (bucket e mod R,
+    and from epoch R on the roots' totals), every rank and phase; over R steady epochs its
+    training aggregation bytes equal cd-0's of one epoch."""
+    g = cora()
+    ok, details = True, []
+    cfg = TrainConfig(epochs=9, seed=3, dtype="float32", early_stopping=0, model="sage")
+    r = 3
+    exact = run_scheme(world, g, "vertexcut", {"delay": "0"}, "libra", cfg)
+    run = run_scheme(world, g, "vertexcut", {"delay": str(r)}, "libra", cfg)
+    planned = None
+    if world.rank == 0:
+        t = plan_training(g, cfg, "vertexcut", world.size, {"delay": str(r)}, "libra").table
+        planned = [t.epoch_phases(e) for e in range(cfg.epochs)]
+    planned = _bcast_object(planned)
+    for e in range(cfg.epochs):
+        measured = run.epoch_tallies[e].phases
+        for k in sorted(set(planned[e]) | set(measured)):
+            a = np.asarray(measured.get(k, np.zeros(4, np.int64)))
+            b = planned[e][k][world.rank] if k in planned[e] else np.zeros(4, np.int64)
+            if not np.array_equal(a, b):
+                ok = False
+                details.append({"epoch": e, "phase": k, "measured": a.tolist(), "plan": b.tolist()})
+    one = _agg_traffic(exact.epoch_tallies[r])
+    window = sum(_agg_traffic(run.epoch_tallies[e]) for e in range(r, 2 * r))
+    good = bool(np.array_equal(one[:2], window[:2]) and one[0] > 0) or world.size == 1
+    ok &= good
+    if not good or world.rank == 0:
+        details.append(
+            {
+                "rank": world.rank,
+                "cd0_epoch_bytes": one[:2].tolist(),
+                f"cd{r}_bytes_over_{r}_epochs": window[:2].tolist(),
+                "per_epoch_sent": [int(_agg_traffic(t)[0]) for t in run.epoch_tallies],
+            }
+        )
+    return ok, details
+
+
 def case_directed(world):
     """A directed graph (S != S^T): the transposed rows are exchanged; still exact."""
     g = rmat(8, edge_factor=8, seed=2, num_features=10, num_classes=3, symmetrize=False)
     ok, details = True, []
     for model in ("gcn", "sage"):
         cfg = TrainConfig(model=model, epochs=4, seed=1, dtype="float64", early_stopping=0)
-        cases = scheme_cases(g, world.size)
+        cases = scheme_cases(g, world.size) + [("vertexcut", "vertexcut", {}, "libra")]
         good, det = check_cases(world, g, cfg, cases[:4] + cases[5:], 1e-10, {"model": model})
         ok &= good
         details += det
@@ -267,6 +398,7 @@ def case_accuracy(world):
         ("3d-1x2x2", "3d", {"grid": "1x2x2"}, None),
         ("plexus-2x1x2", "plexus", {"grid": "2x1x2"}, None),
         ("plexus-2x2x1-double", "plexus", {"grid": "2x2x1", "permute": "double"}, None),
+        ("vertexcut", "vertexcut", {}, "libra"),
     ]
     for label, scheme, opts, part in cases:
         if label in ("p2p-block", "p2p-random") or (scheme == "2d" and label != "2d-2x2"):
@@ -347,6 +479,7 @@ def ops_cases(size: int) -> list[tuple[str, str, dict]]:
         out.append(("1.5d-c2", "1.5d", {"replication": 2}))
     out += [(f"2d-{grid}", "2d", {"grid": grid}) for grid in grids_2d(size)]
     out += [(f"3d-{grid}", "3d", {"grid": grid}) for grid in grids_3d(size)]
+    out += [("vertexcut", "vertexcut", {})]
     return out
 
 
@@ -362,14 +495,23 @@ def _rel(a, b) -> float:
     return float(np.abs(a - b).max(initial=0.0) / max(np.abs(b).max(initial=0.0), 1e-300))
 
 
-def _xent_errors(ops, ser, block, rows, logits, labels, masks, ph) -> tuple[float, float]:
+def _xent_errors(
+    ops, ser, block, rows, logits, labels, masks, ph, counted=None
+) -> tuple[float, float]:
     """Errors of ``ops.xent`` (sums, gradient block) on the block `block` cuts of the logits,
-    labels and masks of `rows`, against the serial call."""
+    labels and masks of `rows`, against the serial call.  `counted`: per mask, the local rows
+    that count (the trainer's rule for replicas); the gradient is compared on them."""
     C = logits.shape[1]
     kw = {"width": C, "grad_index": 1, "grad_divisor": 7.0, "phase": ph}
-    sums, grad = ops.xent(block(logits), labels[rows], [m[rows] for m in masks], **kw)
+    local = [m[rows] for m in masks]
+    if counted is not None:
+        local = [m & c for m, c in zip(local, counted)]
+    sums, grad = ops.xent(block(logits), labels[rows], local, **kw)
     ssums, sgrad = ser.xent(logits, labels, masks, **kw)
-    return _rel(sums, ssums), _rel(grad, block(sgrad))
+    want = block(sgrad)
+    if counted is not None:
+        want[~counted[1]] = 0
+    return _rel(sums, ssums), _rel(grad, want)
 
 
 def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict[str, float]:
@@ -389,9 +531,21 @@ def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict
     Wl = ops.shard_param(W, wspec, phase=ph)
     bl = ops.shard_param(b, bspec, phase=ph)
     Xs = sp.csr_matrix(np.where(rng.random(X.shape) < 0.3, X, 0.0))
+    # rows past `ops.counted` are replicas (vertex-cut clones): sums count the first rows;
+    # gradients are held as partial rows whose sum over the copies is the gradient
+    k = len(ops.rows) if ops.counted is None else ops.counted
+    dZg = dZl.copy()
+    dZg[k:] = 0
+    Xg = Xl.copy()
+    Xg[k:] = 0
+    agg_t = ops.aggregate_t(Xg, phase=ph)
+    if ops.counted is not None:  # sum the partial rows of every vertex over the ranks
+        whole = np.zeros((n, f_in))
+        np.add.at(whole, ops.rows, agg_t)
+        agg_t = _block(ops, ops.world.allreduce(whole, "test"), f_in)
     err = {
         "aggregate": _rel(ops.aggregate(Xl, phase=ph), _block(ops, ser.S @ X, f_in)),
-        "aggregate_t": _rel(ops.aggregate_t(Xl, phase=ph), _block(ops, ser.T @ X, f_in)),
+        "aggregate_t": _rel(agg_t, _block(ops, ser.T @ X, f_in)),
         "matmul": _rel(ops.matmul(Xl, Wl, phase=ph), _block(ops, X @ W, f_out)),
         "matmul_sparse": _rel(
             ops.matmul(sp.csr_matrix(_block(ops, Xs.toarray(), f_in)), Wl, phase=ph),
@@ -401,7 +555,7 @@ def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict
         + _rel(ops.gather_param(bl, bspec, phase=ph), b),
         "param_sum_sq": _rel(ops.param_sum_sq(Wl, wspec, phase=ph), np.sum(W * W)),
         "bias_grad": _rel(
-            ops.gather_param(ops.bias_grad(dZl, bspec, phase=ph), bspec, phase=ph), dZ.sum(0)
+            ops.gather_param(ops.bias_grad(dZg, bspec, phase=ph), bspec, phase=ph), dZ.sum(0)
         ),
         "row_normalize": _rel(
             ops.row_normalize(Xl, width=f_in, phase=ph),
@@ -424,15 +578,16 @@ def ops_errors(ops, ser: SerialOps, n: int, num_classes: int, seed: int) -> dict
     dH, dW = ops.matmul_grads(Xl, Wl, dZl, need_input_grad=True, phase=ph)
     sdH, sdW = ser.matmul_grads(X, W, dZ, need_input_grad=True, phase=ph)
     err["matmul_grads.dH"] = _rel(dH, _block(ops, sdH, f_in))
+    _, dW = ops.matmul_grads(Xl, Wl, dZg, need_input_grad=False, phase=ph)
     gW = ops.reduce_weight_grad(dW, wspec, phase=ph)
     err["reduce_weight_grad"] = _rel(ops.gather_param(gW, wspec, phase=ph), sdW)
+    counted = [np.arange(len(ops.rows)) < k] * len(masks)
     err["xent.sums"], err["xent.grad"] = _xent_errors(
-        ops, ser, lambda A: _block(ops, A, C), ops.rows, logits, labels, masks, ph
+        ops, ser, lambda A: _block(ops, A, C), ops.rows, logits, labels, masks, ph, counted
     )
     # node sums count each node once; element sums every element of the local block
-    owned_rows = np.ones(len(ops.rows))
-    err["node_sum"] = _rel(ops.node_sum(np.array([owned_rows.sum()]), phase=ph), [n])
-    err["element_sum"] = _rel(ops.element_sum(np.array([Xl.size]), phase=ph), [X.size])
+    err["node_sum"] = _rel(ops.node_sum(np.array([float(k)]), phase=ph), [n])
+    err["element_sum"] = _rel(ops.element_sum(np.array([Xl[:k].size]), phase=ph), [X.size])
     return err
 
 
@@ -573,6 +728,8 @@ def case_ops(world):
                 part = random_partition(
                     g.n, sch.row_parts(world.size, sch.configure(world.size, opts)), seed=4
                 )
+                if scheme == "vertexcut":
+                    part = "libra"
                 _, _, layout, local = load_rank(world, sch, g, mcfg, opts, part)
                 ops = sch.setup(world, layout, local, kind)
                 errors = plexus_ops_errors if scheme == "plexus" else ops_errors
@@ -606,6 +763,8 @@ CASES = {
     "equiv": case_equiv,
     "equiv3d": case_equiv3d,
     "equivplexus": case_equivplexus,
+    "equivvertexcut": case_equivvertexcut,
+    "delayed": case_delayed,
     "directed": case_directed,
     "accuracy": case_accuracy,
     "nomask": case_nomask,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -11,8 +12,19 @@ from gcntrain.data.shards.layout import NODE_NAMES
 from gcntrain.data.shards.manifest import Manifest
 from gcntrain.data.shards.manifest_check import as_manifest
 from gcntrain.data.shards.perm import read_perm
-from gcntrain.data.shards.read import read_block_nodes, read_block_shard, read_row_shard
-from gcntrain.data.shards.reorder import permute_csr, row_ids, sort_rows_csr
+from gcntrain.data.shards.read import (
+    read_block_nodes,
+    read_block_shard,
+    read_edge_shard,
+    read_row_shard,
+)
+from gcntrain.data.shards.reorder import (
+    inverse_permutation,
+    permute_csr,
+    row_ids,
+    row_sort_order,
+    sort_rows_csr,
+)
 from gcntrain.data.store import index_dtype
 from gcntrain.errors import FormatError
 
@@ -80,10 +92,62 @@ def assemble_blocks(manifest: Manifest | str | os.PathLike) -> Graph:
     return _finish(m, o_ptr, o_idx, o_data, _gather_nodes(nodes, where), row_iperm)
 
 
-def assemble(manifest: Manifest | str | os.PathLike) -> Graph:
-    """Rebuild the graph of a store of either kind (see `assemble_rows`, `assemble_blocks`)."""
+def assemble_edges(manifest: Manifest | str | os.PathLike) -> Graph:
+    """Read every shard of an edges store; rebuild the graph (ORIGINAL numbering) exactly.
+
+    Every shard's entries are mapped back to original ids and sorted by (row, column), stably
+    (duplicates lie in one shard, in the graph's order); ``entry_order`` of perm.h5, when
+    present, then restores the graph's order within rows.  Node data come from the roots.
+    The part of every entry is checked against ``edge_part`` of perm.h5, and the content
+    hash against the manifest.
+    """
     m = as_manifest(manifest, check_files=True)
-    return assemble_rows(m) if m.kind == "rows" else assemble_blocks(m)
+    m.require_kind("edges")
+    where = str(m.path)
+    shards = [read_edge_shard(m, k) for k in range(len(m.shards))]
+    p = read_perm(m)
+    perm = p["perm"]
+    for sh in shards:
+        if not np.array_equal(sh.orig_ids, perm[sh.ids]):
+            raise FormatError(f"shard {sh.k}'s orig_ids disagree with perm.h5", where)
+    rows = perm[_concat_ids([sh.ids[row_ids(sh.indptr)] for sh in shards])]
+    cols = perm[_concat_ids([sh.indices for sh in shards])]
+    part = _concat_ids([np.full(sh.nnz, sh.k, np.int64) for sh in shards])
+    data = _concat_optional([sh.data for sh in shards], where, "data")
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(m.n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=m.n), out=indptr[1:])
+    within = row_sort_order(indptr, cols[order])
+    if within is not None:
+        order = order[within]
+    if "entry_order" in p:
+        # sorted entry k is the graph's entry entry_order[k]
+        order = order[inverse_permutation(p["entry_order"])]
+    cols, part = cols[order], part[order]
+    data = None if data is None else data[order]
+    if not np.array_equal(part, p["edge_part"]):
+        raise FormatError("the shards' entries disagree with edge_part in perm.h5", where)
+    roots = [_root_rows(sh) for sh in shards]
+    return _finish(m, indptr, cols, data, _gather_nodes(roots, where), p["iperm"])
+
+
+def assemble(manifest: Manifest | str | os.PathLike) -> Graph:
+    """Rebuild the graph of a store of any kind (`assemble_rows`, `_blocks`, `_edges`)."""
+    m = as_manifest(manifest, check_files=True)
+    if m.kind == "rows":
+        return assemble_rows(m)
+    return assemble_edges(m) if m.kind == "edges" else assemble_blocks(m)
+
+
+def _root_rows(sh) -> SimpleNamespace:
+    """Node data of an edges shard's roots (its first rows), as attributes for `_gather_nodes`."""
+    r = sh.roots
+    return SimpleNamespace(
+        **{
+            name: None if getattr(sh, name) is None else getattr(sh, name)[:r]
+            for name in NODE_NAMES
+        }
+    )
 
 
 def _concat_ids(parts: list[np.ndarray]) -> np.ndarray:

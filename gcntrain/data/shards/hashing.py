@@ -14,8 +14,9 @@ from gcntrain.errors import FormatError
 def hash_arrays(items: Iterable[tuple[str, np.ndarray | None]]) -> str:
     """SHA-256 over named arrays, built like `Graph.content_hash` (docs/format.md).
 
-    Id arrays (`indptr`, `indices`, `orig_ids`) are hashed as int64 so the stored width does
-    not matter; absent arrays contribute their name and a marker.
+    Id arrays (`indptr`, `indices`, `orig_ids` and an edges shard's `ids`, `root`,
+    `replica_ptr`, `replica_parts`) are hashed as int64 so the stored width does not matter;
+    absent arrays contribute their name and a marker.
     """
     h = hashlib.sha256()
     for name, a in items:

@@ -12,10 +12,12 @@ NODES_FORMAT = "gcntrain-nodes"
 PERM_FORMAT = "gcntrain-perm"
 MANIFEST_NAME = "manifest.json"
 PERM_NAME = "perm.h5"
-KINDS = ("rows", "blocks2d")
+KINDS = ("rows", "blocks2d", "edges")
 
+#: Vertex-cut arrays of an edges shard: clone ids, root parts, replica lists of the roots.
+CUT_ARRAYS = ("ids", "root", "replica_ptr", "replica_parts")
 #: Arrays hashed as int64 whatever their stored width; each is required in its file.
-ID_ARRAYS = ("indptr", "indices", "orig_ids")
+ID_ARRAYS = ("indptr", "indices", "orig_ids", *CUT_ARRAYS)
 #: Node data a shard or node file may hold besides `orig_ids`, in hashing order.
 NODE_NAMES = ("features", "labels", *MASK_NAMES)
 #: Datasets of a file holding CSR rows, and of a file holding node data, in hashing order.

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from gcntrain.errors import FormatError, InputError
 
 
@@ -39,6 +41,12 @@ class Manifest:
     @property
     def root(self) -> Path:
         return self.path.parent
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 (P + 1,): bounds of the shards' row ranges (rows) or root ranges (edges)."""
+        starts = [e["row_start"] for e in self.shards]
+        return np.array(starts + [self.shards[-1]["row_stop"] if self.shards else 0], np.int64)
 
     def file(self, name: str) -> Path:
         """Path of a file listed in the manifest."""

@@ -63,7 +63,7 @@ def open_manifest(path: str | os.PathLike, *, check_files: bool = True) -> Manif
     check_format(d, STORE_FORMAT, where)
     kind = get_field(d, "kind", str, where)
     if kind not in KINDS:
-        raise FormatError(f"unknown store kind '{kind}' (expected rows or blocks2d)", where)
+        raise FormatError(f"unknown store kind '{kind}' (expected rows, blocks2d or edges)", where)
     n = get_count(d, "n", where)
     nnz = get_count(d, "nnz", where)
     num_classes = get_field(d, "num_classes", int, where, nullable=True)
@@ -90,6 +90,8 @@ def open_manifest(path: str | os.PathLike, *, check_files: bool = True) -> Manif
             raise FormatError(f"shard entry {idx} is not an object", where)
     if kind == "rows":
         _check_rows_manifest(m, d, where)
+    elif kind == "edges":
+        _check_edges_manifest(m, d, where)
     else:
         _check_blocks_manifest(m, d, where)
     total = sum(get_count(e, "nnz", where, what="shard entry") for e in m.shards)
@@ -122,7 +124,7 @@ def _check_rows_manifest(m: Manifest, d: dict, where: str) -> None:
             f"num_parts is {m.num_parts} but {len(m.shards)} shards are listed", where
         )
     if m.perm_file is None:
-        raise FormatError("a rows store needs a perm_file", where)
+        raise FormatError(f"a {m.kind} store needs a perm_file", where)
     ranges = []
     for k, e in enumerate(m.shards):
         if get_field(e, "id", int, where, what="shard entry") != k:
@@ -130,6 +132,18 @@ def _check_rows_manifest(m: Manifest, d: dict, where: str) -> None:
         _check_entry_file(e, shard_label(k), where, hash_what=f"shard {k} entry")
         ranges.append([e.get("row_start"), e.get("row_stop")])
     check_ranges(ranges, m.n, "row", where)
+
+
+def _check_edges_manifest(m: Manifest, d: dict, where: str) -> None:
+    """As a rows store (root ranges), plus each shard's clone count (at least its roots)."""
+    _check_rows_manifest(m, d, where)
+    for k, e in enumerate(m.shards):
+        clones = get_count(e, "clones", where, what=f"shard {k} entry")
+        if clones < e["row_stop"] - e["row_start"]:
+            raise FormatError(
+                f"shard {k} lists {clones} clones but roots [{e['row_start']}, {e['row_stop']})",
+                where,
+            )
 
 
 def _check_blocks_manifest(m: Manifest, d: dict, where: str) -> None:
@@ -193,7 +207,7 @@ def _check_blocks_manifest(m: Manifest, d: dict, where: str) -> None:
 
 def _check_files_exist(m: Manifest) -> None:
     for e in m.shards:
-        if m.kind == "rows":
+        if m.kind != "blocks2d":
             label = shard_label(e["id"])
         else:
             label = block_label(e["block_row"], e["block_col"])

@@ -28,7 +28,7 @@ def write_perm_file(path: Path, n: int, source_hash: str, arrays: dict[str, np.n
 
 def _perm_pairs(m: Manifest) -> list[tuple[str, str]]:
     """(permutation, inverse) dataset names the store's perm file holds."""
-    if m.kind == "rows":
+    if m.kind in ("rows", "edges"):
         return [("perm", "iperm")]
     return ([("row_perm", "row_iperm")] if m.row_perm else []) + (
         [("col_perm", "col_iperm")] if m.col_perm else []
@@ -39,7 +39,9 @@ def read_perm(manifest: Manifest | str | os.PathLike) -> dict[str, np.ndarray]:
     """The permutations of a store (`perm.h5`), validated; {} for an unpermuted blocks2d store.
 
     Keys: ``perm``/``iperm`` (rows) or ``row_perm``/``row_iperm``/``col_perm``/``col_iperm``
-    (blocks2d, those present). ``perm[new] = original``, ``iperm[original] = new``.
+    (blocks2d, those present). ``perm[new] = original``, ``iperm[original] = new``.  An edges
+    store adds its cut: ``edge_part`` (graph entry order), ``root`` (original ids) and, when
+    the graph's rows were not sorted by column, ``entry_order`` (`read_cut_arrays`).
     """
     m = as_manifest(manifest, check_files=False)
     if m.perm_file is None:
@@ -59,6 +61,8 @@ def read_perm(manifest: Manifest | str | os.PathLike) -> dict[str, np.ndarray]:
         for p, ip in pairs:
             out[p] = read_dataset(f, p, where)
             out[ip] = read_dataset(f, ip, where)
+        if m.kind == "edges":
+            out.update(read_cut_arrays(f, m, where))
     for p, ip in pairs:
         validate_permutation(out[p], m.n, where, p)
         validate_permutation(out[ip], m.n, where, ip)
@@ -66,4 +70,33 @@ def read_perm(manifest: Manifest | str | os.PathLike) -> dict[str, np.ndarray]:
             raise FormatError(f"{ip} is not the inverse of {p}", where)
         out[p] = out[p].astype(np.int64, copy=False)
         out[ip] = out[ip].astype(np.int64, copy=False)
+    if m.kind == "edges" and not np.array_equal(
+        out["perm"], np.argsort(out["root"], kind="stable")
+    ):
+        raise FormatError("perm does not sort the vertices by root part (see root)", where)
     return out
+
+
+def read_cut_arrays(f, m: Manifest, where: str) -> dict[str, np.ndarray]:
+    """``edge_part``, ``root`` and the optional ``entry_order`` of an edges store's perm file,
+    checked (part ids in ``[0, P)``, lengths nnz / n, `entry_order` a permutation)."""
+    out = {}
+    for name, size in (("edge_part", m.nnz), ("root", m.n)):
+        a = read_dataset(f, name, where)
+        _check_part_ids(a, size, m.num_parts, name, where)
+        out[name] = a.astype(np.int64, copy=False)
+    order = read_dataset(f, "entry_order", where, required=False)
+    if order is not None:
+        validate_permutation(order, m.nnz, where, "entry_order")
+        out["entry_order"] = order.astype(np.int64, copy=False)
+    return out
+
+
+def _check_part_ids(a: np.ndarray, size: int, P: int, name: str, where: str) -> None:
+    """A 1-D integer array of length `size` with values in ``[0, P)``."""
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise FormatError(f"{name} must be a 1-D integer array", where)
+    if a.shape[0] != size:
+        raise FormatError(f"{name} has length {a.shape[0]}, expected {size}", where)
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= P):
+        raise FormatError(f"{name} has part ids outside [0, {P})", where)

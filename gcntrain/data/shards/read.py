@@ -9,6 +9,7 @@ import numpy as np
 from gcntrain.data.shards.hashing import check_hash
 from gcntrain.data.shards.layout import (
     CSR_ARRAYS,
+    CUT_ARRAYS,
     ID_ARRAYS,
     NODE_ARRAYS,
     NODES_FORMAT,
@@ -19,7 +20,8 @@ from gcntrain.data.shards.layout import (
 )
 from gcntrain.data.shards.manifest import Manifest
 from gcntrain.data.shards.manifest_check import as_manifest
-from gcntrain.data.shards.records import BlockShard, NodeBlock, RowShard
+from gcntrain.data.shards.records import BlockShard, EdgeShard, NodeBlock, RowShard
+from gcntrain.data.shards.reorder import row_ids
 from gcntrain.data.store import int_attr, open_h5, read_dataset, str_attr, to_mask
 from gcntrain.data.validate import (
     MASK_NAMES,
@@ -29,6 +31,7 @@ from gcntrain.data.validate import (
     validate_values,
 )
 from gcntrain.errors import FormatError, InputError
+from gcntrain.partition.cut_layout import root_of
 
 Arrays = dict[str, np.ndarray | None]
 
@@ -123,6 +126,45 @@ def read_block_nodes(
     return NodeBlock(i=i, row_start=rs, row_stop=re_, num_classes=m.num_classes, **arrays)
 
 
+def read_edge_shard(
+    manifest: Manifest | str | os.PathLike, k: int, *, validate: bool = True
+) -> EdgeShard:
+    """Read shard `k` of a vertex-cut (edges) store, opening only the manifest and its file.
+
+    Parameters
+    ----------
+    manifest : Manifest or path-like
+        An open manifest, or the store directory / manifest path.
+    k : int
+        Shard (part) id.
+    validate : bool
+        Check arrays (CSR, node data, clone ids, roots, replica lists) and the content hash.
+
+    Returns
+    -------
+    EdgeShard
+    """
+    m = as_manifest(manifest, check_files=False)
+    m.require_kind("edges", " (use read_row_shard or read_block_shard)")
+    if not 0 <= k < len(m.shards):
+        raise InputError(f"shard {k} does not exist (the store has {len(m.shards)})", str(m.path))
+    entry = m.shards[k]
+    s, e = entry["row_start"], entry["row_stop"]
+    expected = {
+        "shard": k,
+        "row_start": s,
+        "row_stop": e,
+        "clones": entry["clones"],
+        "n_global": m.n,
+        "nnz": entry["nnz"],
+    }
+    names = CSR_ARRAYS + CUT_ARRAYS + NODE_ARRAYS
+    arrays = _read_file(m, entry, shard_label(k), SHARD_FORMAT, expected, names, m.n, validate)
+    return EdgeShard(
+        k=k, row_start=s, row_stop=e, n_global=m.n, num_classes=m.num_classes, **arrays
+    )
+
+
 def _read_file(
     m: Manifest,
     entry: dict,
@@ -136,7 +178,8 @@ def _read_file(
     """Datasets `names` of a listed file, masks as bool, after the checks of docs/format.md.
 
     Attributes are always compared with `expected` (the manifest's values); with `validate`
-    the CSR arrays (columns in ``[0, n_cols)``), the node data and the content hash too.
+    the CSR arrays (columns in ``[0, n_cols)``), the node data, an edges shard's clone ids,
+    roots and replica lists, and the content hash too.
     """
     path = m.listed_file(entry["file"], f"{label} file")
     where = str(path)
@@ -144,12 +187,14 @@ def _read_file(
         _check_store_attrs(f, m, entry, fmt, label, where)
         _expect_attrs(f.attrs, where, label, expected)
         arrays = {name: read_dataset(f, name, where, required=name in ID_ARRAYS) for name in names}
-    rows = expected["row_stop"] - expected["row_start"]
+    rows = expected.get("clones", expected["row_stop"] - expected["row_start"])
     if validate:
         if "indptr" in arrays:
             _validate_csr_arrays(m, arrays, n_cols, rows, entry["nnz"], where)
         if "orig_ids" in arrays:
             _validate_node_arrays(m, arrays, rows, where)
+        if "ids" in arrays:
+            _validate_cut_arrays(m, expected["shard"], arrays, where)
     for name in MASK_NAMES:
         if name in arrays:
             arrays[name] = to_mask(arrays[name])
@@ -232,3 +277,35 @@ def _validate_node_arrays(m: Manifest, arrays: Arrays, rows: int, where: str) ->
             f"features have {nf} columns but the manifest says num_features = {m.num_features}",
             where,
         )
+
+
+def _validate_cut_arrays(m: Manifest, k: int, arrays: Arrays, where: str) -> None:
+    """Clone ids (roots ``row_start..row_stop - 1``, then ascending leaves of other parts),
+    their root parts, and the replica lists of the roots (each naming part k once)."""
+    s, e = m.shards[k]["row_start"], m.shards[k]["row_stop"]
+    ids = arrays["ids"]
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+        raise FormatError("ids must be a 1-D integer array", where)
+    if ids.shape[0] != arrays["orig_ids"].shape[0]:
+        raise FormatError(
+            f"ids has {ids.shape[0]} entries, expected {m.shards[k]['clones']}", where
+        )
+    r = e - s
+    if not np.array_equal(ids[:r], np.arange(s, e)):
+        raise FormatError(f"the first {r} ids are not the roots [{s}, {e})", where)
+    leaves = ids[r:]
+    if leaves.size and (
+        int(leaves.min()) < 0
+        or int(leaves.max()) >= m.n
+        or np.any(np.diff(leaves) <= 0)
+        or np.any((leaves >= s) & (leaves < e))
+    ):
+        raise FormatError(f"leaf ids are not ascending ids in [0, {m.n}) outside [{s}, {e})", where)
+    root = arrays["root"]
+    if not isinstance(root, np.ndarray) or not np.array_equal(root, root_of(ids, m.offsets)):
+        raise FormatError("root disagrees with the root ranges of the manifest", where)
+    ptr, parts = arrays["replica_ptr"], arrays["replica_parts"]
+    validate_csr(ptr, parts, m.num_parts, where, n_rows=r)
+    own = np.bincount(row_ids(ptr)[parts == k], minlength=r)
+    if np.any(own != 1):
+        raise FormatError(f"a replica list of a root does not name part {k} exactly once", where)

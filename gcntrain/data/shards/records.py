@@ -1,4 +1,5 @@
-"""What the shard readers return: row shards, 2D blocks and the node data of a block row."""
+"""What the shard readers return: row shards, 2D blocks, the node data of a block row and
+vertex-cut (edges) shards."""
 
 from __future__ import annotations
 
@@ -90,3 +91,48 @@ class NodeBlock:
     val_mask: np.ndarray | None = None
     test_mask: np.ndarray | None = None
     num_classes: int | None = None
+
+
+@dataclass
+class EdgeShard:
+    """Part k of a vertex-cut store (kind "edges"): its clones and the entries it holds.
+
+    Rows are the clones in the order of `ids` (new ids: the roots ``row_start..row_stop - 1``
+    first, then the leaves ascending); each row holds only the part's entries, columns in the
+    new numbering.  `replica_ptr` / `replica_parts` list the parts holding each root.
+    """
+
+    k: int
+    row_start: int
+    row_stop: int
+    n_global: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray | None
+    ids: np.ndarray
+    root: np.ndarray
+    replica_ptr: np.ndarray
+    replica_parts: np.ndarray
+    orig_ids: np.ndarray
+    features: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    train_mask: np.ndarray | None = None
+    val_mask: np.ndarray | None = None
+    test_mask: np.ndarray | None = None
+    num_classes: int | None = None
+
+    @property
+    def clones(self) -> int:
+        return int(self.ids.shape[0])
+
+    @property
+    def roots(self) -> int:
+        return self.row_stop - self.row_start
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    def adjacency(self) -> sp.csr_matrix:
+        """The entries as scipy CSR (clones x n_global), columns in the new numbering."""
+        return _csr(self.indptr, self.indices, self.data, (self.clones, self.n_global))

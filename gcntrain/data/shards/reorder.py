@@ -96,21 +96,30 @@ def permute_csr(
     return out_ptr, cols, None if data is None else data[pos]
 
 
-def sort_rows_csr(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray | None) -> CSR:
-    """Sort each row's entries by column id (stable: duplicates keep their order).
+def row_sort_order(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+    """Entry order that sorts each row by column id (stable); None when already sorted.
 
-    Rows already sorted are detected first (one vectorised pass) and returned as they are.
+    Rows already sorted are detected first (one vectorised pass).
     """
     nrows = indptr.shape[0] - 1
     rows = row_ids(indptr)
     if indices.size < 2 or not np.any((indices[1:] < indices[:-1]) & (rows[1:] == rows[:-1])):
-        return indptr, indices, data
+        return None
     span = int(indices.max()) + 1
     if nrows * span < 2**62:
         # one stable argsort of a combined key: ~10x faster than lexsort on two keys
-        order = np.argsort(rows * span + indices.astype(np.int64), kind="stable")
-    else:
-        order = np.lexsort((indices, rows))
+        return np.argsort(rows * span + indices.astype(np.int64), kind="stable")
+    return np.lexsort((indices, rows))
+
+
+def sort_rows_csr(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray | None) -> CSR:
+    """Sort each row's entries by column id (stable: duplicates keep their order).
+
+    Rows already sorted are returned as they are (`row_sort_order`).
+    """
+    order = row_sort_order(indptr, indices)
+    if order is None:
+        return indptr, indices, data
     return indptr, indices[order], None if data is None else data[order]
 
 

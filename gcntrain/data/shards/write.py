@@ -1,4 +1,5 @@
-"""Writers of the two store kinds: 1D row shards and 2D r x c blocks (docs/format.md)."""
+"""Writers of the store kinds: 1D row shards, 2D r x c blocks and vertex-cut shards
+(docs/format.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from gcntrain.data.graph import Graph
+from gcntrain.data.shards.edges import edge_layout
 from gcntrain.data.shards.hashing import hash_arrays
 from gcntrain.data.shards.layout import (
     MANIFEST_NAME,
@@ -28,6 +30,7 @@ from gcntrain.data.shards.reorder import (
     part_row_ranges,
     permute_csr,
     row_slice,
+    row_sort_order,
     sort_rows_csr,
     split_columns,
 )
@@ -40,6 +43,7 @@ from gcntrain.data.store import (
 )
 from gcntrain.data.validate import FORMAT_VERSION, validate_partition, validate_permutation
 from gcntrain.errors import InputError
+from gcntrain.partition.cut_layout import root_of
 
 #: The file attribute that repeats a manifest entry's field, where the names differ.
 _ATTR_NAME = {"id": "shard"}
@@ -192,6 +196,75 @@ def write_block_shards(
             manifest["node_files"].append(
                 files.write(f"nodes-{i:03d}.h5", arrays, {"block_row": i}, span)
             )
+        write_manifest(tmp / MANIFEST_NAME, manifest)
+    return Path(out_dir) / MANIFEST_NAME
+
+
+def write_edge_shards(
+    graph: Graph,
+    edge_part: np.ndarray,
+    root: np.ndarray,
+    out_dir: str | os.PathLike,
+    *,
+    num_parts: int,
+    overwrite: bool = False,
+) -> Path:
+    """Write a vertex-cut ("edges") store of `graph`: one shard per part of an edge partition.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph (validated first).
+    edge_part : int array (nnz,)
+        Part of every stored entry, in the graph's entry order (a Libra cut,
+        `gcntrain.partition.libra.libra_partition`); duplicate entries follow their first copy.
+    root : int array (n,)
+        Root (master) part of every vertex; -1 for a vertex without edges.
+    out_dir : path-like
+        Destination directory (temporary name, then renamed).
+    num_parts : int
+        Number of parts P.
+    overwrite : bool
+        Replace an existing shard store at `out_dir`.
+
+    Returns
+    -------
+    Path
+        Path of `manifest.json`.
+    """
+    g, source_hash = _prepare(graph)
+    n = g.n
+    lay = edge_layout(g.indptr, g.indices, np.asarray(edge_part), np.asarray(root), num_parts)
+    manifest = _base_manifest(g, "edges", source_hash, source_hash)
+    manifest.update({"perm_file": PERM_NAME, "num_parts": int(num_parts), "shards": []})
+    perm_arrays = {"perm": lay.perm, "iperm": lay.inv, "edge_part": lay.cut.part, "root": lay.root}
+    entry_order = row_sort_order(g.indptr, g.indices)
+    if entry_order is not None:
+        perm_arrays["entry_order"] = entry_order
+    with atomic_dir(out_dir, overwrite) as tmp:
+        files = _StoreFiles(tmp, g, "edges", source_hash)
+        write_perm_file(tmp / PERM_NAME, n, source_hash, perm_arrays)
+        for p in range(int(num_parts)):
+            ids = lay.cut.clones_of(p)
+            ptr, idx, vals = lay.clone_csr(p, ids, g.data)
+            rptr, rparts = lay.replica_lists(p)
+            arrays = {
+                "indptr": ptr,
+                "indices": idx.astype(index_dtype(n)),
+                "data": vals,
+                "ids": ids,
+                "root": root_of(ids, lay.offsets),
+                "replica_ptr": rptr,
+                "replica_parts": rparts,
+                **_node_arrays(g, lay.perm[ids]),
+            }
+            span = {
+                "row_start": int(lay.offsets[p]),
+                "row_stop": int(lay.offsets[p + 1]),
+                "clones": int(ids.shape[0]),
+                "nnz": int(ptr[-1]),
+            }
+            manifest["shards"].append(files.write(f"shard-{p:05d}.h5", arrays, {"id": p}, span))
         write_manifest(tmp / MANIFEST_NAME, manifest)
     return Path(out_dir) / MANIFEST_NAME
 
