@@ -100,6 +100,39 @@ def test_shard_store_and_partition_file_inputs(graph_file, serial_summary, tmp_p
     assert d["partition"] == str(part)
 
 
+def test_vertex_cut_store_and_libra_file_inputs(graph_file, serial_summary, tmp_path):
+    """A vertex-cut store (each rank reads its own edge shard) and a Libra partition file
+    train like serial; the store's plan equals the measured table; a wrong rank count, a
+    vertex partition scheme on the store and cd-R with too few epochs fail on every rank
+    with one line."""
+    store = tmp_path / "cut"
+    assert run(["shard", str(graph_file), "-o", str(store), "-m", "libra", "--parts", "3"]) == 0
+    measured, planned = tmp_path / "m.csv", tmp_path / "p.csv"
+    d = train_json(3, [str(store), "--scheme", "vertexcut", *ARGS, "--per-rank", str(measured)])
+    assert close(d["final_loss"], serial_summary["final_loss"])
+    assert d["partition"] == "store" and d["replication_factor"] > 1
+    sim = ["simulate", str(store), "--ranks", "3", "--scheme", "vertexcut", *ARGS[1:-1]]
+    assert run([*sim, "--per-rank", str(planned)]) == 0
+    assert measured.read_text() == planned.read_text()
+    part = tmp_path / "libra.h5"
+    assert run(["partition", str(graph_file), "-m", "libra", "--parts", "4", "-o", str(part)]) == 0
+    d = train_json(4, [str(graph_file), "--scheme", "vertexcut", "--partition", str(part), *ARGS])
+    assert close(d["final_loss"], serial_summary["final_loss"])
+    for nprocs, argv, needle in (
+        (2, [str(store), "--scheme", "vertexcut"], "3 vertex-cut shards"),
+        (3, [str(store), "--scheme", "p2p"], "vertex-cut (edge) shards"),
+        (
+            3,
+            [str(graph_file), "--scheme", "vertexcut", "--delay", "6", "--epochs", "6"],
+            "needs more",
+        ),
+        (3, [str(graph_file), "--scheme", "vertexcut", "--partition", str(part)], "4 parts"),
+    ):
+        res = run_mpi(nprocs, [*gcntrain_exe(), "train", *argv, "--quiet"], timeout=120)
+        errs = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error")]
+        assert res.returncode == 2 and len(errs) == 1 and needle in errs[0], res.stderr
+
+
 def test_store_with_wrong_shard_count_fails_on_every_rank(graph_file, tmp_path):
     store = tmp_path / "store4"
     assert run(["shard", str(graph_file), "-o", str(store), "--parts", "4"]) == 0
