@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 from gcntrain.cli.main import run
@@ -118,7 +119,29 @@ def test_vertex_cut_store_and_libra_file_inputs(graph_file, serial_summary, tmp_
     assert run(["partition", str(graph_file), "-m", "libra", "--parts", "4", "-o", str(part)]) == 0
     d = train_json(4, [str(graph_file), "--scheme", "vertexcut", "--partition", str(part), *ARGS])
     assert close(d["final_loss"], serial_summary["final_loss"])
+    # parts 1 and 2 root no vertex (empty root ranges): each rank still reads its own shard
+    from gcntrain.partition.io import read_partition, write_partition
+
+    res = read_partition(part)
+    res.root = np.where(np.arange(res.root.size) % 2 == 0, 0, 3).astype(np.int64)
+    lopsided = tmp_path / "lopsided.h5"
+    write_partition(lopsided, res)
+    cut2 = tmp_path / "cut2"
+    assert (
+        run(
+            ["shard", str(graph_file), "-o", str(cut2), "-m", "libra", "--partition", str(lopsided)]
+        )
+        == 0
+    )
+    for src in (str(cut2), str(graph_file)):
+        extra = [] if src == str(cut2) else ["--partition", str(lopsided)]
+        d = train_json(4, [src, "--scheme", "vertexcut", *extra, *ARGS])
+        assert close(d["final_loss"], serial_summary["final_loss"]), src
+    other, other_cut = tmp_path / "other.h5", tmp_path / "other-cut.h5"
+    write_graph(other, rmat(7, edge_factor=4, seed=6, num_features=16, num_classes=4))
+    assert run(["partition", str(other), "-m", "libra", "--parts", "3", "-o", str(other_cut)]) == 0
     for nprocs, argv, needle in (
+        (3, [str(graph_file), "--scheme", "vertexcut", "--partition", str(other_cut)], "differ"),
         (2, [str(store), "--scheme", "vertexcut"], "3 vertex-cut shards"),
         (3, [str(store), "--scheme", "p2p"], "vertex-cut (edge) shards"),
         (

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
+
+#: seconds a failing rank waits between writing its report and aborting the job
+ABORT_GRACE_SECONDS = 0.3
 
 
 def mpi_initialized_world():
@@ -41,5 +45,9 @@ def handle_internal_error(exc: BaseException) -> int:
         traceback.print_exception(exc, file=sys.stderr)
     sys.stderr.flush()
     if size > 1:
+        # the launcher forwards a rank's stderr through a pipe; MPI_Abort tears the job down
+        # at once, and under load the message was lost (about 1 run in 15 on a busy 2-core
+        # machine): give the launcher a moment to forward it
+        time.sleep(ABORT_GRACE_SECONDS)
         world.Abort(1)
     return 1

@@ -1,6 +1,7 @@
 """Row gather / scatter kernels of partial-aggregate exchanges (DistGNN's pre- and
 post-processing, section 5.3): pack the rows a message carries, add or write the rows a
-message brings.  Row-parallel over the message; callers preallocate."""
+message brings.  Gathers and writes are row-parallel; adding (indices may repeat) runs in
+order.  Callers preallocate."""
 
 from __future__ import annotations
 

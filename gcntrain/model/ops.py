@@ -90,8 +90,8 @@ class Ops:
     #: density): the first `counted` rows; the rest are replicas of rows another rank counts
     #: (vertex-cut clones).  None: every local row
     counted: int | None = None
-    #: per-epoch scheme measurements (dicts of floats) merged into the epoch records by the
-    #: runner; empty for schemes without any
+    #: per-epoch scheme measurements, a sequence of dicts of floats (one per epoch) merged
+    #: into the epoch records by the runner; empty for schemes without any
     epoch_stats: tuple = ()
     #: rank and size, for logging only (the model must not branch on them)
     rank: int = 0

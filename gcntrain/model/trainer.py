@@ -153,7 +153,11 @@ class EpochRecord:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(d.pop("extra"))
+        extra = d.pop("extra")
+        clash = set(extra) & set(d)
+        if clash:
+            raise ValueError(f"scheme measurements would overwrite {sorted(clash)}")
+        d.update(extra)
         return d
 
 

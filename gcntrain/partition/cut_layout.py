@@ -155,24 +155,3 @@ class EdgeCut:
             cnt = np.zeros((int(delay), uniq.size), dtype=np.int64)
             np.add.at(cnt, (b, inverse), 1)
         return uniq // self.P, uniq % self.P, cnt
-
-    def local_nnz(self, kind: str) -> np.ndarray:
-        """(P,) entries of each part's local support of `kind` (gcn, sage-mean, sage-gcn):
-        its edges (self-loops dropped for the SAGE kinds), plus the identity's entry of every
-        root where the kind adds one and it does not merge with a stored self-loop."""
-        loop = self.row == self.col
-        _, first = np.unique(self.row * self.n + self.col, return_index=True)
-        keep = np.zeros(self.row.shape[0], dtype=bool)
-        keep[first] = True  # duplicates are summed into one entry
-        if kind != "gcn":
-            keep &= ~loop
-        out = np.bincount(self.part[keep], minlength=self.P).astype(np.int64)
-        if kind != "sage-mean":
-            n = self.n
-            roots = root_of(np.arange(n, dtype=np.int64), self.offsets)
-            has = np.zeros(n, dtype=bool)
-            if kind == "gcn":
-                on_root = loop & (self.part == root_of(self.row, self.offsets))
-                has[self.row[on_root]] = True
-            out += np.bincount(roots[~has], minlength=self.P).astype(np.int64)
-        return out

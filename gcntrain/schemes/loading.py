@@ -146,18 +146,18 @@ def local_graph(
     )
     if ids_new is not None:
         return _scattered(
-            n,
-            nnz,
-            name,
-            num_classes,
-            num_features,
-            req,
-            orig_ids,
-            ids_new,
-            (ip, ix, dv),
-            features,
-            labels,
-            masks,
+            n=n,
+            nnz=nnz,
+            name=name,
+            num_classes=num_classes,
+            num_features=num_features,
+            req=req,
+            orig_ids=orig_ids,
+            ids_new=ids_new,
+            csr=(ip, ix, dv),
+            features=features,
+            labels=labels,
+            masks=masks,
         )
     ncls = num_classes
     if ncls is None:
@@ -186,7 +186,7 @@ def local_graph(
 
 
 def _scattered(
-    n, nnz, name, num_classes, num_features, req, orig_ids, ids_new, csr, features, labels, masks
+    *, n, nnz, name, num_classes, num_features, req, orig_ids, ids_new, csr, features, labels, masks
 ) -> LocalGraph:
     """The `LocalGraph` of scattered rows: the request's entries of them, every row's node
     data."""
@@ -550,21 +550,11 @@ class EdgeStoreSource(_StoreSource):
         return g, Numbering(p["perm"], p["iperm"], offsets, numbering.col_offsets, cut=cut)
 
     def _shard_of(self, req: LoadRequest) -> int:
-        """The shard whose roots start at ``req.rows[0]``; among several (parts without
-        roots), the one ending at ``req.rows[1]`` whose clones are ``req.ids`` when given."""
-        from gcntrain.data.shards import read_edge_shard
-
-        man = self.man
-        ks = [k for k, e in enumerate(man.shards) if e["row_start"] == int(req.rows[0])]
-        if len(ks) > 1:
-            ks = [k for k in ks if man.shards[k]["row_stop"] == int(req.rows[1])] or ks
-        if len(ks) > 1 and req.ids is not None:
-            want = np.sort(np.asarray(req.ids, dtype=np.int64))
-            same = [k for k in ks if np.array_equal(np.sort(read_edge_shard(man, k).ids), want)]
-            ks = same or ks
-        if not ks:
-            raise InputError(f"no vertex-cut shard has roots starting at {req.rows[0]}", self.path)
-        return ks[0]
+        """Shard ``req.part`` (a vertex-cut store has one shard per part, in part order)."""
+        k = -1 if req.part is None else int(req.part)
+        if not 0 <= k < len(self.man.shards):
+            raise InputError(f"no vertex-cut shard for part {req.part}", self.path)
+        return k
 
     def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
         """The rank's shard as it is: rows = its clones (``rows = (0, m)``, new ids in

@@ -102,6 +102,8 @@ class LoadRequest:
     node_rows: tuple[int, int] | None = None
     ids: np.ndarray | None = field(default=None, compare=False)
     entries: np.ndarray | None = field(default=None, compare=False)
+    #: the part whose shard a rank reads from a store of per-part shards (vertex cut)
+    part: int | None = None
 
 
 @dataclass

@@ -36,13 +36,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from time import perf_counter
 
 import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Groups, Pairs, Uniform
-from gcntrain.errors import FormatError, InputError
+from gcntrain.errors import InputError
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows, scatter_rows
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
 from gcntrain.model.phase import Phase, phase_key
@@ -86,10 +87,6 @@ def parse_delay(value) -> int | None:
     return r
 
 
-def mode_name(delay: int | None) -> str:
-    return "0c" if delay is None else f"cd-{delay}"
-
-
 # -- numbering: the edge assignment --------------------------------------------------------
 
 
@@ -104,6 +101,31 @@ def _structure(source):
         ip = read_dataset(f, "indptr", source.path)
         ix = read_dataset(f, "indices", source.path)
     return np.asarray(ip, np.int64), np.asarray(ix, np.int64)
+
+
+def _file_cut(source, spec: str, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """(edge_part, root) of a vertex-cut partition file of this graph with `parts` parts."""
+    from gcntrain.data.shards.edges import check_cut
+    from gcntrain.partition.io import read_partition
+
+    if not Path(spec).exists():
+        raise InputError(
+            f"--partition must be libra or a vertex-cut partition file; no such file: {spec}"
+        )
+    meta = source.meta()
+    res = read_partition(spec, meta.content_hash or None)
+    if res.edge_part is None:
+        raise InputError(
+            f"{spec} holds a {res.method} partition, not a vertex cut; this scheme needs "
+            "--partition libra or a file from `gcntrain partition -m libra`"
+        )
+    if res.parts != parts:
+        raise InputError(f"{spec} has {res.parts} parts but this run has {parts} ranks")
+    try:
+        check_cut(res.edge_part, res.root, meta.nnz, meta.n, parts)
+    except InputError as e:
+        raise InputError(f"{spec}: {e}") from None
+    return res.edge_part, res.root
 
 
 def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
@@ -121,42 +143,20 @@ def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
                 source.path,
             )
         return source.numbering(parts, spec, seed)
-    meta = source.meta()
-    if spec is None or (isinstance(spec, str) and spec == "libra"):
-        indptr, indices = _structure(source)
-        vc = libra_partition(indptr, indices, parts, seed=seed)
-        edge_part, root = vc.edge_part, vc.root
-    elif isinstance(spec, str) and spec not in ("block", "random"):
-        from pathlib import Path
-
-        from gcntrain.partition.io import read_partition
-
-        if not Path(spec).exists():
-            raise InputError(
-                f"--partition must be libra or a vertex-cut partition file; no such file: {spec}"
-            )
-        res = read_partition(spec, meta.content_hash or None)
-        if res.edge_part is None:
-            raise InputError(
-                f"{spec} holds a {res.method} partition, not a vertex cut; this scheme needs "
-                "--partition libra or a file from `gcntrain partition -m libra`"
-            )
-        if res.parts != parts:
-            raise InputError(f"{spec} has {res.parts} parts but this run has {parts} ranks")
-        if res.edge_part.shape[0] != meta.nnz or res.root.shape[0] != meta.n:
-            raise InputError(
-                f"{spec} cuts {res.edge_part.shape[0]} entries of {res.root.shape[0]} nodes; "
-                f"the graph has {meta.nnz} entries and {meta.n} nodes"
-            )
-        if res.edge_part.size and (res.edge_part.min() < 0 or res.edge_part.max() >= parts):
-            raise InputError(f"{spec}: edge parts outside 0..{parts - 1}")
-        indptr, indices = _structure(source)
-        edge_part, root = res.edge_part, res.root
-    else:
+    if not isinstance(spec, str | None) or spec in ("block", "random"):
+        given = "a partition vector" if not isinstance(spec, str) else f"--partition {spec}"
+        if spec == "random":
+            given += " (or --permute random)"
         raise InputError(
-            f"--partition {spec} is a vertex partition; this scheme needs an edge partition: "
+            f"{given} is a vertex partition; this scheme needs an edge partition: "
             "--partition libra (default) or a file from `gcntrain partition -m libra`"
         )
+    indptr, indices = _structure(source)
+    if spec is None or spec == "libra":
+        vc = libra_partition(indptr, indices, parts, seed=seed)
+        edge_part, root = vc.edge_part, vc.root
+    else:
+        edge_part, root = _file_cut(source, spec, parts)
     perm, inv, offsets = root_numbering(fill_roots(root, parts), parts)
     cut = EdgeCut.from_csr(indptr, indices, edge_part, inv, offsets)
     return Numbering(perm, inv, offsets, cut=cut)
@@ -165,11 +165,12 @@ def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
 # -- layout --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class CutLayout:
     """Pure layout of a vertex cut over `size` ranks: rank p roots the new ids
     ``offsets[p]:offsets[p+1]`` and holds the clones `EdgeCut.clones_of(p)`.  Without the cut
-    (a shard store at run time) it still answers `request` and `owned`."""
+    (a shard store at run time, or after setup, which drops it: `keep_offsets`) it still
+    answers `request` and `owned`."""
 
     numbering: Numbering
     size: int
@@ -187,8 +188,13 @@ class CutLayout:
         p = int(rank)
         rows = (int(self.offsets[p]), int(self.offsets[p + 1]))
         if self.cut is None:
-            return LoadRequest(rows)
-        return LoadRequest(rows, ids=self.cut.clones_of(p), entries=self.cut.entries_of(p))
+            return LoadRequest(rows, part=p)
+        return LoadRequest(rows, ids=self.cut.clones_of(p), entries=self.cut.entries_of(p), part=p)
+
+    def keep_offsets(self) -> None:
+        """Forget the whole graph's edge assignment (a rank needs only the offsets once its
+        entries are loaded)."""
+        self.numbering = Numbering(None, None, self.offsets)
 
     def owned(self, rank: int) -> int:
         """The first k local rows (its roots) are the rank's canonical rows."""
@@ -217,7 +223,7 @@ class Trees:
         self.leaf_counts = send
         self.root_idx = np.asarray(got[0], dtype=np.int64) - lo
         if self.root_idx.size and (self.root_idx.min() < 0 or self.root_idx.max() >= k):
-            raise FormatError(f"rank {me} received leaves of vertices it does not root")
+            raise RuntimeError(f"rank {me} received leaves of vertices it does not root")
         self.root_counts = recv
         self.buckets = []
         if delay:
@@ -250,12 +256,11 @@ def _gather(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
 class VertexCutOps(RowOps):
     """One rank of the vertex-cut scheme (see the module docstring)."""
 
-    def __init__(self, world, layout: CutLayout, ids, k: int, S: sp.csr_matrix, trees, orig_ids):
+    def __init__(self, world, layout: CutLayout, k: int, S: sp.csr_matrix, trees, orig_ids):
         super().__init__(world, world, orig_ids, int(layout.offsets[-1]))
         self.layout = layout
         self.delay = layout.delay
         self.counted = int(k)
-        self.ids = ids
         self.trees = trees
         self._S = S
         T = S.T.tocsr()
@@ -393,7 +398,7 @@ def local_support(world, layout: CutLayout, local, kind: str):
     ids = ids[order]
     k = int(own.sum())
     if k != hi - lo:
-        raise FormatError(f"rank {p} holds {k} of the {hi - lo} vertices it roots")
+        raise RuntimeError(f"rank {p} holds {k} of the {hi - lo} vertices it roots")
     m = ids.size
     rank_of = np.empty(m, dtype=np.int64)
     rank_of[order] = np.arange(m, dtype=np.int64)
@@ -403,14 +408,14 @@ def local_support(world, layout: CutLayout, local, kind: str):
     pos = np.searchsorted(sorted_ids, indices)
     pos[pos >= m] = 0
     if indices.size and not np.array_equal(sorted_ids[pos], indices):
-        raise FormatError(f"rank {p} holds an edge to a vertex it has no clone of")
+        raise RuntimeError(f"rank {p} holds an edge to a vertex it has no clone of")
     by_sorted = np.argsort(ids, kind="stable")
     lcol = by_sorted[pos]
     vals = None if local.data is None else np.asarray(local.data, np.float64)
     M = sp.csr_matrix((np.ones(lcol.size) if vals is None else vals, (lrow, lcol)), shape=(m, m))
     M.sort_indices()
-    ip, ix = M.indptr.astype(np.int64), M.indices.astype(np.int64)
-    dv = None if vals is None else M.data
+    # duplicate entries are summed into one (weight 2 on an unweighted graph, as serial counts)
+    ip, ix, dv = M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data
     local_rows = np.arange(m, dtype=np.int64)
     deg = degrees(ip, ix, dv, kind, rows=local_rows, partial=True).reshape(m, 1)
     trees = Trees(world, ids, layout.offsets, k, layout.delay)
@@ -485,9 +490,10 @@ class VertexCut(RowScheme):
         return CutLayout(numbering, int(size), self._delay(config))
 
     def setup(self, world, layout: CutLayout, local, kind: str):
+        layout.keep_offsets()
         ids, k, S, trees, order = local_support(world, layout, local, kind)
         _reorder(local, order, ids)
-        return VertexCutOps(world, layout, ids, k, S, trees, local.orig_ids)
+        return VertexCutOps(world, layout, k, S, trees, local.orig_ids)
 
     # -- exchange description ------------------------------------------------------------
     def price_key(self, ctx, call) -> tuple:
@@ -598,6 +604,8 @@ class VertexCut(RowScheme):
         buf = np.bincount(src, weights=cnt, minlength=ctx.P) + np.bincount(
             dst, weights=cnt, minlength=ctx.P
         )
+        if ctx.layout.delay:  # cd-R: every bucket's up and down exchange may be in flight
+            buf = 2 * buf
         return {
             "rows": cut.clone_counts(),
             "adjacency": 2 * self._local_nnz(ctx),

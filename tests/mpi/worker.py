@@ -250,12 +250,29 @@ def with_self_loops(g, every: int = 3):
     )
 
 
+def with_duplicates(g, every: int = 5):
+    """`g` storing the first entry of every `every`-th row twice (a graph file may)."""
+    from dataclasses import replace
+
+    rows, cols = [], []
+    for i in range(g.n):
+        row = g.indices[g.indptr[i] : g.indptr[i + 1]].tolist()
+        if row and i % every == 0:
+            row = [row[0], *row]
+        rows.append(len(row))
+        cols += row
+    indptr = np.concatenate(([0], np.cumsum(rows))).astype(np.int64)
+    return replace(g, indptr=indptr, indices=np.asarray(cols, np.int32), name=g.name + "-dups")
+
+
 def vertexcut_runs():
     """(graph name, graph, model) of the vertex-cut acceptance list, plus GCN on an R-MAT
-    graph with stored self-loops (the identity beside a loop held off the root)."""
+    graph with stored self-loops (the identity beside a loop held off the root) and
+    duplicate entries (summed, as serial sums them)."""
     rm = rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
     runs = [(gn, g, m) for gn, g in (("cora", cora()), ("rmat-509", rm)) for m in ("gcn", "sage")]
-    return runs + [("rmat-509-loops", with_self_loops(rm), "gcn")]
+    odd = with_duplicates(with_self_loops(rm))
+    return runs + [("rmat-509-loops-dups", odd, "gcn"), ("rmat-509-loops-dups", odd, "sage")]
 
 
 def case_equivvertexcut(world):
