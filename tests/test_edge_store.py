@@ -206,7 +206,7 @@ def test_edge_store_source(tmp_path):
     for p in range(P):
         lo, hi = int(num.offsets[p]), int(num.offsets[p + 1])
         ids = cut.clones_of(p)
-        local = src.load(LoadRequest((lo, hi), ids=ids), num)
+        local = src.load(LoadRequest((lo, hi), ids=ids, part=p), num)
         m = ids.size
         assert local.rows == (0, m) and local.node_rows == (0, m)
         assert np.array_equal(local.ids, ids) and np.array_equal(local.orig_ids, perm[ids])
@@ -218,5 +218,7 @@ def test_edge_store_source(tmp_path):
         assert local.features.shape == (m, g.num_features)
         assert np.array_equal(local.labels, g.labels[perm[ids]])
         assert np.array_equal(local.masks["train"], g.train_mask[perm[ids]])
-    sub = src.load(LoadRequest((lo, hi), features=(1, 3)), num)
+    sub = src.load(LoadRequest((lo, hi), features=(1, 3), part=P - 1), num)
     assert sub.features.shape == (ids.size, 2)
+    with pytest.raises(InputError, match="no vertex-cut shard"):
+        src.load(LoadRequest((lo, hi)), num)
