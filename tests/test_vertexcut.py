@@ -1,7 +1,7 @@
 """The vertex-cut layout (`gcntrain.partition.cut_layout`) against brute force, the scheme's
 refusals (one line, exit 2), and its plans: cd-R moves, over R steady epochs, the bytes cd-0
-moves in one; 0c moves nothing in training; soc-Slashdot0902 at 16 parts: the vertex-cut
-trade-off table (cd-0 vs p2p on METIS and hypergraph partitions), printed."""
+moves in one; 0c moves nothing in training.  (The soc-Slashdot0902 table of cd-0 against p2p
+on METIS and hypergraph partitions is `scripts/bench_vertexcut_volume.py`.)"""
 
 from __future__ import annotations
 
@@ -166,39 +166,3 @@ def test_plans_of_the_three_modes(graph):
     # evaluation is exact in every mode
     ev = {d: plans[d].epoch_phases(5).get("eval.L0.fwd.agg") for d in plans}
     assert all(np.array_equal(ev[d], ev["0"]) for d in plans)
-
-
-@pytest.mark.slow
-def test_slashdot_vertex_cut_against_p2p_partitions(tmp_path, capsys):
-    """soc-Slashdot0902 (symmetrized, random features of width 64), 16 parts: bytes per
-    epoch of the vertex cut (Libra, cd-0) against p2p on METIS and hypergraph partitions."""
-    from tests.mpi.worker import shared_dir
-
-    snap = shared_dir() / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"
-    if not snap.exists():
-        snap = shared_dir() / "datasets" / "snap" / "soc-Slashdot0902.txt"
-    g = tmp_path / "slashdot.h5"
-    assert run(["convert", str(snap), "-o", str(g), "--symmetrize"]) == 0
-    capsys.readouterr()
-    rows = []
-    base = ["simulate", str(g), "--ranks", "16", "--features", "64", "--classes", "4", "--json"]
-    base += ["--epochs", "3", "--hidden", "16"]
-    for method in ("metis", "hypergraph"):
-        part = tmp_path / f"{method}.h5"
-        assert run(["partition", str(g), "-m", method, "--parts", "16", "-o", str(part)]) == 0
-        capsys.readouterr()
-        assert run([*base, "--scheme", "p2p", "--partition", str(part)]) == 0
-        rows.append((f"p2p {method}", json.loads(capsys.readouterr().out)))
-    assert run([*base, "--scheme", "vertexcut"]) == 0
-    rows.append(("vertexcut libra cd-0", json.loads(capsys.readouterr().out)))
-    with capsys.disabled():
-        print("\nsoc-Slashdot0902, 16 parts, GCN 64 -> 16 -> 4, float32, per epoch:")
-        print(f"{'scheme / partition':24} {'MB sent max':>12} {'MB sent mean':>13} {'msgs max':>9}")
-        for label, d in rows:
-            print(
-                f"{label:24} {d['bytes_sent_max'] / 1e6:12.3f} {d['bytes_sent_mean'] / 1e6:13.3f}"
-                f" {d['messages_max']:9d}"
-            )
-        print(f"Libra replication factor {rows[-1][1]['replication_factor']:.3f}")
-    assert all(d["bytes_sent_max"] > 0 for _, d in rows)
-    assert rows[-1][1]["replication_factor"] > 1
