@@ -103,9 +103,9 @@ def test_shard_store_and_partition_file_inputs(graph_file, serial_summary, tmp_p
 
 def test_vertex_cut_store_and_libra_file_inputs(graph_file, serial_summary, tmp_path):
     """A vertex-cut store (each rank reads its own edge shard) and a Libra partition file
-    train like serial; the store's plan equals the measured table; a wrong rank count, a
-    vertex partition scheme on the store and cd-R with too few epochs fail on every rank
-    with one line."""
+    train like serial (also a store whose parts 1 and 2 root nothing); the store's plan
+    equals the measured table; a cut of another graph, a wrong rank or part count, and a
+    vertex partition scheme on the store fail on every rank with one line."""
     store = tmp_path / "cut"
     assert run(["shard", str(graph_file), "-o", str(store), "-m", "libra", "--parts", "3"]) == 0
     measured, planned = tmp_path / "m.csv", tmp_path / "p.csv"
@@ -133,10 +133,8 @@ def test_vertex_cut_store_and_libra_file_inputs(graph_file, serial_summary, tmp_
         )
         == 0
     )
-    for src in (str(cut2), str(graph_file)):
-        extra = [] if src == str(cut2) else ["--partition", str(lopsided)]
-        d = train_json(4, [src, "--scheme", "vertexcut", *extra, *ARGS])
-        assert close(d["final_loss"], serial_summary["final_loss"]), src
+    d = train_json(4, [str(cut2), "--scheme", "vertexcut", *ARGS])
+    assert close(d["final_loss"], serial_summary["final_loss"])
     other, other_cut = tmp_path / "other.h5", tmp_path / "other-cut.h5"
     write_graph(other, rmat(7, edge_factor=4, seed=6, num_features=16, num_classes=4))
     assert run(["partition", str(other), "-m", "libra", "--parts", "3", "-o", str(other_cut)]) == 0
@@ -144,11 +142,6 @@ def test_vertex_cut_store_and_libra_file_inputs(graph_file, serial_summary, tmp_
         (3, [str(graph_file), "--scheme", "vertexcut", "--partition", str(other_cut)], "differ"),
         (2, [str(store), "--scheme", "vertexcut"], "3 vertex-cut shards"),
         (3, [str(store), "--scheme", "p2p"], "vertex-cut (edge) shards"),
-        (
-            3,
-            [str(graph_file), "--scheme", "vertexcut", "--delay", "6", "--epochs", "6"],
-            "needs more",
-        ),
         (3, [str(graph_file), "--scheme", "vertexcut", "--partition", str(part)], "4 parts"),
     ):
         res = run_mpi(nprocs, [*gcntrain_exe(), "train", *argv, "--quiet"], timeout=120)

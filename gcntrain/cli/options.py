@@ -245,7 +245,7 @@ def scheme_options(f):
         type=click.IntRange(min=0),
         default=0,
         show_default=True,
-        help="Seed of --partition random / --permute random.",
+        help="Seed of --partition random|libra / --permute random.",
     )(f)
     f = click.option(
         "--permute",
