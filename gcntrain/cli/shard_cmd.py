@@ -80,24 +80,9 @@ def libra_cut(graph, parts: int | None, partition: str | None, seed: int):
             graph.indptr.astype(np.int64), graph.indices.astype(np.int64), parts, seed=seed
         )
         return vc.edge_part, vc.root, parts
-    from gcntrain.partition.io import read_partition
+    from gcntrain.partition.io import read_vertex_cut
 
-    res = read_partition(partition, graph.content_hash())
-    if res.edge_part is None:
-        kind = "vertex partition" if res.part is not None else "2D permutation"
-        raise InputError(
-            f"holds a {res.method} {kind}, not a vertex cut (write one with "
-            "`gcntrain partition -m libra`)",
-            partition,
-        )
-    if res.edge_part.shape[0] != graph.nnz:
-        raise InputError(
-            f"vertex cut assigns {res.edge_part.shape[0]} entries but the graph stores {graph.nnz}",
-            partition,
-        )
-    if parts is not None and res.parts != parts:
-        raise InputError(f"vertex cut has {res.parts} parts but --parts is {parts}", partition)
-    return res.edge_part, res.root, res.parts
+    return read_vertex_cut(partition, graph.content_hash(), graph.nnz, parts)
 
 
 def _check_libra_options(

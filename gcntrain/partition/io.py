@@ -178,3 +178,32 @@ def _validate(r: PartitionResult, path: str) -> None:
             a = getattr(r, name)
             if a is None or not np.array_equal(np.sort(a), np.arange(r.row_perm.size)):
                 raise FormatError(f"dataset {name!r} is not a permutation", path)
+
+
+def read_vertex_cut(
+    path: str | os.PathLike,
+    graph_hash: str | None,
+    nnz: int,
+    parts: int | None = None,
+    parts_label: str = "--parts",
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(edge_part, root, parts) of a vertex-cut partition file of the graph with content hash
+    `graph_hash` and `nnz` stored entries, holding `parts` parts when given (`parts_label`
+    names where that number comes from); `InputError` (one line) otherwise."""
+    spath = str(path)
+    res = read_partition(path, graph_hash or None)
+    if res.edge_part is None:
+        kind = "vertex partition" if res.part is not None else "2D permutation"
+        raise InputError(
+            f"holds a {res.method} {kind}, not a vertex cut (write one with "
+            "`gcntrain partition -m libra`)",
+            spath,
+        )
+    if res.edge_part.shape[0] != nnz:
+        raise InputError(
+            f"vertex cut assigns {res.edge_part.shape[0]} entries but the graph stores {nnz}",
+            spath,
+        )
+    if parts is not None and res.parts != parts:
+        raise InputError(f"vertex cut has {res.parts} parts but {parts_label} is {parts}", spath)
+    return res.edge_part, res.root, int(res.parts)

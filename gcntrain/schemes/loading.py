@@ -412,10 +412,7 @@ class RowStoreSource(_StoreSource):
                 f"row blocks; reshard with `gcntrain shard --parts {parts}`",
                 self.path,
             )
-        offsets = np.array(
-            [e["row_start"] for e in man.shards] + [man.shards[-1]["row_stop"]], dtype=np.int64
-        )
-        return Numbering(None, None, offsets)
+        return Numbering(None, None, man.offsets)
 
     def whole(self, numbering: Numbering):
         from gcntrain.data.shards import assemble, read_perm

@@ -50,8 +50,6 @@ from gcntrain.model.phase import Phase, phase_key
 from gcntrain.partition.cut_layout import (
     EdgeCut,
     bucket_of,
-    fill_roots,
-    root_numbering,
     root_of,
 )
 from gcntrain.schemes.base import (
@@ -103,37 +101,14 @@ def _structure(source):
     return np.asarray(ip, np.int64), np.asarray(ix, np.int64)
 
 
-def _file_cut(source, spec: str, parts: int) -> tuple[np.ndarray, np.ndarray]:
-    """(edge_part, root) of a vertex-cut partition file of this graph with `parts` parts."""
-    from gcntrain.data.shards.edges import check_cut
-    from gcntrain.partition.io import read_partition
-
-    if not Path(spec).exists():
-        raise InputError(
-            f"--partition must be libra or a vertex-cut partition file; no such file: {spec}"
-        )
-    meta = source.meta()
-    res = read_partition(spec, meta.content_hash or None)
-    if res.edge_part is None:
-        raise InputError(
-            f"{spec} holds a {res.method} partition, not a vertex cut; this scheme needs "
-            "--partition libra or a file from `gcntrain partition -m libra`"
-        )
-    if res.parts != parts:
-        raise InputError(f"{spec} has {res.parts} parts but this run has {parts} ranks")
-    try:
-        check_cut(res.edge_part, res.root, meta.nnz, meta.n, parts)
-    except InputError as e:
-        raise InputError(f"{spec}: {e}") from None
-    return res.edge_part, res.root
-
-
 def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
     """The root numbering of a vertex cut, with the cut attached (`Numbering.cut`).
 
     `spec`: None or "libra" (computed here with `seed`, identically on every rank), or a
     vertex-cut partition file of this graph with `parts` parts.
     """
+    from gcntrain.data.shards.edges import edge_layout
+    from gcntrain.partition.io import read_vertex_cut
     from gcntrain.partition.libra import libra_partition
 
     if source.kind == "store":
@@ -151,15 +126,25 @@ def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
             f"{given} is a vertex partition; this scheme needs an edge partition: "
             "--partition libra (default) or a file from `gcntrain partition -m libra`"
         )
-    indptr, indices = _structure(source)
     if spec is None or spec == "libra":
+        indptr, indices = _structure(source)
         vc = libra_partition(indptr, indices, parts, seed=seed)
-        edge_part, root = vc.edge_part, vc.root
+        lay = edge_layout(indptr, indices, vc.edge_part, vc.root, parts)
     else:
-        edge_part, root = _file_cut(source, spec, parts)
-    perm, inv, offsets = root_numbering(fill_roots(root, parts), parts)
-    cut = EdgeCut.from_csr(indptr, indices, edge_part, inv, offsets)
-    return Numbering(perm, inv, offsets, cut=cut)
+        if not Path(spec).exists():
+            raise InputError(
+                f"--partition must be libra or a vertex-cut partition file; no such file: {spec}"
+            )
+        meta = source.meta()
+        edge_part, root, _ = read_vertex_cut(
+            spec, meta.content_hash, meta.nnz, parts, "the number of ranks"
+        )
+        indptr, indices = _structure(source)
+        try:
+            lay = edge_layout(indptr, indices, edge_part, root, parts)
+        except InputError as e:
+            raise InputError(f"{spec}: {e}") from None
+    return Numbering(lay.perm, lay.inv, lay.offsets, cut=lay.cut)
 
 
 # -- layout --------------------------------------------------------------------------------
@@ -250,6 +235,35 @@ def _gather(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return gather_rows(X, idx, np.empty((idx.size, X.shape[1]), dtype=X.dtype))
 
 
+def _untimed(name: str, t0: float) -> None:
+    return None
+
+
+def tree_sync(comm, trees: Trees, X: np.ndarray, key: str, clock=_untimed) -> None:
+    """Exact tree synchronisation of the rows of X in place: the leaves' rows gathered
+    (pre-processing) and sent to their roots (Alltoallv), added there (post-processing), the
+    roots' rows gathered and sent back (Alltoallv) and written at the leaves.  ``clock(name,
+    t0)`` is told when each part (``t_remote_pre``, ``_comm``, ``_post``) that began at t0
+    ends."""
+    leaf_idx, leaf_counts, root_idx, root_counts = trees.full()
+    t = perf_counter()
+    buf = _gather(X, leaf_idx)
+    clock("t_remote_pre", t)
+    t = perf_counter()
+    got = comm.alltoallv(buf, leaf_counts, root_counts, key)
+    clock("t_remote_comm", t)
+    t = perf_counter()
+    scatter_add_rows(got, root_idx, X)
+    buf = _gather(X, root_idx)
+    clock("t_remote_post", t)
+    t = perf_counter()
+    got = comm.alltoallv(buf, root_counts, leaf_counts, key)
+    clock("t_remote_comm", t)
+    t = perf_counter()
+    scatter_rows(got, leaf_idx, X)
+    clock("t_remote_post", t)
+
+
 # -- runtime -------------------------------------------------------------------------------
 
 
@@ -287,25 +301,10 @@ class VertexCutOps(RowOps):
             self._times[name] += perf_counter() - t0
 
     def _sync(self, X: np.ndarray, phase: Phase) -> None:
-        """Exact tree synchronisation in place: leaves -> root (sum) -> leaves."""
-        key = phase_key(phase)
-        leaf_idx, leaf_counts, root_idx, root_counts = self.trees.full()
-        t = perf_counter()
-        buf = _gather(X, leaf_idx)
-        self._timed("t_remote_pre", t, phase)
-        t = perf_counter()
-        got = self.world.alltoallv(buf, leaf_counts, root_counts, key)
-        self._timed("t_remote_comm", t, phase)
-        t = perf_counter()
-        scatter_add_rows(got, root_idx, X)
-        buf = _gather(X, root_idx)
-        self._timed("t_remote_post", t, phase)
-        t = perf_counter()
-        got = self.world.alltoallv(buf, root_counts, leaf_counts, key)
-        self._timed("t_remote_comm", t, phase)
-        t = perf_counter()
-        scatter_rows(got, leaf_idx, X)
-        self._timed("t_remote_post", t, phase)
+        """Exact tree synchronisation in place (`tree_sync`), timed."""
+        tree_sync(
+            self.world, self.trees, X, phase_key(phase), lambda n, t: self._timed(n, t, phase)
+        )
 
     def _delayed(self, X: np.ndarray, phase: Phase, direction: str) -> None:
         """cd-R in place (Algorithm 4): post bucket e mod R's leaf partials; add those posted
@@ -419,20 +418,13 @@ def local_support(world, layout: CutLayout, local, kind: str):
     local_rows = np.arange(m, dtype=np.int64)
     deg = degrees(ip, ix, dv, kind, rows=local_rows, partial=True).reshape(m, 1)
     trees = Trees(world, ids, layout.offsets, k, layout.delay)
-    _sync_setup(world, trees, deg)
+    tree_sync(world, trees, deg, "setup")
     deg = deg[:, 0] + DEGREE_OFFSET[kind]
     identity = np.zeros(m, dtype=bool)
     identity[:k] = True
     sp_ip, sp_ix, sp_dv = support_rows(ip, ix, dv, local_rows, deg, kind, identity=identity)
     S = sp.csr_matrix((sp_dv, sp_ix, sp_ip), shape=(m, m))
     return ids, k, S, trees, order
-
-
-def _sync_setup(world, trees: Trees, X: np.ndarray) -> None:
-    got = world.alltoallv(X[trees.leaf_idx], trees.leaf_counts, trees.root_counts, "setup")
-    np.add.at(X, trees.root_idx, got)
-    got = world.alltoallv(X[trees.root_idx], trees.root_counts, trees.leaf_counts, "setup")
-    X[trees.leaf_idx] = got
 
 
 def _reorder(local, order: np.ndarray, ids: np.ndarray) -> None:
