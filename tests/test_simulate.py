@@ -58,6 +58,10 @@ CASES = [
     (3, "vertexcut", ["--delay", "2"]),
     (4, "vertexcut", ["--delay", "none", "--model", "sage"]),
     (4, "vertexcut", ["--partition-seed", "3"]),
+    (2, "hier", ["--partition", "random"]),
+    (3, "hier", ["--aggr", "pre", "--quant-bits", "2"]),
+    (4, "hier", ["--partition", "random", "--aggr", "post", "--model", "sage"]),
+    (4, "hier", ["--partition", "random", "--quant-bits", "4", "--quant-group", "5"]),
 ]
 
 

@@ -33,6 +33,8 @@ from gcntrain.partition.csr import check_csr, check_part, row_ids
 
 #: codes of `MvcSplit.edge_mode`
 LOCAL, PRE, POST = -1, 0, 1
+#: aggregation strategies: all cut edges pre-aggregated, all post-aggregated, or by cover
+AGGR = ("pre", "post", "hybrid")
 
 
 @njit(nogil=True, cache=True)
@@ -219,3 +221,35 @@ def mvc_split(
         hybrid_pre=hybrid_pre,
         edge_mode=edge_mode,
     )
+
+
+def cover_modes(
+    dst: np.ndarray, src: np.ndarray, src_part: np.ndarray, P: int, aggr: str = "hybrid"
+) -> np.ndarray:
+    """PRE / POST mode of each cut edge ``src -> dst`` under `aggr`.
+
+    The edges may span several ordered part pairs (``src_part[k] -> part of dst[k]``); with
+    "hybrid" the left vertices are the sources ``src`` (each in one part) and the right
+    vertices the (destination, sending part) pairs, so every pair is its own component and
+    the König cover of the union is a minimum cover of every pair.  Deterministic: the
+    result depends only on the set of edges, not on their order, so both ends of a pair
+    that hold the same edges find the same split.
+
+    Returns
+    -------
+    int8 (len(dst),) PRE (0) or POST (1).
+    """
+    dst = np.asarray(dst, dtype=np.int64)
+    src = np.asarray(src, dtype=np.int64)
+    if aggr not in AGGR:
+        raise ValueError(f"aggr must be one of {AGGR}, got {aggr!r}")
+    if aggr != "hybrid" or dst.size == 0:
+        return np.full(dst.size, PRE if aggr == "pre" else POST, dtype=np.int8)
+    _, left = np.unique(src, return_inverse=True)
+    _, right = np.unique(dst * int(P) + np.asarray(src_part, dtype=np.int64), return_inverse=True)
+    B = sp.csr_matrix(
+        (np.ones(dst.size, dtype=np.int8), (left, right)),
+        shape=(int(left.max()) + 1, int(right.max()) + 1),
+    )
+    cover_left, _, _ = bipartite_min_vertex_cover(B)
+    return np.where(cover_left[left], POST, PRE).astype(np.int8)

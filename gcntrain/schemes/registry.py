@@ -21,6 +21,7 @@ ENTRIES = (
     "gcntrain.schemes.three_d:ThreeD",
     "gcntrain.schemes.plexus:Plexus",
     "gcntrain.schemes.vertexcut:VertexCut",
+    "gcntrain.schemes.hier:Hier",
 )
 
 

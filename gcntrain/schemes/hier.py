@@ -1,0 +1,435 @@
+"""SuperGCN hierarchical aggregation (Chen et al., SC'24 / arXiv 2024, sections 5-6, Algorithm 1).
+
+Rows of S and H follow a vertex partition (METIS, hypergraph, a file; renumbered part by
+part).  A remote entry ``M[i, j]`` of a product ``M @ X`` (M = S forward, S^T backward; i on
+the receiving rank p, j on the sending rank q) is either
+
+* *pre-aggregated*: q sums, for every destination i, ``M[i, j] X[j]`` over its own j and sends
+  one partial row per destination (aggregation at the sender), or
+* *post-aggregated*: q sends the raw row ``X[j]`` once and p multiplies it (aggregation at the
+  receiver).
+
+``--aggr pre`` / ``post`` use one kind for every remote entry; ``hybrid`` (the default) takes
+a minimum vertex cover of every rank pair's cut entries (`partition.mvc.cover_modes`, König's
+theorem): an entry is post-aggregated when its source is in the cover, else pre-aggregated
+(then its destination is), so a pair moves ``|cover|`` = its maximum matching rows, at most
+min(#sources, #destinations).
+
+Setup: the receiver p computes the split of its cut entries (it holds them all) and routes
+every cut entry with its mode to its source rank (one Alltoall of counts, three Alltoallv:
+(i, j) pairs, values, modes).  Both ends then know, for every pair, the pre-aggregated
+destinations and the post-aggregated sources in ascending id.
+
+Each product: the sender gathers its post rows and computes its partial sums (one SpMM of a
+matrix whose rows are the destinations), each part is posted as one non-blocking Alltoallv
+(`Comm.ialltoallv`), the local block ``M_loc @ X`` is multiplied while they travel, then the
+receiver adds ``R_post @ rows`` and scatter-adds the partial rows.
+
+``--quant-bits 2|4|8`` quantizes the messages of training passes (`kernels.quant`): per row
+(or per ``--quant-group`` columns) a float32 zero point and scale, stochastic rounding from
+the counter-based hash of (seed, stream, global row, global column), values packed
+``8 // bits`` per byte; a message row is ``[packed values | zero points | scales]`` bytes, so
+the parameters travel in the same Alltoallv.  The stream names the epoch, layer, direction,
+part (pre / post) and sender, so a run is reproducible for a seed.  Evaluation passes move
+unquantized rows (accuracy measures the trained weights; their traffic is in ``eval.*``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.comm.exchange import Groups, Pairs, Uniform
+from gcntrain.errors import InputError
+from gcntrain.kernels.quant import BITS, dequantize, num_groups, packed_width, quantize
+from gcntrain.kernels.rows import gather_rows, scatter_add_rows
+from gcntrain.model.phase import Phase, phase_key
+from gcntrain.partition.mvc import AGGR, POST, PRE, cover_modes
+from gcntrain.schemes.base import (
+    COUNT_BYTES,
+    PAIR_BYTES,
+    VALUE_BYTES,
+    RowLayout,
+    RowOps,
+    RowScheme,
+    as_dtype,
+    csr_apply,
+)
+from gcntrain.schemes.layout import owner_of
+from gcntrain.schemes.protocol import SchemeOption
+
+#: bytes of one quantization parameter (zero point or scale: float32)
+PARAM_BYTES = 4
+#: bytes of one entry's mode in the setup exchange (int8)
+MODE_BYTES = 1
+
+
+# -- who sends what (runtime: one receiver; plan: every receiver) -------------------------
+
+
+def receiver_split(me: int, rows: np.ndarray, cols: np.ndarray, offsets: np.ndarray, aggr: str):
+    """The cut entries of receiver `me` and their modes.
+
+    Parameters
+    ----------
+    me : the receiving block (it holds rows ``offsets[me]:offsets[me+1]`` of M)
+    rows, cols : global (new-numbering) row and column of every stored entry of its rows
+    offsets : row blocks
+    aggr : "pre", "post" or "hybrid"
+
+    Returns
+    -------
+    (cut: bool mask of the entries whose column another block owns, their source blocks,
+    their modes PRE / POST).
+    """
+    cols = np.asarray(cols, dtype=np.int64)
+    own = owner_of(cols, offsets)
+    cut = own != me
+    src = own[cut]
+    mode = cover_modes(
+        np.asarray(rows, dtype=np.int64)[cut], cols[cut], src, len(offsets) - 1, aggr
+    )
+    return cut, src, mode
+
+
+def pair_rows(src, rows, cols, mode, P: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pre rows, post rows) per source block, int64 (P,), of one receiver's cut entries:
+    distinct destinations of its PRE entries, distinct sources of its POST entries (a
+    source belongs to one block).  `n`: the number of nodes."""
+    pre, post = mode == PRE, mode == POST
+    kpre = np.unique(src[pre] * int(n) + rows[pre])
+    kpost = np.unique(src[post] * int(n) + cols[post])
+    return (
+        np.bincount(kpre // int(n), minlength=int(P)).astype(np.int64),
+        np.bincount(kpost // int(n), minlength=int(P)).astype(np.int64),
+    )
+
+
+# -- runtime -------------------------------------------------------------------------------
+
+
+class HierExchange:
+    """The split of one product (M = S or S^T) on one rank.
+
+    Receive side: the local block (`local`), the matrix applied to the received post rows
+    (`recv_post`: local rows x received rows, the entries' values) and the local row each
+    received partial row is added to (`pre_idx`); send side: the matrix whose rows are the
+    partial sums to send (`send_pre`: destinations x local rows) and the local rows sent raw
+    (`post_idx`).  Counts per rank: ``pre_send``, ``pre_recv``, ``post_send``, ``post_recv``
+    (rows).  Buffers hold pairs in rank order and, inside a pair, ascending ids.
+    """
+
+    def __init__(self, comm, offsets, indptr, indices, data, aggr: str, phase: str = "setup"):
+        me, P = comm.rank, comm.size
+        lo, hi = int(offsets[me]), int(offsets[me + 1])
+        n = int(offsets[-1])
+        m = hi - lo
+        cols = np.asarray(indices, dtype=np.int64)
+        rloc = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+        vals = np.asarray(data, dtype=np.float64)
+        cut, src, mode = receiver_split(me, rloc + lo, cols, offsets, aggr)
+        loc = ~cut
+        self.local = _csr(vals[loc], rloc[loc], cols[loc] - lo, (m, m))
+        ci, cj, cv = rloc[cut] + lo, cols[cut], vals[cut]
+        pre = mode == PRE
+        kpre = np.unique(src[pre] * n + ci[pre])
+        self.pre_idx = kpre % n - lo
+        self.pre_recv = np.bincount(kpre // n, minlength=P).astype(np.int64)
+        kpost, inv = np.unique(src[~pre] * n + cj[~pre], return_inverse=True)
+        self.post_recv = np.bincount(kpost // n, minlength=P).astype(np.int64)
+        self.recv_post = _csr(cv[~pre], ci[~pre] - lo, inv.reshape(-1), (m, kpost.size))
+        # every cut entry, with its mode, to the rank that owns its column
+        got, _, _, recv = comm.route(src, [np.stack([ci, cj], axis=1), cv, mode], phase)
+        gi, gj = got[0][:, 0], got[0][:, 1]
+        gv, gm = got[1], got[2]
+        gdst = np.repeat(np.arange(P, dtype=np.int64), recv)
+        gpre = gm == PRE
+        ks, sinv = np.unique(gdst[gpre] * n + gi[gpre], return_inverse=True)
+        self.pre_ids = ks % n
+        self.pre_send = np.bincount(ks // n, minlength=P).astype(np.int64)
+        self.send_pre = _csr(gv[gpre], sinv.reshape(-1), gj[gpre] - lo, (ks.size, m))
+        kp = np.unique(gdst[~gpre] * n + gj[~gpre])
+        self.post_idx = kp % n - lo
+        self.post_ids = kp % n
+        self.post_send = np.bincount(kp // n, minlength=P).astype(np.int64)
+        self._typed: dict = {}
+
+    def typed(self, dtype):
+        key = np.dtype(dtype).str
+        if key not in self._typed:
+            self._typed[key] = as_dtype([self.local, self.recv_post, self.send_pre], dtype)
+        return self._typed[key]
+
+
+def _csr(vals, rows, cols, shape) -> sp.csr_matrix:
+    M = sp.csr_matrix((vals, (rows, cols)), shape=shape)
+    M.sum_duplicates()
+    M.sort_indices()
+    return M
+
+
+@dataclass(frozen=True)
+class HierLayout(RowLayout):
+    """A row layout plus the scheme's configuration (aggregation split, message bits)."""
+
+    aggr: str = "hybrid"
+    bits: int = 32
+    group: int = 0
+    seed: int = 0
+
+
+def message_row_bytes(width: int, itemsize: int, bits: int, group: int) -> tuple[int, int]:
+    """(value bytes, parameter bytes) of one message row of `width` columns: `itemsize` per
+    value unquantized; packed values plus a float32 zero point and scale per group."""
+    if bits >= 32:
+        return int(width) * int(itemsize), 0
+    return packed_width(width, bits), 2 * PARAM_BYTES * num_groups(width, group)
+
+
+class HierOps(RowOps):
+    """One rank of the hier scheme (see the module docstring)."""
+
+    def __init__(self, world, layout: HierLayout, fwd, bwd, rows):
+        super().__init__(world, world, rows, int(layout.offsets[-1]))
+        self.layout = layout
+        self.bits, self.group, self.seed = layout.bits, layout.group, layout.seed
+        ex = HierExchange(world, layout.offsets, *fwd, layout.aggr)
+        self._ex = {
+            "f": ex,
+            "t": ex if bwd is None else HierExchange(world, layout.offsets, *bwd, layout.aggr),
+        }
+        self.epoch_stats: list[dict] = []
+        self._stats: dict = {}
+
+    # -- messages ------------------------------------------------------------------------
+    def _quantized(self, phase: Phase) -> bool:
+        return self.bits < 32 and phase.training
+
+    def _stream(self, phase: Phase, part: int) -> int:
+        e = max(int(phase.epoch), 0)
+        layer = int(phase.layer or 0)
+        code = (2 if phase.direction == "bwd" else 0) + part
+        return ((e * 1024 + layer) * 4 + code) * 65536 + self.rank
+
+    def _pack(self, rows: np.ndarray, ids: np.ndarray, phase: Phase, part: int) -> np.ndarray:
+        if not self._quantized(phase):
+            return rows
+        packed, zero, scale = quantize(
+            rows, ids, self.bits, self.group, seed=self.seed, stream=self._stream(phase, part)
+        )
+        return np.concatenate([packed, zero.view(np.uint8), scale.view(np.uint8)], axis=1)
+
+    def _unpack(self, buf: np.ndarray, width: int, dtype, phase: Phase) -> np.ndarray:
+        if not self._quantized(phase):
+            return buf
+        pw = packed_width(width, self.bits)
+        g = num_groups(width, self.group)
+        zero = np.ascontiguousarray(buf[:, pw : pw + PARAM_BYTES * g]).view(np.float32)
+        scale = np.ascontiguousarray(buf[:, pw + PARAM_BYTES * g :]).view(np.float32)
+        packed = np.ascontiguousarray(buf[:, :pw])
+        return dequantize(packed, zero, scale, self.bits, width, self.group, dtype)
+
+    def _note(self, phase: Phase, part: str, rows: int, width: int, itemsize: int, t: float):
+        if not phase.training:
+            return
+        pfx = f"L{phase.layer}.{phase.direction or 'fwd'}"
+        vb, pb = message_row_bytes(width, itemsize, self.bits, self.group)
+        s = self._stats
+        s[f"{pfx}.{part}_bytes"] = s.get(f"{pfx}.{part}_bytes", 0.0) + rows * vb
+        s[f"{pfx}.{part}_param_bytes"] = s.get(f"{pfx}.{part}_param_bytes", 0.0) + rows * pb
+        s[f"{pfx}.t_{part}"] = s.get(f"{pfx}.t_{part}", 0.0) + t
+
+    # -- the product ---------------------------------------------------------------------
+    def _run(self, which: str, X: np.ndarray, phase: Phase) -> np.ndarray:
+        ex: HierExchange = self._ex[which]
+        key = phase_key(phase)
+        local, recv_post, send_pre = ex.typed(X.dtype)
+        f = X.shape[1]
+        t0 = perf_counter()
+        rows = gather_rows(X, ex.post_idx, np.empty((ex.post_idx.size, f), dtype=X.dtype))
+        post = self.world.ialltoallv(
+            self._pack(rows, ex.post_ids, phase, 0), ex.post_send, ex.post_recv, key
+        )
+        t_post = perf_counter() - t0
+        t0 = perf_counter()
+        pre = self.world.ialltoallv(
+            self._pack(csr_apply(send_pre, X), ex.pre_ids, phase, 1), ex.pre_send, ex.pre_recv, key
+        )
+        t_pre = perf_counter() - t0
+        out = csr_apply(local, X)
+        t0 = perf_counter()
+        got = self._unpack(self.world.wait(post, key), f, X.dtype, phase)
+        csr_apply(recv_post, got, out, accumulate=True)
+        t_post += perf_counter() - t0
+        t0 = perf_counter()
+        got = self._unpack(self.world.wait(pre, key), f, X.dtype, phase)
+        scatter_add_rows(got, ex.pre_idx, out)
+        t_pre += perf_counter() - t0
+        self._note(phase, "post", int(ex.post_idx.size), f, X.itemsize, t_post)
+        self._note(phase, "pre", int(ex.pre_ids.size), f, X.itemsize, t_pre)
+        return out
+
+    def aggregate(self, X, *, phase):
+        return self._run("f", np.ascontiguousarray(X), phase)
+
+    def aggregate_t(self, X, *, phase):
+        return self._run("t", np.ascontiguousarray(X), phase)
+
+    def begin_epoch(self, *, phase):
+        self._stats = {}
+
+    def end_epoch(self, *, phase):
+        self.epoch_stats.append(dict(self._stats))
+
+
+# -- the scheme ----------------------------------------------------------------------------
+
+
+def _opt_int(value, flag: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag} must be an integer, got {value!r}") from None
+
+
+class Hier(RowScheme):
+    name = "hier"
+    summary = (
+        "SuperGCN: pre/post aggregation split by minimum vertex cover over Alltoallv, "
+        "Int2/4/8 messages"
+    )
+    exact = True
+    options = (
+        SchemeOption(
+            "aggr",
+            ("--aggr",),
+            None,
+            "Hier: remote entries aggregated at the sender (pre), at the receiver (post), or "
+            "split by a minimum vertex cover of each rank pair (hybrid)  [default: hybrid].",
+            metavar="pre|post|hybrid",
+        ),
+        SchemeOption(
+            "quant_bits",
+            ("--quant-bits",),
+            None,
+            "Hier: bits per value of training messages, stochastic rounding (32 = off) "
+            "[default: 32].",
+            metavar="2|4|8|32",
+        ),
+        SchemeOption(
+            "quant_group",
+            ("--quant-group",),
+            None,
+            "Hier: columns per quantization zero point and scale (0 = one pair per row) "
+            "[default: 0].",
+            metavar="N",
+        ),
+    )
+
+    def configure(self, size: int, values: dict) -> dict:
+        aggr = values.get("aggr") or "hybrid"
+        if aggr not in AGGR:
+            raise InputError(f"--aggr must be pre, post or hybrid, got {aggr!r}")
+        bits = _opt_int(values.get("quant_bits"), "--quant-bits")
+        bits = 32 if bits is None else bits
+        if bits not in (*BITS, 32):
+            raise InputError(f"--quant-bits must be 2, 4, 8 or 32 (off), got {bits}")
+        group = _opt_int(values.get("quant_group"), "--quant-group")
+        if group is not None and group < 0:
+            raise InputError(f"--quant-group must be >= 0, got {group}")
+        if group and bits == 32:
+            raise InputError("--quant-group needs --quant-bits 2, 4 or 8")
+        return {"aggr": aggr, "quant_bits": bits, "quant_group": group or 0, "seed": 0}
+
+    def check_training(self, config: dict, train) -> None:
+        """The rounding seed is the run's seed."""
+        config["seed"] = int(train.seed)
+
+    def layout(self, numbering, meta, size, config, model=None) -> HierLayout:
+        return HierLayout(
+            numbering,
+            1,
+            config["aggr"],
+            int(config["quant_bits"]),
+            int(config["quant_group"]),
+            int(config.get("seed", 0)),
+        )
+
+    def setup(self, world, layout: HierLayout, local, kind: str):
+        from gcntrain.schemes.base import row_setup
+
+        fwd, bwd = row_setup(world, world, layout, local, kind)
+        return HierOps(world, layout, fwd, bwd, local.orig_ids)
+
+    # -- exchange description ------------------------------------------------------------
+    def split(self, ctx, which: str):
+        """(src, dst, pre rows, post rows, cut entries) of every rank pair of the product
+        with S ("f") or S^T ("t"): `receiver_split` and `pair_rows` evaluated for every
+        receiver, as each rank evaluates them on its own rows (cached)."""
+        lay: HierLayout = ctx.layout
+
+        def make():
+            M = ctx.support if which == "f" else ctx.transpose()
+            off = lay.offsets
+            P, n = ctx.P, int(off[-1])
+            rows = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
+            cols = M.indices.astype(np.int64)
+            out = [[], [], [], [], []]
+            for p in range(P):
+                a, b = int(M.indptr[off[p]]), int(M.indptr[off[p + 1]])
+                cut, src, mode = receiver_split(p, rows[a:b], cols[a:b], off, lay.aggr)
+                npre, npost = pair_rows(src, rows[a:b][cut], cols[a:b][cut], mode, P, n)
+                ncut = np.bincount(src, minlength=P)
+                q = np.flatnonzero(ncut)
+                for lst, v in zip(out, (q, np.full(q.size, p), npre[q], npost[q], ncut[q])):
+                    lst.append(np.asarray(v, dtype=np.int64))
+            return tuple(np.concatenate(v) if v else np.zeros(0, np.int64) for v in out)
+
+        key = "hier_f" if which == "f" or ctx.symmetric else "hier_t"
+        return ctx.cached(key, make)
+
+    def price_key(self, ctx, call) -> tuple:
+        """Quantized messages: aggregations are priced by pass (training quantizes)."""
+        if call.method in ("aggregate", "aggregate_t") and ctx.layout.bits < 32:
+            return (*call.key, bool(call.phase.training))
+        return call.key
+
+    def _product_steps(self, ctx, call, which: str) -> list:
+        lay: HierLayout = ctx.layout
+        src, dst, pre, post, _ = self.split(ctx, which)
+        bits = lay.bits if call.phase.training else 32
+        vb, pb = message_row_bytes(call.shape(0)[1], call.itemsize(0), bits, lay.group)
+        row = vb + pb
+        return [Pairs(ctx.P, src, dst, post * row), Pairs(ctx.P, src, dst, pre * row)]
+
+    def steps_aggregate(self, ctx, call) -> list:
+        return self._product_steps(ctx, call, "f")
+
+    def steps_aggregate_t(self, ctx, call) -> list:
+        return self._product_steps(ctx, call, "t")
+
+    def setup_steps(self, ctx) -> list:
+        """Row setup, then per product (S, and S^T when it differs) the cut entries routed
+        from their receivers to their sources: an Alltoall of counts and Alltoallv of the
+        (i, j) pairs, the values and the modes."""
+        out = super().setup_steps(ctx)
+        P = ctx.P
+        for which in ("f",) if ctx.symmetric else ("f", "t"):
+            src, dst, _, _, cut = self.split(ctx, which)
+            out.append(("setup", Uniform(Groups.world(P), COUNT_BYTES)))
+            for size in (PAIR_BYTES, VALUE_BYTES, MODE_BYTES):
+                out.append(("setup", Pairs(P, dst, src, cut * size)))
+        return out
+
+    def buffer_rows(self, ctx) -> np.ndarray:
+        """Rows received from other ranks in one product (pre and post)."""
+        out = np.zeros(ctx.P, dtype=np.int64)
+        for which in ("f",) if ctx.symmetric else ("f", "t"):
+            _, dst, pre, post, _ = self.split(ctx, which)
+            out = np.maximum(out, np.bincount(dst, weights=pre + post, minlength=ctx.P))
+        return out.astype(np.int64)
