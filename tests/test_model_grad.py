@@ -380,3 +380,44 @@ def test_three_layer_network_gradients(graph, model, agg, kind):
         for k, w in lw.items():
             err = rel_err(grads[i][k], fd_grad(total_loss, w))
             assert err < TOL, f"{model}/{agg} layer {i} d{k}: rel err {err:.2e}"
+
+
+@pytest.mark.parametrize("model,agg,kind", [("gcn", "mean", "gcn"), ("sage", "mean", "sage-mean")])
+@pytest.mark.parametrize("norm,embed", [("layer", False), ("none", True), ("layer", True)])
+def test_layer_norm_and_label_embedding_gradients(graph, model, agg, kind, norm, embed):
+    """LayerNorm before every layer (ln_g, ln_b) and the label embedding of masked label
+    propagation (E): every parameter's gradient equals central finite differences."""
+    n = graph.n
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((n, 6))
+    labels = rng.integers(0, 3, n)
+    chosen = rng.random(n) < 0.4
+    mask = (rng.random(n) < 0.8) & ~chosen
+    ops = SerialOps(support_matrix(graph, kind))
+    net = build_network(
+        model, 6, [5, 4], 3, aggregator=agg, dropout=0.3, norm=norm, label_embedding=embed
+    )
+    net.init_params(ops, 11, np.float64)
+    for lw in net.weights():  # away from the initial ones / zeros
+        for k in ("ln_g", "ln_b"):
+            if k in lw:
+                lw[k] += rng.uniform(-0.3, 0.3, lw[k].shape)
+    ctx = Phase("epoch", epoch=4)
+    emb = (labels, chosen) if embed else None
+
+    def total_loss() -> float:
+        logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
+        s, _, _ = softmax_xent_sums(logits, labels, mask, need_grad=False)
+        return s / mask.sum()
+
+    logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
+    _, _, dlogits = mean_xent(
+        ops, logits, labels, mask, int(mask.sum()), width=3, phase=Phase("loss")
+    )
+    grads = net.backward(ops, dlogits, ctx)
+    names = {k for lw in net.weights() for k in lw}
+    assert ({"ln_g", "ln_b"} <= names) == (norm == "layer") and ("E" in names) == embed
+    for i, lw in enumerate(net.weights()):
+        for k, w in lw.items():
+            err = rel_err(grads[i][k], fd_grad(total_loss, w))
+            assert err < TOL, f"{model} {norm} embed={embed} layer {i} d{k}: rel err {err:.2e}"

@@ -165,6 +165,26 @@ _MODEL_OPTIONS = [
         dict(is_flag=True, help="Do not row-normalise the features."),
     ),
     (
+        ("--label-prop",),
+        dict(
+            type=float,
+            default=0.0,
+            show_default=True,
+            metavar="RATE",
+            help="Masked label propagation: each epoch embed the labels of this share of the "
+            "training nodes into their input rows and train on the others (0 = off).",
+        ),
+    ),
+    (
+        ("--norm",),
+        dict(
+            type=click.Choice(["none", "layer"]),
+            default="none",
+            show_default=True,
+            help="LayerNorm of every layer's input.",
+        ),
+    ),
+    (
         ("--eval-every",),
         dict(type=int, default=1, show_default=True, help="Evaluate val/test every N epochs."),
     ),
@@ -189,6 +209,8 @@ MODEL_KEYS = (
     "bias",
     "no_normalize",
     "eval_every",
+    "label_prop",
+    "norm",
 )
 
 
@@ -222,6 +244,8 @@ def train_config(kw: dict):
         normalize_features=not v["no_normalize"],
         eval_every=v["eval_every"],
         bias=v["bias"],
+        label_prop=v["label_prop"],
+        norm=v["norm"],
     )
 
 

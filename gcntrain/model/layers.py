@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.model import norm as ln
 from gcntrain.model.functional import glorot_uniform
 from gcntrain.model.ops import DropKey, Ops, ParamSpec
 from gcntrain.model.phase import Phase
@@ -74,14 +75,26 @@ class Layer:
         self.order = choose_order(self.f_in, self.f_out, order)
         self.params: dict[str, np.ndarray] = {}
         self._cache: dict = {}
+        #: LayerNorm of the layer's input (parameters ``ln_g``, ``ln_b``; `set_norm`)
+        self.norm = False
+        self._ln: dict = {}
+        #: classes of a label embedding added to the input (parameter ``E``; 0 = none)
+        self.embed_rows = 0
 
-    # parameters -------------------------------------------------------------------------
+    def set_norm(self, on: bool) -> None:
+        """Normalise the layer's input rows (LayerNorm, before dropout) when `on`."""
+        self.norm = bool(on)
+
     def param_names(self) -> list[str]:
         """Parameter names in initialisation order."""
         raise NotImplementedError
 
     def spec(self, name: str) -> ParamSpec:
         """The whole shape of parameter `name` (bias: (f_out,), weights: (f_in, f_out))."""
+        if name in ("ln_g", "ln_b"):
+            return ParamSpec(self.index, name, (self.f_in,))
+        if name == "E":
+            return ParamSpec(self.index, name, (self.embed_rows, self.f_in))
         shape = (self.f_out,) if name == "b" else (self.f_in, self.f_out)
         return ParamSpec(self.index, name, shape)
 
@@ -95,6 +108,33 @@ class Layer:
             else:
                 full = glorot_uniform(rng, self.f_in, self.f_out, dtype)
             self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
+        if self.norm:  # not drawn: the weights stay those of a run without LayerNorm
+            for name, fill in (("ln_g", 1.0), ("ln_b", 0.0)):
+                full = np.full(self.f_in, fill, dtype=dtype)
+                self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
+
+    # LayerNorm of the input ---------------------------------------------------------------
+    def normalize_input(self, H, ctx: Phase = TRAIN) -> np.ndarray:
+        """LayerNorm of the input rows (`gcntrain.model.norm`); H itself when `norm` is off.
+        The rows are whole (the schemes that split feature columns refuse --norm layer)."""
+        if not self.norm:
+            return H
+        X = _dense(H)
+        mean, rstd = ln.row_stats(ln.row_sums(X), self.f_in)
+        Y, x_hat = ln.forward(X, mean, rstd, self.params["ln_g"], self.params["ln_b"])
+        self._ln = {"x_hat": x_hat, "rstd": rstd}
+        return np.ascontiguousarray(Y)
+
+    def normalize_backward(self, ops: Ops, dY: np.ndarray, ctx: Phase, grads: dict) -> np.ndarray:
+        """dX of the LayerNorm; adds the reduced ``ln_g`` / ``ln_b`` gradients to `grads`."""
+        g = self.params["ln_g"]
+        x_hat, rstd = self._ln["x_hat"], self._ln["rstd"]
+        dX = ln.backward_finish(dY, x_hat, rstd, g, ln.backward_sums(dY, x_hat, g), self.f_in)
+        ph = ctx.at("wgrad", self.index)
+        grads["ln_g"] = ops.bias_grad(np.asarray(dY) * x_hat, self.spec("ln_g"), phase=ph)
+        grads["ln_b"] = ops.bias_grad(np.asarray(dY), self.spec("ln_b"), phase=ph)
+        self._ln = {}
+        return dX
 
     # helpers ----------------------------------------------------------------------------
     def _drop(self, ops: Ops, H, key: DropKey, ctx: Phase):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcntrain.model.functional import relu, relu_backward
+from gcntrain.model.functional import glorot_uniform, relu, relu_backward
 from gcntrain.model.layers import TRAIN, GCNLayer, Layer, SAGEMeanLayer
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import Phase
 
 #: stream id = epoch * STREAMS_PER_EPOCH + layer index (dropout masks)
 STREAMS_PER_EPOCH = 1024
+#: stream of the label-propagation draw of an epoch: epoch * STREAMS_PER_EPOCH + LP_STREAM
+LP_STREAM = STREAMS_PER_EPOCH - 1
 
 
 def dropout_stream(epoch: int, layer: int) -> int:
@@ -37,6 +39,7 @@ class Network:
                 )
         self.layers = layers
         self._Z: list[np.ndarray] = []
+        self._embedded: tuple[np.ndarray, np.ndarray] | None = None
 
     def init_params(self, ops: Ops, seed: int, dtype: np.dtype | type) -> None:
         """All weights from ``np.random.default_rng(seed)``, layer by layer, in a fixed order,
@@ -44,12 +47,35 @@ class Network:
         rng = np.random.default_rng(seed)
         for layer in self.layers:
             layer.init_params(ops, rng, dtype)
+        first = self.layers[0]
+        if first.embed_rows:  # drawn last: the weights stay those of a run without it
+            full = glorot_uniform(rng, first.embed_rows, first.f_in, dtype)
+            first.params["E"] = ops.shard_param(
+                full, first.spec("E"), phase=Phase("param", first.index)
+            )
 
-    def forward(self, ops: Ops, X, seed: int | None = None, ctx: Phase = TRAIN) -> np.ndarray:
+    def embed_labels(self, X, labels: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        """Masked label propagation: ``X + E[label]`` on the `chosen` rows (dense copy)."""
+        H = np.array(X.toarray() if hasattr(X, "toarray") else X, order="C", copy=True)
+        E = self.layers[0].params["E"]
+        H[chosen] += E[labels[chosen]]
+        self._embedded = (labels, chosen)
+        return H
+
+    def forward(
+        self,
+        ops: Ops,
+        X,
+        seed: int | None = None,
+        ctx: Phase = TRAIN,
+        embed: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Logits of the local block.  Dropout is on in training passes (``ctx.training``)
-        when `seed` is given; its masks depend on ``ctx.epoch``."""
+        when `seed` is given; its masks depend on ``ctx.epoch``.  `embed` = (labels, chosen
+        rows): the label embedding added to the input rows (`embed_labels`)."""
         self._Z = []
-        H = X
+        self._embedded = None
+        H = X if embed is None else self.embed_labels(X, *embed)
         last = len(self.layers) - 1
         for layer in self.layers:
             key = (
@@ -57,7 +83,7 @@ class Network:
                 if seed is None or not ctx.training
                 else (seed, dropout_stream(max(ctx.epoch, 0), layer.index))
             )
-            Z = layer.forward(ops, H, key, ctx)
+            Z = layer.forward(ops, layer.normalize_input(H, ctx), key, ctx)
             if layer.index != last:
                 self._Z.append(Z)
                 H = relu(Z)
@@ -74,10 +100,21 @@ class Network:
         for layer in reversed(self.layers):
             if layer.index != len(self.layers) - 1:
                 dH = relu_backward(dH, self._Z[layer.index])
-            dH, grads[layer.index] = layer.backward(
-                ops, dH, need_input_grad=layer.index > 0, ctx=ctx
+            first = layer.index == 0
+            need = not first or layer.norm or self._embedded is not None
+            dH, grads[layer.index] = layer.backward(ops, dH, need_input_grad=need, ctx=ctx)
+            if layer.norm:
+                dH = layer.normalize_backward(ops, dH, ctx, grads[layer.index])
+        if self._embedded is not None:
+            first = self.layers[0]
+            labels, chosen = self._embedded
+            dE = np.zeros((first.embed_rows, first.f_in), dtype=dH.dtype)
+            np.add.at(dE, labels[chosen], dH[chosen])
+            grads[0]["E"] = ops.reduce_weight_grad(
+                dE, first.spec("E"), phase=ctx.at("wgrad", first.index)
             )
         self._Z = []
+        self._embedded = None
         return grads
 
     def weights(self) -> list[dict[str, np.ndarray]]:
@@ -123,6 +160,8 @@ def build_network(
     dropout: float = 0.5,
     bias: bool | None = None,
     order: str = "auto",
+    norm: str = "none",
+    label_embedding: bool = False,
 ) -> Network:
     """Build (without initialising) a GCN or GraphSAGE network.
 
@@ -136,6 +175,9 @@ def build_network(
     dropout : rate on every layer's input.
     bias : default False for "gcn", True for "sage".
     order : "auto" (cheaper aggregation order) or force "mm_first" / "agg_first".
+    norm : "none" or "layer" (LayerNorm of every layer's input).
+    label_embedding : a learned (classes x features) label embedding on the input
+        (masked label propagation).
     """
     if model not in ("gcn", "sage"):
         raise ValueError(f"unknown model {model!r}; expected gcn or sage")
@@ -151,4 +193,10 @@ def build_network(
         cls(i, sizes[i], sizes[i + 1], dropout=dropout, bias=bias, order=order)
         for i in range(len(sizes) - 1)
     ]
+    if norm not in ("none", "layer"):
+        raise ValueError(f"unknown norm {norm!r}; expected none or layer")
+    for layer in layers:
+        layer.set_norm(norm == "layer")
+    if label_embedding:
+        layers[0].embed_rows = int(num_classes)
     return Network(layers)

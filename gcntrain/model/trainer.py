@@ -67,6 +67,10 @@ class TrainConfig:
     bias : layer bias (None: False for gcn, True for sage)
     sparse_features : first-layer input as CSR (None: when the density is below 0.2)
     order : "auto" | "mm_first" | "agg_first", evaluation order of S·H·W
+    label_prop : masked label propagation rate in [0, 1): each epoch this share of the
+        training nodes (counter-based draw per node) has its label embedded into its input
+        row and is left out of the loss (0 = off)
+    norm : "none" | "layer" (LayerNorm of every layer's input)
     """
 
     model: str = "gcn"
@@ -88,6 +92,8 @@ class TrainConfig:
     bias: bool | None = None
     sparse_features: bool | None = None
     order: str = "auto"
+    label_prop: float = 0.0
+    norm: str = "none"
 
     def validate(self) -> TrainConfig:
         """Raise `InputError` naming the first bad value; return self."""
@@ -119,6 +125,11 @@ class TrainConfig:
             ),
             (self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}"),
             (self.order in ("auto", "mm_first", "agg_first"), f"unknown order {self.order!r}"),
+            (
+                0.0 <= self.label_prop < 1.0,
+                f"--label-prop must be in [0, 1), got {self.label_prop}",
+            ),
+            (self.norm in ("none", "layer"), f"norm must be none or layer, got {self.norm!r}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -230,6 +241,8 @@ def config_network(config: TrainConfig, num_features: int, num_classes: int) -> 
         dropout=config.dropout,
         bias=config.bias,
         order=config.order,
+        norm=config.norm,
+        label_embedding=config.label_prop > 0,
     )
 
 
@@ -257,6 +270,7 @@ def evaluate(
     counts: dict[str, int],
     wd: float,
     epoch: int = -1,
+    embed: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[dict[str, float | None], np.ndarray]:
     """Forward without dropout; mean loss (+ `wd`) and accuracy per mask (one ``ops.xent``).
 
@@ -266,7 +280,7 @@ def evaluate(
         Both None for a mask that selects no labelled node.
     """
     ctx = Phase("epoch", training=False, epoch=epoch)
-    logits = net.forward(ops, X, ctx=ctx)
+    logits = net.forward(ops, X, ctx=ctx, embed=embed)
     names = list(masks)
     tot, _ = ops.xent(
         logits, labels, [masks[k] for k in names], width=net.layers[-1].f_out, phase=ctx.at("loss")
@@ -277,6 +291,17 @@ def evaluate(
         out[f"{k}_loss"] = float(tot[2 * i]) / d + wd if d else None
         out[f"{k}_acc"] = float(tot[2 * i + 1]) / d if d else None
     return out, logits
+
+
+def label_draw(rows: np.ndarray, train: np.ndarray, rate: float, seed: int, epoch: int):
+    """Masked label propagation of one epoch: the training rows whose labels are embedded
+    (a counter-based draw per global row id, so every layout draws the same nodes)."""
+    from gcntrain.kernels.dropout import dropout_mask_rows
+    from gcntrain.model.network import LP_STREAM, STREAMS_PER_EPOCH
+
+    keep = np.empty((rows.shape[0], 1), dtype=np.bool_)
+    dropout_mask_rows(rows, 1, seed, epoch * STREAMS_PER_EPOCH + LP_STREAM, rate, keep)
+    return train & ~keep[:, 0]
 
 
 def should_stop(val_losses: list[float], window: int, patience: int | None) -> bool:
@@ -334,6 +359,7 @@ def fit(
         )
     f0 = int(X_local.shape[1] if num_features is None else num_features)
     masks = {k: effective_mask(labels, masks_local.get(k)) for k in ("train", "val", "test")}
+    lp_train = masks["train"].copy()  # replicas included: every clone embeds alike
     if ops.counted is not None:  # replicas of rows another rank counts
         for v in masks.values():
             v[ops.counted :] = False
@@ -352,6 +378,8 @@ def fit(
     decay = config.adamw_decay if config.optimizer == "adamw" else 0.0
     opt = Adam(weights, lr=config.lr, decoupled_decay=decay)
     eval_masks = {k: masks[k] for k in ("val", "test")}
+    # evaluation passes embed every training label (the known labels)
+    lp_embed = (labels, lp_train) if config.label_prop > 0 else None
 
     def wd_value(ctx: Phase) -> float:
         phase = ctx.at("metrics")
@@ -370,13 +398,20 @@ def fit(
         tops.reset()
         ctx = Phase("epoch", epoch=epoch)
         ops.begin_epoch(phase=ctx)
-        logits = net.forward(tops, X, seed=config.seed, ctx=ctx)
+        loss_mask, loss_count, embed = masks["train"], counts["train"], None
+        if config.label_prop > 0:
+            chosen = label_draw(ops.rows, lp_train, config.label_prop, config.seed, epoch)
+            embed = (labels, chosen)
+            loss_mask = masks["train"] & ~chosen
+            loss_count = masked_counts(ops, labels, {"train": loss_mask}, ctx.at("metrics"))
+            loss_count = loss_count["train"]
+        logits = net.forward(tops, X, seed=config.seed, ctx=ctx, embed=embed)
         xent, train_acc, dlogits = mean_xent(
             tops,
             logits,
             labels,
-            masks["train"],
-            counts["train"],
+            loss_mask,
+            max(loss_count, 1),
             width=num_classes,
             phase=ctx.at("loss"),
         )
@@ -388,7 +423,7 @@ def fit(
         val_loss = val_acc = test_acc = None
         if do_eval:
             wd = wd_value(ctx)
-            ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd, epoch)
+            ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd, epoch, lp_embed)
             val_loss, val_acc, test_acc = ev["val_loss"], ev["val_acc"], ev["test_acc"]
         secs = perf_counter() - t0
         rec = EpochRecord(
@@ -420,7 +455,7 @@ def fit(
 
     final_ctx = Phase("epoch", training=False)
     wd = wd_value(final_ctx)
-    ev, logits = evaluate(ops, net, X, labels, masks, counts, wd)
+    ev, logits = evaluate(ops, net, X, labels, masks, counts, wd, -1, lp_embed)
     final = {
         "loss": history[-1].loss,
         "train_acc": history[-1].train_acc,

@@ -724,6 +724,7 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
 
 class Plexus(Scheme):
     name = "plexus"
+    whole_rows = False  # feature columns split over the grid
     summary = "Plexus 3D tensor parallelism: rotating X x Y x Z shards, Allreduce per product"
     options = (
         GRID_OPTION,

@@ -208,6 +208,9 @@ class Scheme:
     exact: bool = True
     #: the partition used without --partition
     default_partition: str = "block"
+    #: whether every rank holds whole rows of the node-wise matrices (all feature columns);
+    #: LayerNorm and the label embedding (`TrainConfig.norm`, ``label_prop``) need it
+    whole_rows: bool = True
 
     # -- options ---------------------------------------------------------------------------
     def configure(self, size: int, values: dict) -> dict:
@@ -242,7 +245,8 @@ class Scheme:
 
     def check_training(self, config: dict, train) -> None:
         """Validate the scheme's configuration against the training configuration `train`
-        (a `TrainConfig`: epochs, model, ...); raise `InputError`."""
+        (a `TrainConfig`: epochs, model, ...); raise `InputError`.  A scheme may complete its
+        configuration from it (the hier scheme's rounding seed is the run's seed)."""
 
     def layout(
         self,
@@ -312,6 +316,19 @@ class Scheme:
         entries of S and S^T), "buffer_rows" (rows of other ranks' blocks held at once), and
         a float (P,) "col_fraction" (share of a node-wise matrix's columns held locally)."""
         raise NotImplementedError
+
+
+def check_model_support(scheme: Scheme, train) -> None:
+    """Raise `InputError` when the model needs whole feature rows (LayerNorm, label
+    propagation) and `scheme` splits them over ranks."""
+    if scheme.whole_rows:
+        return
+    for flag, on in (("--norm layer", train.norm == "layer"), ("--label-prop", train.label_prop)):
+        if on:
+            raise InputError(
+                f"{flag} needs whole feature rows on every rank; --scheme {scheme.name} "
+                "splits feature columns over ranks"
+            )
 
 
 def check_only_own_options(scheme: Scheme, all_options: dict[str, SchemeOption], values: dict):

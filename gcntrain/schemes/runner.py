@@ -25,7 +25,7 @@ from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
-from gcntrain.schemes.protocol import check_only_own_options
+from gcntrain.schemes.protocol import check_model_support, check_only_own_options
 from gcntrain.schemes.report import gather_phases, summarize_ranks
 from gcntrain.simulate.autogrid import rank_grids, wants_auto
 
@@ -103,6 +103,7 @@ def load_rank(
         check_only_own_options(scheme, registry.all_options(), options)
         sc = scheme.configure(world.size, options)
         scheme.check_training(sc, config)
+        check_model_support(scheme, config)
         src = open_source(source)
         meta = src.meta()
         numbering = scheme.numbering(

@@ -18,7 +18,7 @@ from gcntrain.model.normalize import support_kind, support_matrix
 from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
-from gcntrain.schemes.protocol import PlanContext, check_only_own_options
+from gcntrain.schemes.protocol import PlanContext, check_model_support, check_only_own_options
 from gcntrain.simulate.plan import PlanTable, plan_run
 from gcntrain.simulate.schedule import record_schedule
 
@@ -98,6 +98,7 @@ def plan_training(
     check_only_own_options(sch, registry.all_options(), options)
     sc = sch.configure(ranks, options)
     sch.check_training(sc, config)
+    check_model_support(sch, config)
     src = open_source(source)
     meta = src.meta()
     numbering = sch.numbering(
