@@ -412,3 +412,21 @@ def test_graph_data_held_per_rank_equals_the_plan(
         )
     for key in ("held_bytes_max", "held_bytes_mean"):
         assert abs(d[key] / s[key] - 1) <= 0.10, (key, d[key], s[key])
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--scheme", "hier", "--quant-bits", "3"], "--quant-bits must be 2, 4, 8 or 32"),
+        (["--scheme", "hier", "--label-prop", "1.0"], "--label-prop must be in [0, 1)"),
+        (["--scheme", "hier", "--label-prop", "-0.1"], "--label-prop must be in [0, 1)"),
+        (["--scheme", "p2p", "--aggr", "pre"], "--aggr does not apply to --scheme p2p"),
+        (["--scheme", "hier", "--quant-group", "4"], "--quant-group needs --quant-bits"),
+        (["--scheme", "2d", "--norm", "layer"], "--norm layer needs whole feature rows"),
+    ],
+)
+def test_hier_bad_input_one_line_exit_2(graph_file, argv, needle):
+    """SuperGCN options: one line, exit 2, on every rank (np = 3)."""
+    res = run_mpi(3, [*gcntrain_exe(), "train", str(graph_file), *argv, "--quiet"], timeout=120)
+    errs = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(errs) == 1 and needle in errs[0], res.stderr

@@ -101,7 +101,8 @@ def test_hier_weights_equal_serial_and_traffic_equals_plan(nprocs):
     """SuperGCN hier with 32-bit messages, pre / post / hybrid (METIS; hybrid on a random
     partition too): Cora and R-MAT n = 509, GCN and GraphSAGE, float64 within 1e-5, measured
     traffic equal to the plan on every rank and phase; Int2 and Int4 (groups of 8): traffic
-    equal to the plan, reproducible for a seed, drift from serial reported."""
+    equal to the plan, reproducible for a seed, drift from serial reported; masked label
+    propagation with LayerNorm equals serial too."""
     verdict = _check(nprocs, "equivhier")
     labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
     for g in ("cora", "rmat-509"):
@@ -109,6 +110,7 @@ def test_hier_weights_equal_serial_and_traffic_equals_plan(nprocs):
             for a in ("pre", "post", "hybrid", "hybrid-random"):
                 assert (g, m, f"hier-{a}") in labels
         assert (g, "gcn", "hier-int2") in labels and (g, "gcn", "hier-int4-g8") in labels
+        assert (g, "gcn", "hier-lp-norm") in labels
     drift = [d["drift"] for d in verdict["details"] if "drift" in d]
     assert all(x == 0.0 for x in drift) if nprocs == 1 else max(drift) > 0
 

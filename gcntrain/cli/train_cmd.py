@@ -93,6 +93,17 @@ def _human(s: dict) -> str:
                 f"post-processing {s['t_remote_post'] * 1e3:.2f} ms (training, max over ranks)",
             )
         )
+    parts = sorted({k.rsplit(".", 1)[0] for k in s if k.endswith(".pre_bytes")})
+    for p in parts:  # pre / post aggregation exchanges per layer and direction
+        rows.append(
+            (
+                f"{p} pre / post",
+                f"{s[p + '.pre_bytes'] / 1e6:.3f} + {s[p + '.pre_param_bytes'] / 1e6:.3f} MB "
+                f"in {s[p + '.t_pre'] * 1e3:.2f} ms / {s[p + '.post_bytes'] / 1e6:.3f} + "
+                f"{s[p + '.post_param_bytes'] / 1e6:.3f} MB in {s[p + '.t_post'] * 1e3:.2f} ms "
+                "(values + parameters sent, time; training, max over ranks)",
+            )
+        )
     if s.get("grid_search"):
         rows.append(grid_choice(s["grid_search"]))
     if s.get("out"):

@@ -352,6 +352,20 @@ def case_equivhier(world):
             good, det = check_cases(world, g, cfg, cases, 1e-5, {"graph": gname, "model": model})
             ok &= good
             details += det
+        # masked label propagation and LayerNorm: the same model as serial
+        cfg = TrainConfig(
+            epochs=5, seed=3, dtype="float64", early_stopping=0, label_prop=0.5, norm="layer"
+        )
+        good, det = check_cases(
+            world,
+            g,
+            cfg,
+            [("hier-lp-norm", "hier", {}, metis)],
+            1e-5,
+            {"graph": gname, "model": "gcn"},
+        )
+        ok &= good
+        details += det
         cfg = TrainConfig(epochs=5, seed=3, dtype="float32", early_stopping=0)
         ser = serial_fit(g, cfg)
         for label, opts in (
