@@ -1,0 +1,115 @@
+"""SuperGCN's pre / post / hybrid aggregation volumes on soc-Slashdot0902 (its Table 5 and
+section 5.3), without MPI: per rank pair, the rows each strategy sends per product with S
+(`gcntrain.schemes.hier.receiver_split` and `pair_rows`, the functions the runtime and the
+plans use), on METIS partitions; then the planned bytes per epoch of `gcntrain simulate
+--scheme hier` for each strategy, 32-bit and Int2 messages.
+
+Symmetrized graph; the plans assume dense features of width 64 and 4 classes
+(`--features 64 --classes 4`), GCN 64 -> 16 -> 4, float32.  Checks hybrid <= min(pre, post)
+on every rank pair and prints the totals.
+
+    python scripts/bench_hier_volume.py [--parts 4,16] [--shared ../shared]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_simulate import gcntrain  # noqa: E402
+
+
+def run_json(argv: list[str]) -> dict:
+    out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def pair_volumes(S, part: np.ndarray, P: int) -> dict[str, np.ndarray]:
+    """Rows sent per ordered rank pair (P x P, [src, dst]) per strategy, renumbered part by
+    part as the runtime does."""
+    from gcntrain.partition.mvc import AGGR
+    from gcntrain.schemes.hier import pair_rows, receiver_split
+    from gcntrain.schemes.layout import renumber
+
+    perm, inv, off = renumber(part, P)
+    M = S[perm][:, perm].tocsr()
+    n = M.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(M.indptr))
+    cols = M.indices.astype(np.int64)
+    out = {}
+    for aggr in AGGR:
+        V = np.zeros((P, P), dtype=np.int64)
+        for p in range(P):
+            a, b = int(M.indptr[off[p]]), int(M.indptr[off[p + 1]])
+            cut, src, mode = receiver_split(p, rows[a:b], cols[a:b], off, aggr)
+            npre, npost = pair_rows(src, rows[a:b][cut], cols[a:b][cut], mode, P, n)
+            V[:, p] = npre + npost
+        out[aggr] = V
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="4,16")
+    ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
+    args = ap.parse_args()
+    from gcntrain.data.store import read_graph
+    from gcntrain.partition.metis import metis_partition
+
+    snap = Path(args.shared) / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"
+    with tempfile.TemporaryDirectory() as tmp:
+        g = str(Path(tmp) / "slashdot.h5")
+        subprocess.run(
+            [*gcntrain(), "convert", str(snap), "-o", g, "--symmetrize"],
+            check=True,
+            capture_output=True,
+        )
+        graph = read_graph(g)
+        S = graph.adjacency().tocsr()
+        print(f"soc-Slashdot0902 symmetrized: {graph.n} nodes, {graph.nnz} entries")
+        for P in map(int, args.parts.split(",")):
+            part = metis_partition(graph.indptr, graph.indices, P, seed=0)
+            V = pair_volumes(S, part, P)
+            worse = int(np.count_nonzero(V["hybrid"] > np.minimum(V["pre"], V["post"])))
+            tot = {k: int(v.sum()) for k, v in V.items()}
+            print(
+                f"\nMETIS {P} parts, rows per product with S (all pairs): pre {tot['pre']}, "
+                f"post {tot['post']}, hybrid {tot['hybrid']} "
+                f"(min(pre, post) / hybrid = {min(tot['pre'], tot['post']) / tot['hybrid']:.3f}); "
+                f"pairs where hybrid > min(pre, post): {worse} of {int((V['post'] > 0).sum())}"
+            )
+            pfile = str(Path(tmp) / f"metis{P}.h5")
+            run_json(["partition", g, "-m", "metis", "--parts", str(P), "-o", pfile])
+            sim = ["simulate", g, "--ranks", str(P), "--features", "64", "--classes", "4"]
+            sim += ["--hidden", "16", "--epochs", "3", "--scheme", "hier", "--partition", pfile]
+            print(
+                f"{'planned per epoch':22} {'MB sent total':>14} {'MB sent max':>12} "
+                f"{'msgs max':>9}"
+            )
+            base = None
+            for label, extra in (
+                ("pre fp32", ["--aggr", "pre"]),
+                ("post fp32", ["--aggr", "post"]),
+                ("hybrid fp32", ["--aggr", "hybrid"]),
+                ("hybrid Int2", ["--aggr", "hybrid", "--quant-bits", "2"]),
+            ):
+                d = run_json([*sim, *extra])
+                total = d["bytes_sent_mean"] * P
+                base = total if label == "hybrid fp32" else base
+                ratio = f"  (1/{base / total:.1f} of hybrid fp32)" if label.endswith("Int2") else ""
+                print(
+                    f"{label:22} {total / 1e6:14.3f} {d['bytes_sent_max'] / 1e6:12.3f}"
+                    f" {d['messages_max']:9d}{ratio}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
