@@ -4,9 +4,10 @@ with masked label propagation, `--scheme hier` (hybrid aggregation) on METIS par
 For each dataset (Cora, tolokers from ../shared/datasets) and seed, one ``mpiexec -n P
 gcntrain train --scheme hier --json`` run per setting, no early stopping.  Prints per setting
 the test accuracy (mean over seeds; difference from fp32 without LP: mean / smallest /
-largest, in points), the test loss, and of the first seed the bytes sent per epoch (max
-over ranks) with their ratio to fp32, plus the machine's load.  ``--norm layer`` adds
-LayerNorm to all four.
+largest, in points), the test loss, and of the first seed the bytes the training passes'
+aggregation exchanges sent (all ranks and epochs; quantization parameters included) with
+their ratio to fp32 without LP, plus the machine's load.  ``--quant-group N`` sets the rows
+per zero point and scale of the Int2 settings; ``--norm layer`` adds LayerNorm to all four.
 
     python scripts/bench_hier_accuracy.py [--ranks 4] [--epochs 200] [--seeds 3] [--lp 0.5]
 """
@@ -33,11 +34,23 @@ DATASETS = {
 
 
 def run(graph: Path, part: Path, ranks: int, epochs: int, seed: int, extra: list[str]) -> dict:
+    """One run's --json summary plus ``agg_bytes``: the bytes sent in the training passes'
+    aggregation exchanges (phases ``L<i>.<dir>.agg``) over all ranks and epochs, from its
+    --per-rank table."""
+    from gcntrain.simulate.table import read_table
+
+    table = graph.with_suffix(f".{seed}.csv")
     cmd = ["mpiexec", "-n", str(ranks), *gcntrain(), "train", str(graph), "--scheme", "hier"]
     cmd += ["--partition", str(part), "--epochs", str(epochs), "--early-stopping", "0"]
     cmd += ["--eval-every", str(epochs), "--seed", str(seed), "--json", *extra]
+    cmd += ["--per-rank", str(table)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    d = json.loads(out.stdout)
+    rows = read_table(table)
+    d["agg_bytes"] = sum(
+        v[0] for (_, k), v in rows.items() if k.startswith("L") and k.endswith(".agg")
+    )
+    return d
 
 
 def main() -> int:
@@ -47,14 +60,22 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--lp", type=float, default=0.5)
     ap.add_argument("--norm", default="none")
+    ap.add_argument("--quant-group", type=int, default=1)
     ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
     ap.add_argument("--datasets", default="cora,tolokers")
     args = ap.parse_args()
     settings = {
         "fp32 w/o LP": [],
         "fp32 w/ LP": ["--label-prop", str(args.lp)],
-        "Int2 w/o LP": ["--quant-bits", "2"],
-        "Int2 w/ LP": ["--quant-bits", "2", "--label-prop", str(args.lp)],
+        "Int2 w/o LP": ["--quant-bits", "2", "--quant-group", str(args.quant_group)],
+        "Int2 w/ LP": [
+            "--quant-bits",
+            "2",
+            "--quant-group",
+            str(args.quant_group),
+            "--label-prop",
+            str(args.lp),
+        ],
     }
     print(f"before: load {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,23 +106,24 @@ def main() -> int:
             ]
             print(
                 f"\n{name}: GCN, {args.epochs} epochs, {args.ranks} ranks, METIS, {args.seeds} "
-                f"seeds, label propagation rate {args.lp}, norm {args.norm}"
+                f"seeds, label propagation rate {args.lp}, norm {args.norm}, Int2 rows per "
+                f"parameter pair {args.quant_group or 'message'}"
             )
             print(
                 f"{'setting':12} {'test acc':>8} {'vs fp32 w/o LP mean/min/max':>28} "
-                f"{'test loss':>9} {'MB sent/ep':>10} {'bytes ratio':>11}"
+                f"{'test loss':>9} {'agg MB sent':>11} {'ratio':>8}"
             )
             base = np.array([r["fp32 w/o LP"]["test_acc"] for r in runs])
-            b0 = runs[0]["fp32 w/o LP"]["bytes_sent_max"]
+            b0 = runs[0]["fp32 w/o LP"]["agg_bytes"]
             for k in settings:
                 acc = np.array([r[k]["test_acc"] for r in runs])
                 gap = 100 * (acc - base)
                 loss = np.mean([r[k]["test_loss"] for r in runs])
-                sent = runs[0][k]["bytes_sent_max"]
+                sent = runs[0][k]["agg_bytes"]
                 print(
                     f"{k:12} {acc.mean():8.4f} "
                     f"{f'{gap.mean():+.2f} / {gap.min():+.2f} / {gap.max():+.2f}':>28} "
-                    f"{loss:9.4f} {sent / 1e6:10.4f} {sent / b0:11.3f}"
+                    f"{loss:9.4f} {sent / 1e6:11.3f} 1/{b0 / max(sent, 1):6.2f}"
                 )
     print(f"\nafter: load {os.getloadavg()[0]:.2f}")
     return 0

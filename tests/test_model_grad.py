@@ -395,7 +395,15 @@ def test_layer_norm_and_label_embedding_gradients(graph, model, agg, kind, norm,
     mask = (rng.random(n) < 0.8) & ~chosen
     ops = SerialOps(support_matrix(graph, kind))
     net = build_network(
-        model, 6, [5, 4], 3, aggregator=agg, dropout=0.3, norm=norm, label_embedding=embed
+        model,
+        6,
+        [5, 4],
+        3,
+        aggregator=agg,
+        dropout=0.3,
+        norm=norm,
+        label_embedding=embed,
+        label_scale=0.7,
     )
     net.init_params(ops, 11, np.float64)
     for lw in net.weights():  # away from the initial ones / zeros

@@ -176,6 +176,15 @@ _MODEL_OPTIONS = [
         ),
     ),
     (
+        ("--label-scale",),
+        dict(
+            type=float,
+            default=0.01,
+            show_default=True,
+            help="Label propagation: the embedding enters as SCALE * E[label].",
+        ),
+    ),
+    (
         ("--norm",),
         dict(
             type=click.Choice(["none", "layer"]),
@@ -210,6 +219,7 @@ MODEL_KEYS = (
     "no_normalize",
     "eval_every",
     "label_prop",
+    "label_scale",
     "norm",
 )
 
@@ -245,6 +255,7 @@ def train_config(kw: dict):
         eval_every=v["eval_every"],
         bias=v["bias"],
         label_prop=v["label_prop"],
+        label_scale=v["label_scale"],
         norm=v["norm"],
     )
 

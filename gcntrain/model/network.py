@@ -40,6 +40,10 @@ class Network:
         self.layers = layers
         self._Z: list[np.ndarray] = []
         self._embedded: tuple[np.ndarray, np.ndarray] | None = None
+        #: the label embedding is added as ``embed_scale * E[label]``: Adam moves every entry
+        #: of E by about lr per step whatever its gradient, so a full-scale embedding of a
+        #: wide input grows into noise where few labelled nodes neighbour each other
+        self.embed_scale = 1.0
 
     def init_params(self, ops: Ops, seed: int, dtype: np.dtype | type) -> None:
         """All weights from ``np.random.default_rng(seed)``, layer by layer, in a fixed order,
@@ -55,10 +59,11 @@ class Network:
             )
 
     def embed_labels(self, X, labels: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-        """Masked label propagation: ``X + E[label]`` on the `chosen` rows (dense copy)."""
+        """Masked label propagation: ``X + embed_scale * E[label]`` on the `chosen` rows
+        (dense copy)."""
         H = np.array(X.toarray() if hasattr(X, "toarray") else X, order="C", copy=True)
         E = self.layers[0].params["E"]
-        H[chosen] += E[labels[chosen]]
+        H[chosen] += E[labels[chosen]] * E.dtype.type(self.embed_scale)
         self._embedded = (labels, chosen)
         return H
 
@@ -109,7 +114,7 @@ class Network:
             first = self.layers[0]
             labels, chosen = self._embedded
             dE = np.zeros((first.embed_rows, first.f_in), dtype=dH.dtype)
-            np.add.at(dE, labels[chosen], dH[chosen])
+            np.add.at(dE, labels[chosen], dH[chosen] * dH.dtype.type(self.embed_scale))
             grads[0]["E"] = ops.reduce_weight_grad(
                 dE, first.spec("E"), phase=ctx.at("wgrad", first.index)
             )
@@ -162,6 +167,7 @@ def build_network(
     order: str = "auto",
     norm: str = "none",
     label_embedding: bool = False,
+    label_scale: float = 0.01,
 ) -> Network:
     """Build (without initialising) a GCN or GraphSAGE network.
 
@@ -178,6 +184,7 @@ def build_network(
     norm : "none" or "layer" (LayerNorm of every layer's input).
     label_embedding : a learned (classes x features) label embedding on the input
         (masked label propagation).
+    label_scale : the embedding is added as ``label_scale * E[label]`` (`Network.embed_scale`).
     """
     if model not in ("gcn", "sage"):
         raise ValueError(f"unknown model {model!r}; expected gcn or sage")
@@ -199,4 +206,6 @@ def build_network(
         layer.set_norm(norm == "layer")
     if label_embedding:
         layers[0].embed_rows = int(num_classes)
-    return Network(layers)
+    net = Network(layers)
+    net.embed_scale = float(label_scale)
+    return net

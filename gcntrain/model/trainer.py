@@ -71,6 +71,8 @@ class TrainConfig:
         training nodes (counter-based draw per node) has its label embedded into its input
         row and is left out of the loss (0 = off)
     norm : "none" | "layer" (LayerNorm of every layer's input)
+    label_scale : the label embedding enters as ``label_scale * E[label]`` (a smaller
+        effective step for E than for the weights)
     """
 
     model: str = "gcn"
@@ -94,6 +96,7 @@ class TrainConfig:
     order: str = "auto"
     label_prop: float = 0.0
     norm: str = "none"
+    label_scale: float = 0.01
 
     def validate(self) -> TrainConfig:
         """Raise `InputError` naming the first bad value; return self."""
@@ -130,6 +133,7 @@ class TrainConfig:
                 f"--label-prop must be in [0, 1), got {self.label_prop}",
             ),
             (self.norm in ("none", "layer"), f"norm must be none or layer, got {self.norm!r}"),
+            (self.label_scale > 0, f"--label-scale must be > 0, got {self.label_scale}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -243,6 +247,7 @@ def config_network(config: TrainConfig, num_features: int, num_classes: int) -> 
         order=config.order,
         norm=config.norm,
         label_embedding=config.label_prop > 0,
+        label_scale=config.label_scale,
     )
 
 

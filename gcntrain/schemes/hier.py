@@ -25,13 +25,14 @@ matrix whose rows are the destinations), each part is posted as one non-blocking
 (`Comm.ialltoallv`), the local block ``M_loc @ X`` is multiplied while they travel, then the
 receiver adds ``R_post @ rows`` and scatter-adds the partial rows.
 
-``--quant-bits 2|4|8`` quantizes the messages of training passes (`kernels.quant`): per row
-(or per ``--quant-group`` columns) a float32 zero point and scale, stochastic rounding from
-the counter-based hash of (seed, stream, global row, global column), values packed
-``8 // bits`` per byte; a message row is ``[packed values | zero points | scales]`` bytes, so
-the parameters travel in the same Alltoallv.  The stream names the epoch, layer, direction,
-part (pre / post) and sender, so a run is reproducible for a seed.  Evaluation passes move
-unquantized rows (accuracy measures the trained weights; their traffic is in ``eval.*``).
+``--quant-bits 2|4|8`` quantizes the messages of training passes (`kernels.quant`):
+stochastic rounding from the counter-based hash of (seed, stream, global row, global
+column), values packed ``8 // bits`` per byte, a float32 zero point and scale per row or per
+group of ``--quant-group`` rows (0: one pair per message); each message is ``[packed rows |
+zero points | scales]`` bytes (`quantize_blocks`), so the parameters travel in the same
+Alltoallv.  The stream names the epoch, layer, direction, part (pre / post) and sender, so a
+run is reproducible for a seed.  Evaluation passes move unquantized rows (accuracy measures
+the trained weights; their traffic is in ``eval.*``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Groups, Pairs, Uniform
 from gcntrain.errors import InputError
-from gcntrain.kernels.quant import BITS, dequantize, num_groups, packed_width, quantize
+from gcntrain.kernels.quant import BITS, block_bytes, dequantize_blocks, quantize_blocks
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
 from gcntrain.model.phase import Phase, phase_key
 from gcntrain.partition.mvc import AGGR, POST, PRE, cover_modes
@@ -61,8 +62,6 @@ from gcntrain.schemes.base import (
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import SchemeOption
 
-#: bytes of one quantization parameter (zero point or scale: float32)
-PARAM_BYTES = 4
 #: bytes of one entry's mode in the setup exchange (int8)
 MODE_BYTES = 1
 
@@ -181,12 +180,14 @@ class HierLayout(RowLayout):
     seed: int = 0
 
 
-def message_row_bytes(width: int, itemsize: int, bits: int, group: int) -> tuple[int, int]:
-    """(value bytes, parameter bytes) of one message row of `width` columns: `itemsize` per
-    value unquantized; packed values plus a float32 zero point and scale per group."""
+def message_bytes(rows, width: int, itemsize: int, bits: int, group: int):
+    """(value bytes, parameter bytes) of messages of `rows` rows (array, one per message) of
+    `width` columns: `itemsize` per value unquantized; quantized, packed values plus a float32
+    zero point and scale per group of `group` rows (<= 0: one pair per message)."""
+    rows = np.asarray(rows, dtype=np.int64)
     if bits >= 32:
-        return int(width) * int(itemsize), 0
-    return packed_width(width, bits), 2 * PARAM_BYTES * num_groups(width, group)
+        return rows * int(width) * int(itemsize), np.zeros_like(rows)
+    return block_bytes(rows, width, bits, group)
 
 
 class HierOps(RowOps):
@@ -214,32 +215,31 @@ class HierOps(RowOps):
         code = (2 if phase.direction == "bwd" else 0) + part
         return ((e * 1024 + layer) * 4 + code) * 65536 + self.rank
 
-    def _pack(self, rows: np.ndarray, ids: np.ndarray, phase: Phase, part: int) -> np.ndarray:
+    def _post(self, rows, ids, send, recv, phase: Phase, part: int, key: str):
+        """Post one part's rows (`send` rows per destination, `recv` per source): raw, or
+        quantized into one byte stream (`quantize_blocks`)."""
         if not self._quantized(phase):
-            return rows
-        packed, zero, scale = quantize(
-            rows, ids, self.bits, self.group, seed=self.seed, stream=self._stream(phase, part)
+            return self.world.ialltoallv(rows, send, recv, key)
+        buf, nbytes = quantize_blocks(
+            rows, ids, send, self.bits, self.group, seed=self.seed, stream=self._stream(phase, part)
         )
-        return np.concatenate([packed, zero.view(np.uint8), scale.view(np.uint8)], axis=1)
+        vb, pb = block_bytes(recv, rows.shape[1], self.bits, self.group)
+        return self.world.ialltoallv(buf, nbytes, vb + pb, key)
 
-    def _unpack(self, buf: np.ndarray, width: int, dtype, phase: Phase) -> np.ndarray:
+    def _received(self, pending, recv, width: int, dtype, phase: Phase, key: str) -> np.ndarray:
+        got = self.world.wait(pending, key)
         if not self._quantized(phase):
-            return buf
-        pw = packed_width(width, self.bits)
-        g = num_groups(width, self.group)
-        zero = np.ascontiguousarray(buf[:, pw : pw + PARAM_BYTES * g]).view(np.float32)
-        scale = np.ascontiguousarray(buf[:, pw + PARAM_BYTES * g :]).view(np.float32)
-        packed = np.ascontiguousarray(buf[:, :pw])
-        return dequantize(packed, zero, scale, self.bits, width, self.group, dtype)
+            return got
+        return dequantize_blocks(got, recv, width, self.bits, self.group, dtype)
 
-    def _note(self, phase: Phase, part: str, rows: int, width: int, itemsize: int, t: float):
+    def _note(self, phase: Phase, part: str, counts, width: int, itemsize: int, t: float):
         if not phase.training:
             return
         pfx = f"L{phase.layer}.{phase.direction or 'fwd'}"
-        vb, pb = message_row_bytes(width, itemsize, self.bits, self.group)
+        vb, pb = message_bytes(counts, width, itemsize, self.bits, self.group)
         s = self._stats
-        s[f"{pfx}.{part}_bytes"] = s.get(f"{pfx}.{part}_bytes", 0.0) + rows * vb
-        s[f"{pfx}.{part}_param_bytes"] = s.get(f"{pfx}.{part}_param_bytes", 0.0) + rows * pb
+        s[f"{pfx}.{part}_bytes"] = s.get(f"{pfx}.{part}_bytes", 0.0) + float(vb.sum())
+        s[f"{pfx}.{part}_param_bytes"] = s.get(f"{pfx}.{part}_param_bytes", 0.0) + float(pb.sum())
         s[f"{pfx}.t_{part}"] = s.get(f"{pfx}.t_{part}", 0.0) + t
 
     # -- the product ---------------------------------------------------------------------
@@ -250,26 +250,23 @@ class HierOps(RowOps):
         f = X.shape[1]
         t0 = perf_counter()
         rows = gather_rows(X, ex.post_idx, np.empty((ex.post_idx.size, f), dtype=X.dtype))
-        post = self.world.ialltoallv(
-            self._pack(rows, ex.post_ids, phase, 0), ex.post_send, ex.post_recv, key
-        )
+        post = self._post(rows, ex.post_ids, ex.post_send, ex.post_recv, phase, 0, key)
         t_post = perf_counter() - t0
         t0 = perf_counter()
-        pre = self.world.ialltoallv(
-            self._pack(csr_apply(send_pre, X), ex.pre_ids, phase, 1), ex.pre_send, ex.pre_recv, key
-        )
+        sums = csr_apply(send_pre, X)
+        pre = self._post(sums, ex.pre_ids, ex.pre_send, ex.pre_recv, phase, 1, key)
         t_pre = perf_counter() - t0
         out = csr_apply(local, X)
         t0 = perf_counter()
-        got = self._unpack(self.world.wait(post, key), f, X.dtype, phase)
+        got = self._received(post, ex.post_recv, f, X.dtype, phase, key)
         csr_apply(recv_post, got, out, accumulate=True)
         t_post += perf_counter() - t0
         t0 = perf_counter()
-        got = self._unpack(self.world.wait(pre, key), f, X.dtype, phase)
+        got = self._received(pre, ex.pre_recv, f, X.dtype, phase, key)
         scatter_add_rows(got, ex.pre_idx, out)
         t_pre += perf_counter() - t0
-        self._note(phase, "post", int(ex.post_idx.size), f, X.itemsize, t_post)
-        self._note(phase, "pre", int(ex.pre_ids.size), f, X.itemsize, t_pre)
+        self._note(phase, "post", ex.post_send, f, X.itemsize, t_post)
+        self._note(phase, "pre", ex.pre_send, f, X.itemsize, t_pre)
         return out
 
     def aggregate(self, X, *, phase):
@@ -325,8 +322,8 @@ class Hier(RowScheme):
             "quant_group",
             ("--quant-group",),
             None,
-            "Hier: columns per quantization zero point and scale (0 = one pair per row) "
-            "[default: 0].",
+            "Hier: rows sharing one quantization zero point and scale (0 = all rows of a "
+            "message) [default: 1: per row].",
             metavar="N",
         ),
     )
@@ -342,9 +339,14 @@ class Hier(RowScheme):
         group = _opt_int(values.get("quant_group"), "--quant-group")
         if group is not None and group < 0:
             raise InputError(f"--quant-group must be >= 0, got {group}")
-        if group and bits == 32:
+        if group is not None and bits == 32:
             raise InputError("--quant-group needs --quant-bits 2, 4 or 8")
-        return {"aggr": aggr, "quant_bits": bits, "quant_group": group or 0, "seed": 0}
+        return {
+            "aggr": aggr,
+            "quant_bits": bits,
+            "quant_group": 1 if group is None else group,
+            "seed": 0,
+        }
 
     def check_training(self, config: dict, train) -> None:
         """The rounding seed is the run's seed."""
@@ -403,9 +405,11 @@ class Hier(RowScheme):
         lay: HierLayout = ctx.layout
         src, dst, pre, post, _ = self.split(ctx, which)
         bits = lay.bits if call.phase.training else 32
-        vb, pb = message_row_bytes(call.shape(0)[1], call.itemsize(0), bits, lay.group)
-        row = vb + pb
-        return [Pairs(ctx.P, src, dst, post * row), Pairs(ctx.P, src, dst, pre * row)]
+        f, item = call.shape(0)[1], call.itemsize(0)
+        return [
+            Pairs(ctx.P, src, dst, sum(message_bytes(n, f, item, bits, lay.group)))
+            for n in (post, pre)
+        ]
 
     def steps_aggregate(self, ctx, call) -> list:
         return self._product_steps(ctx, call, "f")
