@@ -59,7 +59,8 @@ CASES = [
     (4, "vertexcut", ["--delay", "none", "--model", "sage"]),
     (4, "vertexcut", ["--partition-seed", "3"]),
     (2, "hier", ["--partition", "random"]),
-    (3, "hier", ["--aggr", "pre", "--quant-bits", "2"]),
+    (3, "hier", ["--partition", "metis", "--aggr", "pre", "--quant-bits", "2"]),
+    (2, "hier", ["--partition", "hypergraph", "--quant-bits", "8", "--quant-group", "0"]),
     (4, "hier", ["--partition", "random", "--aggr", "post", "--model", "sage"]),
     (4, "hier", ["--partition", "random", "--quant-bits", "4", "--quant-group", "5"]),
 ]

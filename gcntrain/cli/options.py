@@ -293,9 +293,10 @@ def scheme_options(f):
     f = click.option(
         "--partition",
         default=None,
-        metavar="block|random|libra|PART.h5",
-        help="Partition of the scheme's rows, or its edges for a vertex cut (libra, or a "
-        "file from `gcntrain partition`) [default: block; a vertex cut: libra].",
+        metavar="block|random|metis|hypergraph|libra|PART.h5",
+        help="Partition of the scheme's rows (metis, hypergraph: computed at start-up), or "
+        "its edges for a vertex cut (libra, or a file from `gcntrain partition`) "
+        "[default: block; a vertex cut: libra].",
     )(f)
     return click.option(
         "--scheme",

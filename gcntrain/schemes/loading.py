@@ -34,9 +34,18 @@ def is_shard_store(path: str) -> bool:
     return p.is_dir() or p.name == "manifest.json"
 
 
-def partition_vector(spec, n: int, nblocks: int, seed: int, graph_hash: str) -> np.ndarray:
-    """block | random | PART.h5 (checked against the graph's content hash and part count), or
-    a partition vector given as an array (library callers, tests)."""
+#: vertex partitioners run at start-up by ``--partition NAME`` (every rank computes the same
+#: parts: METIS with its seed, Mt-KaHyPar with its deterministic preset)
+STARTUP_METHODS = ("metis", "hypergraph")
+
+
+def partition_vector(
+    spec, n: int, nblocks: int, seed: int, graph_hash: str, structure=None
+) -> np.ndarray:
+    """block | random | metis | hypergraph | PART.h5 (checked against the graph's content
+    hash and part count), or a partition vector given as an array (library callers, tests).
+    metis and hypergraph partition the graph at start-up: `structure()` returns its
+    (indptr, indices)."""
     from gcntrain.partition.basic import block_partition, random_partition
 
     if isinstance(spec, np.ndarray):
@@ -48,9 +57,22 @@ def partition_vector(spec, n: int, nblocks: int, seed: int, graph_hash: str) -> 
         return block_partition(n, nblocks)
     if spec == "random":
         return random_partition(n, nblocks, seed=seed)
+    if spec in STARTUP_METHODS:
+        if structure is None:
+            raise InputError(
+                f"--partition {spec} is computed at start-up from a graph file; write a "
+                f"partition file with `gcntrain partition -m {spec}` for this source"
+            )
+        from gcntrain.partition.methods import run_method
+
+        indptr, indices = structure()
+        opts = {"preset": "deterministic"} if spec == "hypergraph" else None
+        res = run_method(spec, indptr, indices, nblocks, seed=seed, hg_options=opts)
+        return np.asarray(res.part, dtype=np.int64)
     if not os.path.exists(spec):
         raise InputError(
-            f"--partition must be block, random or a partition file; no such file: {spec}"
+            "--partition must be block, random, metis, hypergraph or a partition file; "
+            f"no such file: {spec}"
         )
     from gcntrain.partition.io import read_partition
 
@@ -75,9 +97,25 @@ def _spec(spec):
     return "block" if spec is None else spec
 
 
-def numbering_of(spec: str, n: int, parts: int, seed: int, graph_hash: str) -> Numbering:
-    perm, inv, offsets = renumber(partition_vector(spec, n, parts, seed, graph_hash), parts)
+def numbering_of(
+    spec: str, n: int, parts: int, seed: int, graph_hash: str, structure=None
+) -> Numbering:
+    part = partition_vector(spec, n, parts, seed, graph_hash, structure)
+    perm, inv, offsets = renumber(part, parts)
     return Numbering(perm, inv, offsets)
+
+
+def graph_structure(source) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, indices) of a graph file or in-memory graph source, original numbering."""
+    if source.kind == "graph":
+        g = source.graph
+        return np.asarray(g.indptr, np.int64), np.asarray(g.indices, np.int64)
+    from gcntrain.data.store import open_h5, read_dataset
+
+    with open_h5(source.path, "graph file") as f:
+        ip = read_dataset(f, "indptr", source.path)
+        ix = read_dataset(f, "indices", source.path)
+    return np.asarray(ip, np.int64), np.asarray(ix, np.int64)
 
 
 def require_node_data(features, labels, train, where: str) -> None:
@@ -252,7 +290,9 @@ class GraphSource:
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
         g = self.graph
-        return numbering_of(_spec(spec), g.n, parts, seed, g.content_hash())
+        return numbering_of(
+            _spec(spec), g.n, parts, seed, g.content_hash(), lambda: graph_structure(self)
+        )
 
     def whole(self, numbering: Numbering):
         """(the whole graph in its original numbering, `numbering` with perm/inv) for plans."""
@@ -328,7 +368,9 @@ class FileSource:
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
         meta = self.meta()
-        return numbering_of(_spec(spec), meta.n, parts, seed, meta.content_hash)
+        return numbering_of(
+            _spec(spec), meta.n, parts, seed, meta.content_hash, lambda: graph_structure(self)
+        )
 
     def whole(self, numbering: Numbering):
         from gcntrain.data.store import read_graph

@@ -62,6 +62,7 @@ from gcntrain.schemes.base import (
     dense_rows_work,
     spmm_work,
 )
+from gcntrain.schemes.loading import graph_structure
 from gcntrain.schemes.protocol import LoadRequest, Numbering, SchemeOption
 
 #: `--delay` values: a non-negative integer R, or "none" (0c)
@@ -86,19 +87,6 @@ def parse_delay(value) -> int | None:
 
 
 # -- numbering: the edge assignment --------------------------------------------------------
-
-
-def _structure(source):
-    """(indptr, indices) of a graph file or in-memory graph, original numbering."""
-    if source.kind == "graph":
-        g = source.graph
-        return np.asarray(g.indptr, np.int64), np.asarray(g.indices, np.int64)
-    from gcntrain.data.store import open_h5, read_dataset
-
-    with open_h5(source.path, "graph file") as f:
-        ip = read_dataset(f, "indptr", source.path)
-        ix = read_dataset(f, "indices", source.path)
-    return np.asarray(ip, np.int64), np.asarray(ix, np.int64)
 
 
 def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
@@ -127,7 +115,7 @@ def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
             "--partition libra (default) or a file from `gcntrain partition -m libra`"
         )
     if spec is None or spec == "libra":
-        indptr, indices = _structure(source)
+        indptr, indices = graph_structure(source)
         vc = libra_partition(indptr, indices, parts, seed=seed)
         lay = edge_layout(indptr, indices, vc.edge_part, vc.root, parts)
     else:
@@ -139,7 +127,7 @@ def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
         edge_part, root, _ = read_vertex_cut(
             spec, meta.content_hash, meta.nnz, parts, "the number of ranks"
         )
-        indptr, indices = _structure(source)
+        indptr, indices = graph_structure(source)
         try:
             lay = edge_layout(indptr, indices, edge_part, root, parts)
         except InputError as e:
