@@ -6,7 +6,9 @@ plans use), on METIS partitions; then the planned bytes per epoch of `gcntrain s
 
 Symmetrized graph; the plans assume dense features of width 64 and 4 classes
 (`--features 64 --classes 4`), GCN 64 -> 16 -> 4, float32.  Checks hybrid <= min(pre, post)
-on every rank pair and prints the totals.
+on every rank pair and prints the totals; then per strategy the planned bytes per epoch
+(all exchanges) and the bytes of the training aggregation exchanges alone, with the Int2
+ones (parameters per row, or one pair per message) as a fraction of fp32's.
 
     python scripts/bench_hier_volume.py [--parts 4,16] [--shared ../shared]
 """
@@ -29,6 +31,17 @@ from bench_simulate import gcntrain  # noqa: E402
 def run_json(argv: list[str]) -> dict:
     out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
+
+
+def planned_agg_bytes(argv: list[str], table: Path) -> tuple[dict, int]:
+    """(simulate --json, bytes sent by the training aggregation phases L<i>.<dir>.agg over
+    all ranks and epochs, from its --per-rank table)."""
+    from gcntrain.simulate.table import read_table
+
+    d = run_json([*argv, "--per-rank", str(table)])
+    rows = read_table(table)
+    agg = sum(v[0] for (_, k), v in rows.items() if k.startswith("L") and k.endswith(".agg"))
+    return d, agg
 
 
 def pair_volumes(S, part: np.ndarray, P: int) -> dict[str, np.ndarray]:
@@ -90,23 +103,24 @@ def main() -> int:
             sim = ["simulate", g, "--ranks", str(P), "--features", "64", "--classes", "4"]
             sim += ["--hidden", "16", "--epochs", "3", "--scheme", "hier", "--partition", pfile]
             print(
-                f"{'planned per epoch':22} {'MB sent total':>14} {'MB sent max':>12} "
-                f"{'msgs max':>9}"
+                f"{'planned':26} {'MB sent/epoch total':>19} {'max':>7} {'msgs max':>9} "
+                f"{'agg MB (3 epochs)':>17} {'ratio':>8}"
             )
             base = None
             for label, extra in (
                 ("pre fp32", ["--aggr", "pre"]),
                 ("post fp32", ["--aggr", "post"]),
                 ("hybrid fp32", ["--aggr", "hybrid"]),
-                ("hybrid Int2", ["--aggr", "hybrid", "--quant-bits", "2"]),
+                ("hybrid Int2 per row", ["--quant-bits", "2"]),
+                ("hybrid Int2 per message", ["--quant-bits", "2", "--quant-group", "0"]),
             ):
-                d = run_json([*sim, *extra])
-                total = d["bytes_sent_mean"] * P
-                base = total if label == "hybrid fp32" else base
-                ratio = f"  (1/{base / total:.1f} of hybrid fp32)" if label.endswith("Int2") else ""
+                d, agg = planned_agg_bytes([*sim, *extra], Path(tmp) / "t.csv")
+                base = agg if label == "hybrid fp32" else base
+                ratio = f"1/{base / agg:.2f}" if base and label.startswith("hybrid") else ""
                 print(
-                    f"{label:22} {total / 1e6:14.3f} {d['bytes_sent_max'] / 1e6:12.3f}"
-                    f" {d['messages_max']:9d}{ratio}"
+                    f"{label:26} {d['bytes_sent_mean'] * P / 1e6:19.3f}"
+                    f" {d['bytes_sent_max'] / 1e6:7.3f} {d['messages_max']:9d}"
+                    f" {agg / 1e6:17.3f} {ratio:>8}"
                 )
     return 0
 
