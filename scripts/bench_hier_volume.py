@@ -10,7 +10,12 @@ on every rank pair and prints the totals; then per strategy the planned bytes pe
 (all exchanges) and the bytes of the training aggregation exchanges alone, with the Int2
 ones (parameters per row, or one pair per message) as a fraction of fp32's.
 
-    python scripts/bench_hier_volume.py [--parts 4,16] [--shared ../shared]
+With ``--measure P`` it also trains for real (``mpiexec -n P gcntrain train``, 3 epochs) on
+the same graph with random features of width 64 and random labels (4 classes), hybrid fp32
+and Int2 (parameters per row and per message), and prints the measured bytes of the
+training aggregation exchanges beside the planned ones.
+
+    python scripts/bench_hier_volume.py [--parts 4,16] [--measure 4] [--shared ../shared]
 """
 
 from __future__ import annotations
@@ -68,9 +73,62 @@ def pair_volumes(S, part: np.ndarray, P: int) -> dict[str, np.ndarray]:
     return out
 
 
+def measure(graph, P: int, tmp: Path) -> None:
+    """Real runs on P ranks: bytes of the training aggregation exchanges, measured and
+    planned, fp32 against Int2."""
+    from gcntrain.data.graph import Graph
+    from gcntrain.data.store import write_graph
+    from gcntrain.simulate.table import read_table
+
+    rng = np.random.default_rng(0)
+    n = graph.n
+    split = rng.random(n)
+    g = Graph(
+        indptr=graph.indptr,
+        indices=graph.indices,
+        features=rng.standard_normal((n, 64)).astype(np.float32),
+        labels=rng.integers(0, 4, n),
+        train_mask=split < 0.5,
+        val_mask=(split >= 0.5) & (split < 0.75),
+        test_mask=split >= 0.75,
+        name="slashdot-random-features",
+    )
+    path = tmp / "slashdot-rf.h5"
+    write_graph(path, g)
+    part = tmp / f"rf-metis{P}.h5"
+    run_json(["partition", str(path), "-m", "metis", "--parts", str(P), "-o", str(part)])
+    common = ["--scheme", "hier", "--partition", str(part), "--epochs", "3"]
+    common += ["--early-stopping", "0", "--eval-every", "3", "--hidden", "16"]
+    print(f"\nmeasured, {P} ranks, random features 64, 4 classes, 3 epochs (training aggregation)")
+    print(f"{'run':26} {'measured MB':>12} {'planned MB':>11} {'ratio':>8}")
+    base = None
+    for label, extra in (
+        ("hybrid fp32", []),
+        ("hybrid Int2 per row", ["--quant-bits", "2"]),
+        ("hybrid Int2 per message", ["--quant-bits", "2", "--quant-group", "0"]),
+    ):
+        mt, pt = tmp / "m.csv", tmp / "p.csv"
+        cmd = ["mpiexec", "-n", str(P), *gcntrain(), "train", str(path), *common, *extra]
+        subprocess.run([*cmd, "--quiet", "--per-rank", str(mt)], check=True, capture_output=True)
+        run_json(["simulate", str(path), "--ranks", str(P), *common, *extra, "--per-rank", str(pt)])
+        got = [
+            sum(
+                v[0]
+                for (_, k), v in read_table(t).items()
+                if k.startswith("L") and k.endswith(".agg")
+            )
+            for t in (mt, pt)
+        ]
+        base = got[0] if base is None else base
+        print(
+            f"{label:26} {got[0] / 1e6:12.3f} {got[1] / 1e6:11.3f} {'1/%.2f' % (base / got[0]):>8}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="4,16")
+    ap.add_argument("--measure", type=int, default=0, help="ranks of the measured runs (0: none)")
     ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
     args = ap.parse_args()
     from gcntrain.data.store import read_graph
@@ -122,6 +180,8 @@ def main() -> int:
                     f" {d['bytes_sent_max'] / 1e6:7.3f} {d['messages_max']:9d}"
                     f" {agg / 1e6:17.3f} {ratio:>8}"
                 )
+        if args.measure:
+            measure(graph, args.measure, Path(tmp))
     return 0
 
 
