@@ -1,0 +1,76 @@
+"""α-β costs of the standard algorithms of each collective (Thakur, Rabenseifner and Gropp,
+"Optimization of collective communication operations in MPICH", IJHPCA 2005), vectorised
+over groups: `p` members, per-member byte counts, a `Link` (α seconds per message, β seconds
+per byte).  Each function returns the time of the cheapest algorithm MPICH may choose (the
+minimum over the algorithms listed), so a prediction is a lower bound of a well-tuned library.
+
+Conventions: `n` is the bytes each member contributes (Allreduce: its whole vector;
+Allgather: its own block, the result is p * n; Reduce-scatter: its whole input vector;
+Broadcast: the root's message).  A group of one member costs nothing.  Reduction arithmetic
+is not counted here (the compute half of the model prices it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcntrain.simulate.machine import Link
+
+
+def _arrays(p, n):
+    p = np.asarray(p, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    return p, n, np.ceil(np.log2(np.maximum(p, 1.0)))
+
+
+def _solo(p, t):
+    return np.where(p <= 1, 0.0, t)
+
+
+def allreduce(p, n, link: Link) -> np.ndarray:
+    """min(recursive doubling ``log p (α + n β)``, Rabenseifner / ring reduce-scatter +
+    allgather ``2 log p α + 2 (p - 1) / p n β``)."""
+    p, n, lg = _arrays(p, n)
+    rd = lg * (link.alpha + n * link.beta)
+    rab = 2 * lg * link.alpha + 2 * (p - 1) / np.maximum(p, 1) * n * link.beta
+    return _solo(p, np.minimum(rd, rab))
+
+
+def allgather(p, n, link: Link) -> np.ndarray:
+    """Each member's `n` bytes to all: min(recursive doubling / Bruck ``log p α + (p - 1) n
+    β``, ring ``(p - 1)(α + n β)``): the same bytes, fewer messages, so the first."""
+    p, n, lg = _arrays(p, n)
+    bruck = lg * link.alpha + (p - 1) * n * link.beta
+    ring = (p - 1) * (link.alpha + n * link.beta)
+    return _solo(p, np.minimum(bruck, ring))
+
+
+def reduce_scatter(p, n, link: Link) -> np.ndarray:
+    """A vector of `n` bytes per member, each keeps its 1/p of the sum: min(recursive halving
+    ``log p α + (p - 1) / p n β``, pairwise ``(p - 1) α + (p - 1) / p n β``)."""
+    p, n, lg = _arrays(p, n)
+    frac = (p - 1) / np.maximum(p, 1) * n * link.beta
+    return _solo(p, np.minimum(lg * link.alpha, (p - 1) * link.alpha) + frac)
+
+
+def bcast(p, n, link: Link) -> np.ndarray:
+    """min(binomial tree ``log p (α + n β)``, scatter + ring allgather (van de Geijn)
+    ``(log p + p - 1) α + 2 (p - 1) / p n β``)."""
+    p, n, lg = _arrays(p, n)
+    tree = lg * (link.alpha + n * link.beta)
+    vdg = (lg + p - 1) * link.alpha + 2 * (p - 1) / np.maximum(p, 1) * n * link.beta
+    return _solo(p, np.minimum(tree, vdg))
+
+
+def alltoallv(peers, sent, received, link: Link) -> np.ndarray:
+    """Pairwise exchange of one member: a step per peer it exchanges with, its bytes
+    serialised in its larger direction: ``peers α + max(sent, received) β``."""
+    peers = np.asarray(peers, dtype=np.float64)
+    vol = np.maximum(np.asarray(sent, dtype=np.float64), np.asarray(received, dtype=np.float64))
+    return np.where(peers <= 0, 0.0, peers * link.alpha + vol * link.beta)
+
+
+def point_to_point(messages, nbytes, link: Link) -> np.ndarray:
+    """`messages` messages of `nbytes` bytes in all from one member: ``messages α + nbytes β``."""
+    m = np.asarray(messages, dtype=np.float64)
+    return m * link.alpha + np.asarray(nbytes, dtype=np.float64) * link.beta

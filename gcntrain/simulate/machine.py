@@ -1,0 +1,173 @@
+"""Machine profiles: the α-β-γ parameters the simulator's time model prices a plan with.
+
+A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines``: `fugaku`,
+`abci`, `local`; each lists its sources).  Schema::
+
+    name = "fugaku"
+    description = "..."
+    sources = ["...", ...]
+    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs
+    [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
+    [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
+    [compute]         spmm_gflops = {width = rate, ...} (2 * nnz * width flops / s per rank),
+                      gemm_gflops, quant_gelems (elements / s per rank)
+
+`load_machine` takes a shipped name or a path; any problem is one `InputError` line naming
+the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gcntrain.errors import InputError
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+#: the shipped profiles
+MACHINES_DIR = Path(__file__).resolve().parent / "machines"
+
+
+@dataclass(frozen=True)
+class Link:
+    """Point-to-point cost ``alpha + nbytes * beta`` (seconds, seconds per byte)."""
+
+    alpha: float
+    beta: float
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine profile (see the module docstring); rates in SI units (bytes, seconds)."""
+
+    name: str
+    description: str
+    sources: tuple[str, ...]
+    cores: int
+    ranks_per_node: int
+    memory_bandwidth: float
+    intra: Link
+    inter: Link
+    injection: float
+    spmm_widths: tuple[int, ...]
+    spmm_rates: tuple[float, ...]
+    gemm_rate: float
+    quant_rate: float
+    path: str = ""
+
+    def spmm_rate(self, width) -> np.ndarray:
+        """SpMM flops per second per rank at dense `width` (array): interpolated in log2 of
+        the width between the profile's points, constant beyond them."""
+        w = np.log2(np.maximum(np.asarray(width, dtype=np.float64), 1.0))
+        return np.interp(w, np.log2(self.spmm_widths), self.spmm_rates)
+
+    def inter_link(self, ranks_per_node: int | None = None) -> Link:
+        """The inter-node link of one rank when `ranks_per_node` ranks share the node's
+        injection bandwidth: the slower of its pair bandwidth and its share."""
+        k = int(ranks_per_node or self.ranks_per_node)
+        return Link(self.inter.alpha, max(self.inter.beta, k / self.injection))
+
+
+def shipped() -> list[str]:
+    """Names of the shipped profiles."""
+    return sorted(p.stem for p in MACHINES_DIR.glob("*.toml"))
+
+
+def load_machine(spec: str | os.PathLike) -> Machine:
+    """A shipped profile by name, or a profile file."""
+    spec = str(spec)
+    path = MACHINES_DIR / f"{spec}.toml"
+    if not (os.sep in spec or spec.endswith(".toml")) and path.exists():
+        return parse_machine(path.read_text(encoding="utf-8"), str(path))
+    if not os.path.exists(spec):
+        raise InputError(
+            f"unknown machine profile {spec!r} (shipped: {', '.join(shipped())}; or a TOML file)"
+        )
+    try:
+        text = Path(spec).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the machine profile: {e}", spec) from None
+    return parse_machine(text, spec)
+
+
+def _get(d: dict, key: str, where: str, path: str, kind=float):
+    if key not in d:
+        raise InputError(f"machine profile lacks {where}{key}", path)
+    v = d[key]
+    if kind is str:
+        if not isinstance(v, str):
+            raise InputError(f"machine profile: {where}{key} must be a string", path)
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
+        raise InputError(f"machine profile: {where}{key} must be a positive number", path)
+    if kind is int:
+        if int(v) != v:
+            raise InputError(f"machine profile: {where}{key} must be an integer", path)
+        return int(v)
+    return float(v)
+
+
+def _table(d: dict, key: str, where: str, path: str) -> dict:
+    v = d.get(key)
+    if not isinstance(v, dict):
+        raise InputError(f"machine profile lacks the table [{where}{key}]", path)
+    return v
+
+
+def parse_machine(text: str, path: str = "<profile>") -> Machine:
+    """A `Machine` from the TOML text of a profile (`path` names it in errors)."""
+    try:
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"malformed machine profile (TOML: {e})", path) from None
+    name = _get(d, "name", "", path, str)
+    sources = d.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise InputError("machine profile: sources must be a list of strings", path)
+    node = _table(d, "node", "", path)
+    net = _table(d, "network", "", path)
+    intra = _table(net, "intra", "network.", path)
+    inter = _table(net, "inter", "network.", path)
+    comp = _table(d, "compute", "", path)
+    spmm = comp.get("spmm_gflops")
+    if not isinstance(spmm, dict) or not spmm:
+        raise InputError("machine profile lacks compute.spmm_gflops {width = rate, ...}", path)
+    try:
+        points = sorted((int(k), v) for k, v in spmm.items())
+    except ValueError:
+        raise InputError("machine profile: compute.spmm_gflops keys must be widths", path) from None
+    widths = []
+    rates = []
+    for w, _ in points:
+        if w < 1:
+            raise InputError("machine profile: compute.spmm_gflops widths must be >= 1", path)
+        widths.append(w)
+        rates.append(_get(spmm, str(w), "compute.spmm_gflops.", path) * 1e9)
+
+    def link(t: dict, where: str) -> Link:
+        lat = _get(t, "latency_us", where, path) * 1e-6
+        return Link(lat, 1.0 / (_get(t, "bandwidth_gbs", where, path) * 1e9))
+
+    return Machine(
+        name=name,
+        description=str(d.get("description", "")),
+        sources=tuple(sources),
+        cores=_get(node, "cores", "node.", path, int),
+        ranks_per_node=_get(node, "ranks", "node.", path, int),
+        memory_bandwidth=_get(node, "memory_bandwidth_gbs", "node.", path) * 1e9,
+        intra=link(intra, "network.intra."),
+        inter=link(inter, "network.inter."),
+        injection=_get(inter, "injection_gbs", "network.inter.", path) * 1e9,
+        spmm_widths=tuple(widths),
+        spmm_rates=tuple(rates),
+        gemm_rate=_get(comp, "gemm_gflops", "compute.", path) * 1e9,
+        quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,
+        path=path,
+    )

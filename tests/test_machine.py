@@ -1,0 +1,112 @@
+"""Machine profiles (shipped and user files, one-line errors) and the α-β costs of the
+collective algorithms against their closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gcntrain.errors import InputError
+from gcntrain.simulate import collectives as C
+from gcntrain.simulate.machine import Link, load_machine, parse_machine, shipped
+
+GOOD = """
+name = "mine"
+sources = ["measured"]
+[node]
+cores = 8
+ranks = 2
+memory_bandwidth_gbs = 50
+[network.intra]
+latency_us = 1.5
+bandwidth_gbs = 5
+[network.inter]
+latency_us = 3
+bandwidth_gbs = 10
+injection_gbs = 12
+[compute]
+spmm_gflops = { 16 = 2.0, 4 = 1.0, 64 = 4.0 }
+gemm_gflops = 30
+quant_gelems = 0.5
+"""
+
+
+@pytest.mark.parametrize("name", ["fugaku", "abci", "local"])
+def test_shipped_profiles_load_and_state_their_sources(name):
+    m = load_machine(name)
+    assert m.name == name and len(m.sources) >= 2 and name in shipped()
+    assert m.inter.alpha > 0 and m.intra.beta > 0 and m.ranks_per_node >= 1
+    assert np.all(np.diff(m.spmm_rate([1, 8, 64, 1024])) >= 0)
+
+
+def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(GOOD)
+    m = load_machine(str(path))
+    assert m.intra == Link(1.5e-6, 1 / 5e9) and m.inter.alpha == 3e-6
+    assert m.spmm_widths == (4, 16, 64)
+    np.testing.assert_allclose(m.spmm_rate([2, 4, 8, 16, 1000]), [1e9, 1e9, 1.5e9, 2e9, 4e9])
+    # 2 ranks share 12 GB/s of injection: 6 GB/s each, below the 10 GB/s pair bandwidth
+    assert m.inter_link(2).beta == pytest.approx(2 / 12e9)
+    assert m.inter_link(1).beta == pytest.approx(1 / 10e9)
+
+
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda s: s.replace("[compute]", "[compute"), "malformed machine profile"),
+        (lambda s: s.replace("latency_us = 3", "latency_us = -3"), "network.inter.latency_us"),
+        (lambda s: s.replace("cores = 8", "cores = 8.5"), "node.cores must be an integer"),
+        (lambda s: s.replace("gemm_gflops = 30", ""), "lacks compute.gemm_gflops"),
+        (lambda s: s.replace("[network.intra]", "[network.other]"), "[network.intra]"),
+        (lambda s: s.replace("16 = 2.0", "x = 2.0"), "keys must be widths"),
+        (lambda s: s.replace('name = "mine"', "name = 3"), "name must be a string"),
+    ],
+)
+def test_bad_profiles_are_one_line_errors(tmp_path, edit, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text(edit(GOOD))
+    with pytest.raises(InputError, match=needle.replace("[", r"\[").replace("]", r"\]")) as e:
+        load_machine(str(path))
+    assert "\n" not in str(e.value)
+
+
+def test_unknown_profile():
+    with pytest.raises(InputError, match="unknown machine profile 'summit'.*abci, fugaku, local"):
+        load_machine("summit")
+
+
+def test_parse_reports_the_path():
+    with pytest.raises(InputError) as e:
+        parse_machine("name = 1", "/x/p.toml")
+    assert "/x/p.toml" in str(e.value)
+
+
+L = Link(2e-6, 1e-9)
+
+
+def test_collectives_closed_forms():
+    n = 1e6
+    # p = 1: free; p = 2: one exchange
+    for f in (C.allreduce, C.allgather, C.reduce_scatter, C.bcast):
+        assert f(1, n, L) == 0.0
+    assert C.allreduce(2, n, L) == pytest.approx(min(2e-6 + 1e-3, 4e-6 + 1e-3))
+    # p = 8: recursive doubling 3 (α + nβ) = 3.006e-3 vs Rabenseifner 6α + 1.75 nβ
+    assert C.allreduce(8, n, L) == pytest.approx(6 * 2e-6 + 1.75e-3)
+    assert C.allreduce(8, 8.0, L) == pytest.approx(3 * (2e-6 + 8e-9))  # small: doubling
+    assert C.allgather(8, n, L) == pytest.approx(3 * 2e-6 + 7e-3)
+    assert C.reduce_scatter(8, n, L) == pytest.approx(3 * 2e-6 + 0.875e-3)
+    assert C.bcast(8, 8.0, L) == pytest.approx(3 * (2e-6 + 8e-9))  # binomial
+    assert C.bcast(8, 1e8, L) == pytest.approx(10 * 2e-6 + 1.75e-1)  # scatter + allgather
+    assert C.alltoallv(3, 5e5, 2e5, L) == pytest.approx(6e-6 + 5e-4)
+    assert C.alltoallv(0, 0, 0, L) == 0.0
+    assert C.point_to_point(4, 1e3, L) == pytest.approx(8e-6 + 1e-6)
+
+
+def test_collectives_are_vectorised_and_monotone():
+    p = np.array([1, 2, 3, 4, 64, 1000])
+    for f in (C.allreduce, C.allgather, C.reduce_scatter, C.bcast):
+        t = f(p, 4096, L)
+        assert t.shape == p.shape and t[0] == 0 and np.all(np.diff(t) >= 0)
+        assert np.all(f(64, np.array([1e2, 1e4, 1e6]), L) > 0)
+        assert np.all(np.diff(f(64, np.array([1e2, 1e4, 1e6]), L)) > 0)
