@@ -44,6 +44,25 @@ def num_groups(ncols: int, group: int) -> int:
     return -(-int(ncols) // int(group))
 
 
+@njit(nogil=True, cache=True)
+def _round_pack(X, i, start, stop, key, z, s, bits, col0, out):  # pragma: no cover - jitted
+    """Stochastic rounding of ``X[i, start:stop]`` with zero point z and scale s (float32),
+    packed into row i of out (the caller zeroed it); the uniform of column j comes from the
+    row's `key` and the global column ``col0 + j``."""
+    per = 8 // bits
+    top = (1 << bits) - 1
+    inv = 0.0 if s == 0 else 1.0 / np.float64(s)
+    for j in range(start, stop):
+        h = _mix(key + np.uint64(col0 + j) * _GAMMA)
+        u = np.float64(h >> _S11) * _U53
+        q = int(np.floor((np.float64(X[i, j]) - np.float64(z)) * inv + u))
+        if q < 0:
+            q = 0
+        elif q > top:
+            q = top
+        out[i, j // per] |= np.uint8(q << ((j % per) * bits))
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def quantize_rows(X, rows, bits, group, seed, stream, col0, zero, scale, out):  # pragma: no cover
     """Quantize and pack every row of X (float32/float64, n x f).
@@ -60,7 +79,6 @@ def quantize_rows(X, rows, bits, group, seed, stream, col0, zero, scale, out):  
     out : uint8 (n, packed_width(f, bits)) output
     """
     n, f = X.shape
-    per = 8 // bits
     top = (1 << bits) - 1
     for i in prange(n):
         key = _row_key(seed, stream, np.uint64(rows[i]))
@@ -81,16 +99,7 @@ def quantize_rows(X, rows, bits, group, seed, stream, col0, zero, scale, out):  
             s = np.float32((hi - lo) / top)
             zero[i, g] = z
             scale[i, g] = s
-            inv = 0.0 if s == 0 else 1.0 / np.float64(s)
-            for j in range(start, stop):
-                h = _mix(key + np.uint64(col0 + j) * _GAMMA)
-                u = np.float64(h >> _S11) * _U53
-                q = int(np.floor((np.float64(X[i, j]) - np.float64(z)) * inv + u))
-                if q < 0:
-                    q = 0
-                elif q > top:
-                    q = top
-                out[i, j // per] |= np.uint8(q << ((j % per) * bits))
+            _round_pack(X, i, start, stop, key, z, s, bits, col0, out)
             g += 1
     return out
 
@@ -171,24 +180,11 @@ def quantize_rows_given(X, rows, bits, seed, stream, col0, zero, scale, out):  #
     """Quantize and pack every row of X with given per-row parameters (zero, scale: float32
     (n,)), the stochastic rounding of `quantize_rows`."""
     n, f = X.shape
-    per = 8 // bits
-    top = (1 << bits) - 1
     for i in prange(n):
         key = _row_key(seed, stream, np.uint64(rows[i]))
         for b in range(out.shape[1]):
             out[i, b] = 0
-        z = zero[i]
-        s = scale[i]
-        inv = 0.0 if s == 0 else 1.0 / np.float64(s)
-        for j in range(f):
-            h = _mix(key + np.uint64(col0 + j) * _GAMMA)
-            u = np.float64(h >> _S11) * _U53
-            q = int(np.floor((np.float64(X[i, j]) - np.float64(z)) * inv + u))
-            if q < 0:
-                q = 0
-            elif q > top:
-                q = top
-            out[i, j // per] |= np.uint8(q << ((j % per) * bits))
+        _round_pack(X, i, 0, f, key, zero[i], scale[i], bits, col0, out)
     return out
 
 
