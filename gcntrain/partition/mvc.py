@@ -226,12 +226,14 @@ def mvc_split(
 def cover_modes(
     dst: np.ndarray, src: np.ndarray, src_part: np.ndarray, P: int, aggr: str = "hybrid"
 ) -> np.ndarray:
-    """PRE / POST mode of each cut edge ``src -> dst`` under `aggr`.
+    """PRE / POST mode of each cut edge ``src -> dst`` of ONE receiving part under `aggr`.
 
-    The edges may span several ordered part pairs (``src_part[k] -> part of dst[k]``); with
-    "hybrid" the left vertices are the sources ``src`` (each in one part) and the right
-    vertices the (destination, sending part) pairs, so every pair is its own component and
-    the König cover of the union is a minimum cover of every pair.  Deterministic: the
+    The edges come from any sending parts (``src_part``); with "hybrid" the left vertices are
+    the sources ``src`` (each in one part, and all sent to this one receiver) and the right
+    vertices the (destination, sending part) pairs, so every sending part's pair is its own
+    component and the König cover of the union is a minimum cover of every pair.  (Edges of
+    several receivers would share a source's left vertex across pairs: `mvc_split` keys the
+    left vertices by (source, receiving part) for that.)  Deterministic: the
     result depends only on the set of edges, not on their order, so both ends of a pair
     that hold the same edges find the same split.
 

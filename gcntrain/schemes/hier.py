@@ -48,7 +48,7 @@ from gcntrain.errors import InputError
 from gcntrain.kernels.quant import BITS, block_bytes, dequantize_blocks, quantize_blocks
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
 from gcntrain.model.phase import Phase, phase_key
-from gcntrain.partition.mvc import AGGR, POST, PRE, cover_modes
+from gcntrain.partition.mvc import AGGR, PRE, cover_modes
 from gcntrain.schemes.base import (
     COUNT_BYTES,
     PAIR_BYTES,
@@ -94,17 +94,30 @@ def receiver_split(me: int, rows: np.ndarray, cols: np.ndarray, offsets: np.ndar
     return cut, src, mode
 
 
+def pair_keys(peer, rows, cols, mode, n: int):
+    """The rows exchanged per rank pair, as sorted keys: ``peer * n + destination row`` of
+    the PRE entries (one partial sum per destination), ``peer * n + source column`` of the
+    POST entries (one raw row per source); `peer` is the other rank of each entry's pair.
+    Returns (PRE mask, pre keys, each PRE entry's key index, post keys, each POST entry's
+    key index).  Sorted keys put the pairs in rank order and ids ascending inside a pair: the
+    order both ends of a pair use for their buffers."""
+    n = int(n)
+    pre = mode == PRE
+    kpre, ipre = np.unique(peer[pre] * n + rows[pre], return_inverse=True)
+    kpost, ipost = np.unique(peer[~pre] * n + cols[~pre], return_inverse=True)
+    return pre, kpre, ipre.reshape(-1), kpost, ipost.reshape(-1)
+
+
+def key_counts(keys: np.ndarray, n: int, P: int) -> np.ndarray:
+    """Rows per peer rank (P,) of `pair_keys` keys."""
+    return np.bincount(keys // int(n), minlength=int(P)).astype(np.int64)
+
+
 def pair_rows(src, rows, cols, mode, P: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(pre rows, post rows) per source block, int64 (P,), of one receiver's cut entries:
-    distinct destinations of its PRE entries, distinct sources of its POST entries (a
-    source belongs to one block).  `n`: the number of nodes."""
-    pre, post = mode == PRE, mode == POST
-    kpre = np.unique(src[pre] * int(n) + rows[pre])
-    kpost = np.unique(src[post] * int(n) + cols[post])
-    return (
-        np.bincount(kpre // int(n), minlength=int(P)).astype(np.int64),
-        np.bincount(kpost // int(n), minlength=int(P)).astype(np.int64),
-    )
+    """(pre rows, post rows) per source block, int64 (P,), of one receiver's cut entries
+    (`pair_keys` counted per source).  `n`: the number of nodes."""
+    _, kpre, _, kpost, _ = pair_keys(src, rows, cols, mode, n)
+    return key_counts(kpre, n, P), key_counts(kpost, n, P)
 
 
 # -- runtime -------------------------------------------------------------------------------
@@ -133,27 +146,22 @@ class HierExchange:
         loc = ~cut
         self.local = _csr(vals[loc], rloc[loc], cols[loc] - lo, (m, m))
         ci, cj, cv = rloc[cut] + lo, cols[cut], vals[cut]
-        pre = mode == PRE
-        kpre = np.unique(src[pre] * n + ci[pre])
+        pre, kpre, _, kpost, ipost = pair_keys(src, ci, cj, mode, n)
         self.pre_idx = kpre % n - lo
-        self.pre_recv = np.bincount(kpre // n, minlength=P).astype(np.int64)
-        kpost, inv = np.unique(src[~pre] * n + cj[~pre], return_inverse=True)
-        self.post_recv = np.bincount(kpost // n, minlength=P).astype(np.int64)
-        self.recv_post = _csr(cv[~pre], ci[~pre] - lo, inv.reshape(-1), (m, kpost.size))
+        self.pre_recv = key_counts(kpre, n, P)
+        self.post_recv = key_counts(kpost, n, P)
+        self.recv_post = _csr(cv[~pre], ci[~pre] - lo, ipost, (m, kpost.size))
         # every cut entry, with its mode, to the rank that owns its column
         got, _, _, recv = comm.route(src, [np.stack([ci, cj], axis=1), cv, mode], phase)
         gi, gj = got[0][:, 0], got[0][:, 1]
-        gv, gm = got[1], got[2]
         gdst = np.repeat(np.arange(P, dtype=np.int64), recv)
-        gpre = gm == PRE
-        ks, sinv = np.unique(gdst[gpre] * n + gi[gpre], return_inverse=True)
+        gpre, ks, sinv, kp, _ = pair_keys(gdst, gi, gj, got[2], n)
         self.pre_ids = ks % n
-        self.pre_send = np.bincount(ks // n, minlength=P).astype(np.int64)
-        self.send_pre = _csr(gv[gpre], sinv.reshape(-1), gj[gpre] - lo, (ks.size, m))
-        kp = np.unique(gdst[~gpre] * n + gj[~gpre])
+        self.pre_send = key_counts(ks, n, P)
+        self.send_pre = _csr(got[1][gpre], sinv, gj[gpre] - lo, (ks.size, m))
         self.post_idx = kp % n - lo
         self.post_ids = kp % n
-        self.post_send = np.bincount(kp // n, minlength=P).astype(np.int64)
+        self.post_send = key_counts(kp, n, P)
         self._typed: dict = {}
 
     def typed(self, dtype):
@@ -176,7 +184,7 @@ class HierLayout(RowLayout):
 
     aggr: str = "hybrid"
     bits: int = 32
-    group: int = 0
+    group: int = 1
     seed: int = 0
 
 
