@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import gcntrain  # noqa: E402
+from bench_simulate import gcntrain, training_agg_bytes  # noqa: E402
 
 DATASETS = {
     "cora": "datasets/planetoid/ind.cora",
@@ -37,8 +37,6 @@ def run(graph: Path, part: Path, ranks: int, epochs: int, seed: int, extra: list
     """One run's --json summary plus ``agg_bytes``: the bytes sent in the training passes'
     aggregation exchanges (phases ``L<i>.<dir>.agg``) over all ranks and epochs, from its
     --per-rank table."""
-    from gcntrain.simulate.table import read_table
-
     table = graph.with_suffix(f".{seed}.csv")
     cmd = ["mpiexec", "-n", str(ranks), *gcntrain(), "train", str(graph), "--scheme", "hier"]
     cmd += ["--partition", str(part), "--epochs", str(epochs), "--early-stopping", "0"]
@@ -46,10 +44,7 @@ def run(graph: Path, part: Path, ranks: int, epochs: int, seed: int, extra: list
     cmd += ["--per-rank", str(table)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)
-    rows = read_table(table)
-    d["agg_bytes"] = sum(
-        v[0] for (_, k), v in rows.items() if k.startswith("L") and k.endswith(".agg")
-    )
+    d["agg_bytes"] = training_agg_bytes(table)
     return d
 
 

@@ -21,7 +21,6 @@ training aggregation exchanges beside the planned ones.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -30,23 +29,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import gcntrain  # noqa: E402
-
-
-def run_json(argv: list[str]) -> dict:
-    out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+from bench_simulate import gcntrain, run_json, training_agg_bytes  # noqa: E402
 
 
 def planned_agg_bytes(argv: list[str], table: Path) -> tuple[dict, int]:
-    """(simulate --json, bytes sent by the training aggregation phases L<i>.<dir>.agg over
-    all ranks and epochs, from its --per-rank table)."""
-    from gcntrain.simulate.table import read_table
-
+    """(simulate --json, bytes sent by the training aggregation phases over all ranks and
+    epochs, from its --per-rank table)."""
     d = run_json([*argv, "--per-rank", str(table)])
-    rows = read_table(table)
-    agg = sum(v[0] for (_, k), v in rows.items() if k.startswith("L") and k.endswith(".agg"))
-    return d, agg
+    return d, training_agg_bytes(table)
 
 
 def pair_volumes(S, part: np.ndarray, P: int) -> dict[str, np.ndarray]:
@@ -78,7 +68,6 @@ def measure(graph, P: int, tmp: Path) -> None:
     planned, fp32 against Int2."""
     from gcntrain.data.graph import Graph
     from gcntrain.data.store import write_graph
-    from gcntrain.simulate.table import read_table
 
     rng = np.random.default_rng(0)
     n = graph.n
@@ -111,14 +100,7 @@ def measure(graph, P: int, tmp: Path) -> None:
         cmd = ["mpiexec", "-n", str(P), *gcntrain(), "train", str(path), *common, *extra]
         subprocess.run([*cmd, "--quiet", "--per-rank", str(mt)], check=True, capture_output=True)
         run_json(["simulate", str(path), "--ranks", str(P), *common, *extra, "--per-rank", str(pt)])
-        got = [
-            sum(
-                v[0]
-                for (_, k), v in read_table(t).items()
-                if k.startswith("L") and k.endswith(".agg")
-            )
-            for t in (mt, pt)
-        ]
+        got = [training_agg_bytes(t) for t in (mt, pt)]
         base = got[0] if base is None else base
         print(
             f"{label:26} {got[0] / 1e6:12.3f} {got[1] / 1e6:11.3f} {'1/%.2f' % (base / got[0]):>8}"

@@ -52,6 +52,21 @@ def gcntrain() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "gcntrain.cli.main"]
 
 
+def run_json(argv: list[str]) -> dict:
+    """``gcntrain ARGV --json``, parsed."""
+    out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def training_agg_bytes(table) -> int:
+    """Bytes sent by the training passes' aggregation exchanges (phases ``L<i>.<dir>.agg``),
+    all ranks, of a ``--per-rank`` table (measured or planned)."""
+    from gcntrain.simulate.table import read_table
+
+    rows = read_table(table)
+    return sum(v[0] for (_, k), v in rows.items() if k.startswith("L") and k.endswith(".agg"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=8192)

@@ -13,19 +13,13 @@ the Libra replication factor.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import gcntrain  # noqa: E402
-
-
-def run_json(argv: list[str]) -> dict:
-    out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+from bench_simulate import gcntrain, run_json  # noqa: E402
 
 
 def main() -> int:
