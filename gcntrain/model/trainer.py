@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.errors import InputError
+from gcntrain.kernels.dropout import dropout_mask_rows
 from gcntrain.model.loss import (
     add_weight_decay_grads,
     effective_mask,
@@ -31,7 +32,7 @@ from gcntrain.model.loss import (
     mean_xent,
     weight_decay_value,
 )
-from gcntrain.model.network import Network, build_network
+from gcntrain.model.network import LP_STREAM, STREAMS_PER_EPOCH, Network, build_network
 from gcntrain.model.ops import Ops
 from gcntrain.model.optim import Adam
 from gcntrain.model.phase import Phase
@@ -301,9 +302,6 @@ def evaluate(
 def label_draw(rows: np.ndarray, train: np.ndarray, rate: float, seed: int, epoch: int):
     """Masked label propagation of one epoch: the training rows whose labels are embedded
     (a counter-based draw per global row id, so every layout draws the same nodes)."""
-    from gcntrain.kernels.dropout import dropout_mask_rows
-    from gcntrain.model.network import LP_STREAM, STREAMS_PER_EPOCH
-
     keep = np.empty((rows.shape[0], 1), dtype=np.bool_)
     dropout_mask_rows(rows, 1, seed, epoch * STREAMS_PER_EPOCH + LP_STREAM, rate, keep)
     return train & ~keep[:, 0]

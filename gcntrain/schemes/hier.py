@@ -58,6 +58,7 @@ from gcntrain.schemes.base import (
     RowScheme,
     as_dtype,
     csr_apply,
+    row_setup,
 )
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import SchemeOption
@@ -371,8 +372,6 @@ class Hier(RowScheme):
         )
 
     def setup(self, world, layout: HierLayout, local, kind: str):
-        from gcntrain.schemes.base import row_setup
-
         fwd, bwd = row_setup(world, world, layout, local, kind)
         return HierOps(world, layout, fwd, bwd, local.orig_ids)
 
