@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gcntrain.simulate.calibrate import triad_gbs  # noqa: F401  (the scripts' bandwidth)
+
 CASES = [
     ("1d", []),
     ("p2p", ["--partition", "random"]),
@@ -27,24 +29,6 @@ CASES = [
     ("3d", ["--grid", "16x16x32"]),
     ("plexus", ["--grid", "16x16x32"]),
 ]
-
-
-def triad_gbs(n: int = 1 << 25, repeat: int = 5) -> float:
-    """Memory bandwidth of this machine now: best of `repeat` numpy triads a = b + 3 c over
-    `n` float64, done as two passes (a = 3 c; a += b) that move 5 x 8 n bytes (write-allocate
-    not counted)."""
-    import numpy as np
-
-    b, c = np.ones(n), np.full(n, 2.0)
-    a = np.empty(n)
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        np.multiply(c, 3.0, out=a)
-        np.add(a, b, out=a)
-        best = min(best, time.perf_counter() - t0)
-    # pass 1 reads c and writes a, pass 2 reads a and b and writes a
-    return 5 * 8 * n / best / 1e9
 
 
 def gcntrain() -> list[str]:

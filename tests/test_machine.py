@@ -28,6 +28,8 @@ injection_gbs = 12
 spmm_gflops = { 16 = 2.0, 4 = 1.0, 64 = 4.0 }
 gemm_gflops = 30
 quant_gelems = 0.5
+other_gelems = 0.2
+call_overhead_us = 15
 """
 
 

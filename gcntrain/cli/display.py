@@ -80,3 +80,32 @@ def grid_ranking(search: list[dict]) -> str:
         f"     -  {r['grid']:<10s}  not possible: {r['error']}" for r in search if "error" in r
     ]
     return "\n".join(lines)
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.3f} ms"
+
+
+def time_rows(s: dict) -> list[tuple[str, str]]:
+    """The predicted-time rows of a `simulate` summary (`gcntrain.simulate.timing`)."""
+    b = s["breakdown"]
+    comp = ", ".join(f"{k} {_ms(v)}" for k, v in b["compute_parts"].items() if v > 0)
+    comm = ", ".join(f"{k} {_ms(v)}" for k, v in b["comm_parts"].items())
+    r = s["rank_epoch_seconds"]
+    return [
+        (
+            "machine",
+            f"{s['machine']}: {s['nodes']} nodes x {s['ranks_per_node']} ranks per node",
+        ),
+        ("epoch (predicted)", f"{_ms(s['epoch_seconds'])} (critical rank {b['critical_rank']})"),
+        (
+            "  breakdown",
+            f"compute {_ms(b['compute'])} ({comp}); comm {_ms(b['comm'])}"
+            + (f" ({comm})" if comm else "")
+            + f"; wait {_ms(b['wait'])}",
+        ),
+        (
+            "  per rank",
+            f"min {_ms(r['min'])}, median {_ms(r['median'])}, max {_ms(r['max'])}",
+        ),
+    ]

@@ -21,8 +21,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("gcntrain.cli.train_cmd:train", "Train GCN/GraphSAGE full-batch (serial or MPI)."),
     "simulate": (
         "gcntrain.cli.simulate_cmd:simulate",
-        "Plan a run on P ranks: bytes, messages, flops, memory.",
+        "Plan a run on P ranks: bytes, messages, flops, memory, predicted time.",
     ),
+    "bench": ("gcntrain.cli.bench_cmd:bench", "Measure this machine into a simulator profile."),
 }
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

@@ -324,3 +324,26 @@ def scheme_args(kw: dict) -> tuple[str, dict, str | None, int]:
             raise InputError("--permute random conflicts with --partition " + partition)
         partition = "random"
     return kw.pop("scheme"), options, partition, kw.pop("partition_seed")
+
+
+def machine_options(f):
+    """--machine PROFILE, --nodes N, --ranks-per-node k (the simulator's time model)."""
+    f = click.option(
+        "--ranks-per-node",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Ranks per node [default: the profile's; or --ranks / --nodes].",
+    )(f)
+    f = click.option(
+        "--nodes",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Nodes the ranks run on [default: --ranks / --ranks-per-node].",
+    )(f)
+    return click.option(
+        "--machine",
+        default=None,
+        metavar="PROFILE",
+        help="Predict epoch times on this machine profile: fugaku, abci, local, or a TOML "
+        "file (`gcntrain bench --out FILE` measures this machine).",
+    )(f)

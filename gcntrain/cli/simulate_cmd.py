@@ -8,9 +8,12 @@ import time
 
 import click
 
-from gcntrain.cli.display import emit, grid_choice, grid_ranking, rows_table
+from gcntrain.errors import InputError
+
+from gcntrain.cli.display import emit, grid_choice, grid_ranking, rows_table, time_rows
 from gcntrain.cli.options import (
     json_option,
+    machine_options,
     model_options,
     per_rank_option,
     scheme_args,
@@ -70,6 +73,8 @@ def _human(s: dict) -> str:
             f"{s['simulate_seconds']:.2f} s, peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB",
         ),
     ]
+    if "epoch_seconds" in s:
+        rows.extend(time_rows(s))
     if s.get("per_rank"):
         rows.append(("per-rank table", s["per_rank"]))
     if s.get("grid_search"):
@@ -103,9 +108,21 @@ def _human(s: dict) -> str:
     default=None,
     help="Classes to assume [default: the graph's; needed without labels].",
 )
+@machine_options
 @json_option
 @per_rank_option
-def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
+def simulate(
+    graph,
+    ranks,
+    num_features,
+    num_classes,
+    machine,
+    nodes,
+    ranks_per_node,
+    as_json,
+    per_rank,
+    **kw,
+):
     """Plan a `gcntrain train` run of GRAPH on P ranks without MPI: per rank and phase bytes
     and messages (equal to what train measures), SpMM nonzeros and flops, memory estimate.
 
@@ -117,6 +134,14 @@ def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
+    place = None
+    if machine is not None:
+        from gcntrain.simulate.machine import load_machine
+        from gcntrain.simulate.timing import placement
+
+        place = placement(load_machine(machine), ranks, nodes, ranks_per_node)
+    elif nodes is not None or ranks_per_node is not None:
+        raise InputError("--nodes and --ranks-per-node need --machine PROFILE")
     t0 = time.perf_counter()
     args = (graph, config, scheme, ranks)
     widths = {"num_features": num_features, "num_classes": num_classes}
@@ -130,6 +155,10 @@ def simulate(graph, ranks, num_features, num_classes, as_json, per_rank, **kw):
 
         write_table(per_rank, sim.table.phases())
     summary = simulation_summary(sim, config, partition, time.perf_counter() - t0)
+    if place is not None:
+        from gcntrain.simulate.timing import time_summary
+
+        summary.update(time_summary(sim, config, place))
     if per_rank is not None:
         summary["per_rank"] = str(per_rank)
     if search is not None:

@@ -402,6 +402,24 @@ class Hier(RowScheme):
         key = "hier_f" if which == "f" or ctx.symmetric else "hier_t"
         return ctx.cached(key, make)
 
+    def overlaps(self, ctx) -> bool:
+        """The local block is multiplied while the Ialltoallv travel."""
+        return True
+
+    def quant_elements(self, ctx, call) -> np.ndarray:
+        """Quantized training aggregations: each rank quantizes the rows it sends and
+        dequantizes the rows it receives."""
+        lay: HierLayout = ctx.layout
+        if call.method not in ("aggregate", "aggregate_t") or lay.bits >= 32:
+            return super().quant_elements(ctx, call)
+        if not call.phase.training:
+            return super().quant_elements(ctx, call)
+        src, dst, pre, post, _ = self.split(ctx, "f" if call.method == "aggregate" else "t")
+        elems = (pre + post) * call.shape(0)[1]
+        out = np.bincount(src, weights=elems, minlength=ctx.P)
+        out += np.bincount(dst, weights=elems, minlength=ctx.P)
+        return out.astype(np.int64)
+
     def price_key(self, ctx, call) -> tuple:
         """Quantized messages: aggregations are priced by pass (training quantizes)."""
         if call.method in ("aggregate", "aggregate_t") and ctx.layout.bits < 32:

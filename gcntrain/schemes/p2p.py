@@ -133,6 +133,10 @@ class P2P(RowScheme):
 
     ops_class = P2POps
 
+    def overlaps(self, ctx) -> bool:
+        """Local rows are multiplied while the messages travel (`Pairs.run_p2p`)."""
+        return True
+
     def _product_steps(self, ctx, call, which: str) -> list:
         src, dst, rows = halo_pairs(ctx, which)
         row_bytes = call.shape(0)[1] * call.itemsize(0)

@@ -298,6 +298,17 @@ class Scheme:
         fn = getattr(self, f"work_{call.method}", None)
         return np.zeros((ctx.P, 3), dtype=np.int64) if fn is None else fn(ctx, call)
 
+    def overlaps(self, ctx: PlanContext) -> bool:
+        """Whether the scheme's sparse exchanges (`Pairs` steps) overlap its local compute
+        (non-blocking sends and Waitany, Ialltoallv): the time model then ends such a call at
+        the later of its compute and its exchange instead of their sum."""
+        return False
+
+    def quant_elements(self, ctx: PlanContext, call) -> np.ndarray:
+        """int64 (P,): elements every rank quantizes or dequantizes in one call (zero for a
+        scheme without quantized messages)."""
+        return np.zeros(ctx.P, dtype=np.int64)
+
     def held_estimate(self, ctx: PlanContext, itemsize: int) -> np.ndarray | None:
         """(P,) bytes of graph data each rank holds while training in a run of this dtype
         (`itemsize`): its adjacency structures, node data and layout arrays, as

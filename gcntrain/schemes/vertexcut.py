@@ -476,6 +476,10 @@ class VertexCut(RowScheme):
         return VertexCutOps(world, layout, k, S, trees, local.orig_ids)
 
     # -- exchange description ------------------------------------------------------------
+    def overlaps(self, ctx) -> bool:
+        """Delayed (cd-R) exchanges complete while later epochs compute."""
+        return bool(ctx.layout.delay)
+
     def price_key(self, ctx, call) -> tuple:
         """Aggregations are priced by pass (evaluation: exact) and, for cd-R, by the epoch's
         bucket and whether the roots' totals are already due."""

@@ -9,8 +9,12 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
     [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
-    [compute]         spmm_gflops = {width = rate, ...} (2 * nnz * width flops / s per rank),
-                      gemm_gflops, quant_gelems (elements / s per rank)
+    [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
+                      / s), gemm_gflops, quant_gelems (elements quantized or dequantized / s),
+                      other_gelems (the model's element-wise work: local rows x the sum of
+                      the layer widths, per epoch, / s), call_overhead_us (per Ops call)
+
+A rank's rates are the per-core rates times its cores (`Machine.cores_per_rank`).
 
 `load_machine` takes a shipped name or a path; any problem is one `InputError` line naming
 the file and the key.
@@ -60,10 +64,18 @@ class Machine:
     spmm_rates: tuple[float, ...]
     gemm_rate: float
     quant_rate: float
+    other_rate: float
+    call_overhead: float
     path: str = ""
 
+    def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
+        """Cores each rank computes with: its share of the node's cores (the runtime gives
+        each rank ``cores // k`` threads; oversubscribed ranks share the cores)."""
+        k = int(ranks_per_node or self.ranks_per_node)
+        return float(self.cores // k) if k <= self.cores else self.cores / k
+
     def spmm_rate(self, width) -> np.ndarray:
-        """SpMM flops per second per rank at dense `width` (array): interpolated in log2 of
+        """SpMM flops per second per core at dense `width` (array): interpolated in log2 of
         the width between the profile's points, constant beyond them."""
         w = np.log2(np.maximum(np.asarray(width, dtype=np.float64), 1.0))
         return np.interp(w, np.log2(self.spmm_widths), self.spmm_rates)
@@ -169,5 +181,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         spmm_rates=tuple(rates),
         gemm_rate=_get(comp, "gemm_gflops", "compute.", path) * 1e9,
         quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,
+        other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
+        call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
         path=path,
     )

@@ -1,0 +1,339 @@
+"""`gcntrain bench`: measure this machine's profile (`gcntrain.simulate.machine`) with the
+project's own kernels and MPI library.
+
+* SpMM (`spmm_csr_dense`, one thread): random CSR matrices of two densities (4 and 16
+  nonzeros per row) at dense widths 8, 16, 64 and 256; the profile keeps the median over the
+  densities per width.
+* GEMM (numpy ``@``, as the Ops' dense products): tall-skinny products of the model's shapes.
+* Quantization (`quantize_blocks` + `dequantize_blocks`, 2 bits).
+* Element-wise work and the cost per Ops call: serial `gcntrain train` runs (one thread) on
+  two R-MAT graphs; the part of their median epoch that SpMM and GEMM do not explain, solved
+  for a rate per element (local rows x sum of widths) and a cost per call.
+* MPI (``mpiexec -n 2 python -m gcntrain.comm.bench``): the latency of an 8-byte ping-pong;
+  the bandwidth that makes the collective models meet the measured Allreduce, Allgather and
+  Bcast of the largest messages (the intra-node link; this machine is one node, so the
+  inter-node link is set to the same); every measured collective printed beside the model.
+* Memory bandwidth: a numpy triad.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: SpMM widths and nonzeros per row measured
+SPMM_WIDTHS = (8, 16, 64, 256)
+SPMM_DEGREES = (4, 16)
+
+
+def best_time(fn, repeat: int = 3) -> float:
+    """Best of `repeat` timed calls of `fn` (after one warm-up call)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def triad_gbs(n: int = 1 << 25, repeat: int = 5) -> float:
+    """Memory bandwidth now: best of `repeat` numpy triads a = b + 3 c over `n` float64,
+    done as two passes (a = 3 c; a += b) that move 5 x 8 n bytes (write-allocate not
+    counted)."""
+    b, c = np.ones(n), np.full(n, 2.0)
+    a = np.empty(n)
+
+    def triad():
+        np.multiply(c, 3.0, out=a)
+        np.add(a, b, out=a)
+
+    return 5 * 8 * n / best_time(triad, repeat) / 1e9
+
+
+def random_csr(n: int, degree: int, seed: int = 0):
+    """(indptr, indices, data) of an n x n matrix with `degree` uniform random columns per
+    row (sorted), float32 values."""
+    rng = np.random.default_rng(seed)
+    indptr = np.arange(0, n * degree + 1, degree, dtype=np.int64)
+    indices = np.sort(rng.integers(0, n, size=(n, degree)), axis=1).astype(np.int32).ravel()
+    return indptr, indices, rng.random(n * degree, dtype=np.float32)
+
+
+def spmm_gflops(n: int = 1 << 17) -> dict[int, float]:
+    """{width: GFLOP/s of one thread} (median over `SPMM_DEGREES`)."""
+    from gcntrain.kernels.spmm import spmm_csr_dense
+    from gcntrain.kernels.threads import set_threads
+
+    set_threads(1)
+    out: dict[int, list[float]] = {w: [] for w in SPMM_WIDTHS}
+    for d in SPMM_DEGREES:
+        indptr, indices, data = random_csr(n, d)
+        for w in SPMM_WIDTHS:
+            rows = n if w <= 64 else n // 4
+            ip = indptr[: rows + 1]
+            X = np.random.default_rng(1).random((n, w), dtype=np.float32)
+            Y = np.empty((rows, w), dtype=np.float32)
+            t = best_time(lambda: spmm_csr_dense(ip, indices, data, X, Y))
+            out[w].append(2.0 * rows * d * w / t / 1e9)
+    return {w: float(np.median(v)) for w, v in out.items()}
+
+
+def gemm_gflops(n: int = 1 << 17) -> float:
+    """GFLOP/s of numpy's tall-skinny products (n x 64 @ 64 x 16 and n x 16 @ 16 x 64, and
+    the weight gradient 64 x n @ n x 16), the best shape's median."""
+    rng = np.random.default_rng(2)
+    A, B = rng.random((n, 64), dtype=np.float32), rng.random((n, 16), dtype=np.float32)
+    W1, W2 = rng.random((64, 16), dtype=np.float32), rng.random((16, 64), dtype=np.float32)
+    flops = 2.0 * n * 64 * 16
+    rates = [
+        flops / best_time(lambda: A @ W1) / 1e9,
+        flops / best_time(lambda: B @ W2) / 1e9,
+        flops / best_time(lambda: A.T @ B) / 1e9,
+    ]
+    return float(np.median(rates))
+
+
+def quant_gelems(n: int = 1 << 16, width: int = 64) -> float:
+    """Elements quantized or dequantized per second (2 bits, one group per row)."""
+    from gcntrain.kernels.quant import dequantize_blocks, quantize_blocks
+
+    X = np.random.default_rng(3).random((n, width), dtype=np.float32)
+    rows = np.arange(n, dtype=np.int64)
+    counts = np.array([n // 2, n - n // 2], dtype=np.int64)
+    tq = best_time(lambda: quantize_blocks(X, rows, counts, 2, 1))
+    buf, _ = quantize_blocks(X, rows, counts, 2, 1)
+    td = best_time(lambda: dequantize_blocks(buf, counts, width, 2, 1, np.float32))
+    return 2.0 * n * width / (tq + td) / 1e9
+
+
+def gcntrain_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "gcntrain"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "gcntrain.cli.main"]
+
+
+def find_mpiexec(given: str | None = None) -> str | None:
+    """`given`, else the mpiexec beside this Python (the mpich wheel's), else on PATH."""
+    if given:
+        return given
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def mpi_figures(mpiexec: str, ranks: int = 2) -> dict:
+    """The JSON of `gcntrain.comm.bench` run on `ranks` ranks."""
+    out = subprocess.run(
+        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"MPI benchmark failed: {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fit_link(pingpong: list[list[float]]) -> tuple[float, float]:
+    """(latency s, bandwidth B/s) of ping-pong one-way times: latency from the smallest
+    message, bandwidth from the slope between the two largest."""
+    sizes = np.array([p[0] for p in pingpong], dtype=np.float64)
+    t = np.array([p[1] for p in pingpong], dtype=np.float64)
+    alpha = float(t[np.argmin(sizes)])
+    i = np.argsort(sizes)[-2:]
+    slope = (t[i[1]] - t[i[0]]) / (sizes[i[1]] - sizes[i[0]])
+    if not slope > 0:
+        slope = t[i[1]] / sizes[i[1]]
+    return alpha, float(1.0 / slope)
+
+
+def _collective_fns():
+    """The collectives `gcntrain.comm.bench` times, with their cost functions."""
+    from gcntrain.simulate import collectives as C
+
+    return {"allreduce": C.allreduce, "allgather": C.allgather, "bcast": C.bcast}
+
+
+def fit_collective_bandwidth(mpi: dict, alpha: float) -> float:
+    """Bandwidth (B/s) that makes the collective models meet the measured Allreduce,
+    Allgather and Bcast times of the two largest messages: the median over those six of the
+    bandwidth each implies (their copies and reductions cost more than a ping-pong)."""
+    from gcntrain.simulate.machine import Link
+
+    p = mpi["ranks"]
+    betas = []
+    for kind, fn in _collective_fns().items():
+        for b, t in sorted(mpi[kind])[-2:]:
+            a = float(fn(p, b, Link(alpha, 0.0)))
+            slope = float(fn(p, b, Link(alpha, 1.0))) - a
+            if slope > 0 and t > a:
+                betas.append((t - a) / slope)
+    return 1.0 / float(np.median(betas)) if betas else 0.0
+
+
+def serial_epochs(graph: str, epochs: int = 8) -> float:
+    """Median epoch seconds of a one-thread serial `gcntrain train` of `graph`."""
+    out = subprocess.run(
+        [
+            *gcntrain_cmd(),
+            "train",
+            graph,
+            "--scheme",
+            "serial",
+            "--epochs",
+            str(epochs),
+            "--threads",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(json.loads(out.stdout)["epoch_seconds"])
+
+
+def _profile_text(name: str, figs: dict) -> str:
+    spmm = ", ".join(f"{w} = {r:.4g}" for w, r in figs["spmm"].items())
+    lines = [
+        f"# Measured by `gcntrain bench` on {figs['host']} at {figs['when']}.",
+        f'name = "{name}"',
+        f'description = "{figs["host"]}: {figs["cores"]} cores, measured by gcntrain bench"',
+        "sources = [",
+        f'  "gcntrain bench {figs["version"]}: spmm_csr_dense one thread, densities '
+        f'{list(SPMM_DEGREES)} nonzeros per row",',
+        '  "numpy GEMM (tall-skinny model shapes), quantize_blocks + dequantize_blocks",',
+        f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate and '
+        'cost per Ops call",',
+        '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
+        'Allreduce, Allgather and Bcast of 1-4 MiB (one node: inter = intra)",',
+        f'  "numpy triad: {figs["triad_gbs"]:.1f} GB/s",',
+        "]",
+        "",
+        "[node]",
+        f"cores = {figs['cores']}",
+        f"ranks = {figs['cores']}",
+        f"memory_bandwidth_gbs = {figs['triad_gbs']:.4g}",
+        "",
+        "[network.intra]",
+        f"latency_us = {figs['alpha'] * 1e6:.4g}",
+        f"bandwidth_gbs = {figs['bandwidth'] / 1e9:.4g}",
+        "",
+        "[network.inter]",
+        f"latency_us = {figs['alpha'] * 1e6:.4g}",
+        f"bandwidth_gbs = {figs['bandwidth'] / 1e9:.4g}",
+        f"injection_gbs = {figs['bandwidth'] * figs['cores'] / 1e9:.4g}",
+        "",
+        "[compute]",
+        "# per core",
+        f"spmm_gflops = {{ {spmm} }}",
+        f"gemm_gflops = {figs['gemm']:.4g}",
+        f"quant_gelems = {figs['quant']:.4g}",
+        f"other_gelems = {figs['other']:.4g}",
+        f"call_overhead_us = {figs['overhead'] * 1e6:.4g}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def residual_fit(measured, calls, elems, explained) -> tuple[float, float]:
+    """(cost per call s, element-wise elements per second) from epochs of two sizes: the
+    unexplained time ``measured - explained = calls * o + elems / rate`` solved for o and
+    1 / rate (each kept positive)."""
+    r = np.asarray(measured, np.float64) - np.asarray(explained, np.float64)
+    A = np.stack([np.asarray(calls, np.float64), np.asarray(elems, np.float64)], axis=1)
+    o, x = np.linalg.lstsq(A, r, rcond=None)[0]
+    if not (o > 0 and x > 0):
+        # one unknown only: the per-element rate carries the residual of the larger graph
+        o = 1e-7
+        x = max(float(r[-1] - calls[-1] * o), 1e-12) / float(elems[-1])
+    return float(o), float(1.0 / x)
+
+
+def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tuple[str, dict]:
+    """Measure this machine; (profile TOML text, figures)."""
+    import platform
+
+    from gcntrain import __version__
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.timing import Placement, epoch_counts, predict
+
+    t0 = time.perf_counter()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    figs: dict = {
+        "host": platform.node() or "this machine",
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "cores": int(cores or 1),
+        "version": __version__,
+    }
+    figs["triad_gbs"] = triad_gbs()
+    log(f"memory bandwidth (triad)  {figs['triad_gbs']:.1f} GB/s")
+    figs["spmm"] = spmm_gflops()
+    log("SpMM, one thread          " + ", ".join(f"w{w} {r:.2f}" for w, r in figs["spmm"].items())
+        + " GFLOP/s")
+    figs["gemm"] = gemm_gflops()
+    log(f"GEMM                      {figs['gemm']:.2f} GFLOP/s")
+    figs["quant"] = quant_gelems()
+    log(f"quantize + dequantize     {figs['quant']:.3f} G elements/s")
+    exe = find_mpiexec(mpiexec)
+    if exe is None:
+        raise RuntimeError("no mpiexec found (give --mpiexec PATH)")
+    mpi = mpi_figures(exe)
+    figs["alpha"], pingpong_bw = fit_link(mpi["pingpong"])
+    figs["bandwidth"] = fit_collective_bandwidth(mpi, figs["alpha"]) or pingpong_bw
+    log(f"MPI ping-pong             latency {figs['alpha'] * 1e6:.2f} us, bandwidth "
+        f"{pingpong_bw / 1e9:.2f} GB/s; collectives imply {figs['bandwidth'] / 1e9:.2f} GB/s")
+    # element-wise rate and per-call cost from two serial runs
+    figs["other"], figs["overhead"] = 1e9, 1e-7
+    from gcntrain.model.trainer import TrainConfig
+
+    figs["scales"] = [12, 14, 16]
+    measured, calls, elems, explained = [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for scale in figs["scales"]:
+            g = str(Path(tmp) / f"rmat{scale}.h5")
+            subprocess.run(
+                [*gcntrain_cmd(), "generate", "rmat", "-o", g, "--scale", str(scale),
+                 "--edge-factor", "8"],
+                capture_output=True,
+                check=True,
+            )
+            measured.append(serial_epochs(g))
+            # the serial run used one thread: price it on a one-core node
+            one = {**figs, "cores": 1, "other": 1e21, "overhead": 1e-30}
+            part = parse_machine(_profile_text(name, one), "<bench>")
+            cfg = TrainConfig(epochs=3)
+            sim = plan_training(g, cfg, "serial", 1)
+            widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+            place = Placement(1, 1, part)
+            explained.append(predict(sim, place, widths)["epoch_seconds"])
+            n_calls, n_elems = epoch_counts(sim, widths)
+            calls.append(n_calls)
+            elems.append(n_elems)
+            log(f"serial epoch, R-MAT {scale}    {measured[-1] * 1e3:.1f} ms measured, "
+                f"{explained[-1] * 1e3:.1f} ms of it SpMM and GEMM")
+    figs["overhead"], rate = residual_fit(measured, calls, elems, explained)
+    figs["other"] = rate / 1e9
+    log(f"element-wise              {figs['other']:.3f} G elements/s, "
+        f"{figs['overhead'] * 1e6:.1f} us per Ops call")
+    text = _profile_text(name, figs)
+    m = parse_machine(text, "<bench>")
+    for kind, fn in _collective_fns().items():
+        rows = [
+            f"{int(b)} B {t * 1e6:.1f} us (model {float(fn(mpi['ranks'], b, m.intra)) * 1e6:.1f})"
+            for b, t in mpi[kind]
+        ]
+        log(f"MPI {kind:<22}" + "; ".join(rows))
+    figs["mpi"] = mpi
+    figs["seconds"] = time.perf_counter() - t0
+    log(f"measured in {figs['seconds']:.1f} s")
+    return text, figs

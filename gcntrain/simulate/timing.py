@@ -1,0 +1,382 @@
+"""The time half of the simulator: a predicted epoch time from a plan and a machine profile.
+
+Every steady-state epoch of the recorded schedule is replayed call by call over a clock per
+rank (vectorised over all ranks):
+
+* compute: each call's SpMM flops at the profile's rate for its width, dense flops at the
+  GEMM rate, quantized elements at the quantization rate, all times the rank's cores
+  (`Machine.cores_per_rank`); per epoch the model's element-wise work (local rows x local
+  columns' share x the sum of the layer widths, at ``other_gelems``) and a fixed cost per Ops
+  call;
+* communication: each step of the call's exchange description (the same `Scheme.steps` the
+  runtime executes and the plans count) priced by the α-β cost of its standard algorithm
+  (`gcntrain.simulate.collectives`) on the intra-node link when its group lies on one node,
+  else on the inter-node link with the node's injection bandwidth shared by its ranks;
+* synchronisation: a collective starts when the last member of its group arrives (the
+  others wait: "wait" in the breakdown); a point-to-point exchange when the rank and every
+  partner it exchanges with have arrived; Alltoallv over the world when every rank has;
+* overlap: a scheme that overlaps its exchanges with local compute (`Scheme.overlaps`: p2p's
+  Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
+  of its compute (from its own clock) and its exchange (from the synchronisation point).
+
+The epoch time is the latest clock (the critical path; epochs end with collectives), the
+breakdown is that of the critical rank, and `epoch_seconds` is the median over the planned
+epochs, as `train --json` reports the median measured epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gcntrain.comm.exchange import (
+    Allgatherv,
+    Allreduce,
+    BcastStages,
+    Groups,
+    Pairs,
+    ReduceScatterv,
+    Uniform,
+)
+from gcntrain.errors import InputError
+from gcntrain.simulate import collectives as C
+from gcntrain.simulate.machine import Link, Machine
+
+#: communication kinds of the breakdown (the measured `comm_seconds_max` kinds)
+COMM_KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", "p2p")
+#: compute parts of the breakdown
+COMPUTE_KINDS = ("spmm", "gemm", "quant", "other")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Ranks on nodes: rank r on node ``r // ranks_per_node``."""
+
+    P: int
+    ranks_per_node: int
+    machine: Machine
+
+    @property
+    def nodes(self) -> int:
+        return -(-self.P // self.ranks_per_node)
+
+    @property
+    def node(self) -> np.ndarray:
+        return np.arange(self.P, dtype=np.int64) // self.ranks_per_node
+
+    @property
+    def intra(self) -> Link:
+        return self.machine.intra
+
+    @property
+    def inter(self) -> Link:
+        return self.machine.inter_link(min(self.ranks_per_node, self.P))
+
+    @property
+    def cores(self) -> float:
+        return self.machine.cores_per_rank(min(self.ranks_per_node, self.P))
+
+
+def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):
+    """The `Placement` of `P` ranks from ``--nodes`` / ``--ranks-per-node`` (either, both or
+    neither: the profile's ranks per node); `InputError` when they disagree with P."""
+    if nodes is not None and ranks_per_node is not None and nodes * ranks_per_node != P:
+        raise InputError(
+            f"--nodes {nodes} x --ranks-per-node {ranks_per_node} is not --ranks {P}"
+        )
+    if ranks_per_node is None:
+        if nodes is not None:
+            if P % nodes:
+                raise InputError(f"--ranks {P} does not fill --nodes {nodes} evenly")
+            ranks_per_node = P // nodes
+        else:
+            ranks_per_node = min(machine.ranks_per_node, P)
+    if ranks_per_node < 1 or (nodes is not None and nodes < 1):
+        raise InputError("--nodes and --ranks-per-node must be positive")
+    return Placement(P, int(ranks_per_node), machine)
+
+
+# -- synchronisation and link of each step ------------------------------------------------
+def _group_max(values: np.ndarray, gid: np.ndarray, G: int) -> np.ndarray:
+    out = np.full(G, -np.inf)
+    np.maximum.at(out, gid, values)
+    return out
+
+
+def _one_node(groups: Groups, place: Placement) -> np.ndarray:
+    """(P,) whether each rank's group lies on one node."""
+    G = groups.sizes.shape[0]
+    node = place.node.astype(np.float64)
+    hi = _group_max(node, groups.gid, G)
+    lo = -_group_max(-node, groups.gid, G)
+    return (hi == lo)[groups.gid]
+
+
+def _by_link(fn, intra_mask, place: Placement, *args) -> np.ndarray:
+    return np.where(intra_mask, fn(*args, place.intra), fn(*args, place.inter))
+
+
+def _group_cost(step, place: Placement) -> np.ndarray:
+    """(P,) seconds of a collective over groups, per member."""
+    g: Groups = step.groups
+    p = g.size_of_rank()
+    one = _one_node(g, place)
+    G = g.sizes.shape[0]
+    if isinstance(step, Allreduce):
+        n = np.asarray(step.nelems, np.float64)[g.gid] * step.itemsize
+        return _by_link(C.allreduce, one, place, p, n)
+    if isinstance(step, (Allgatherv, ReduceScatterv)):
+        tot = np.zeros(G)
+        np.add.at(tot, g.gid, np.asarray(step.nbytes, np.float64))
+        if isinstance(step, Allgatherv):
+            return _by_link(C.allgather, one, place, p, tot[g.gid] / np.maximum(p, 1))
+        return _by_link(C.reduce_scatter, one, place, p, tot[g.gid])
+    if isinstance(step, Uniform):
+        b = (p - 1) * float(step.nbytes)
+        return _by_link(C.alltoallv, one, place, p - 1, b, b)
+    if isinstance(step, BcastStages):
+        size = g.sizes[step.group]
+        live = (step.nbytes > 0) & (size > 1)
+        grp = step.group[live]
+        gone = _one_node(g, place)
+        # a group's stages run in turn: its cost is the sum of its stages' broadcasts
+        first = np.zeros(G, dtype=np.int64)
+        first[g.gid] = np.arange(g.P)
+        intra_g = gone[first[grp]]
+        cost = np.where(
+            intra_g,
+            C.bcast(size[live], step.nbytes[live], place.intra),
+            C.bcast(size[live], step.nbytes[live], place.inter),
+        )
+        per_group = np.zeros(G)
+        np.add.at(per_group, grp, cost)
+        return per_group[g.gid]
+    raise TypeError(f"no cost model for {type(step).__name__}")  # pragma: no cover
+
+
+_KIND = {
+    Allreduce: "allreduce",
+    Allgatherv: "allgather",
+    ReduceScatterv: "reduce_scatter",
+    Uniform: "alltoall",
+    BcastStages: "bcast",
+}
+
+
+def _pairs_cost(step: Pairs, place: Placement) -> np.ndarray:
+    """(P,) seconds of a rank's part of a sparse exchange: per peer one latency, its bytes
+    in its larger direction, separately on the intra- and inter-node links."""
+    P = place.P
+    live = (step.src != step.dst) & (step.nbytes > 0)
+    s, d, b = step.src[live], step.dst[live], step.nbytes[live].astype(np.float64)
+    node = place.node
+    same = node[s] == node[d]
+    out = np.zeros(P)
+    for mask, link in ((same, place.intra), (~same, place.inter)):
+        ss, dd, bb = s[mask], d[mask], b[mask]
+        sent = np.bincount(ss, weights=bb, minlength=P)
+        recv = np.bincount(dd, weights=bb, minlength=P)
+        peers = np.bincount(ss, minlength=P) + np.bincount(dd, minlength=P)
+        # a pair both ways is one pairwise step: count distinct peers
+        if ss.size:
+            key = np.unique(np.concatenate([ss * P + dd, dd * P + ss]))
+            peers = np.bincount(key // P, minlength=P)
+        out += C.alltoallv(peers, sent, recv, link)
+    return out
+
+
+def _pairs_start(step: Pairs, clock: np.ndarray) -> np.ndarray:
+    """(P,) when a rank's point-to-point exchange can complete its synchronisation: the
+    latest arrival among itself and its partners."""
+    live = (step.src != step.dst) & (step.nbytes > 0)
+    s, d = step.src[live], step.dst[live]
+    start = clock.copy()
+    np.maximum.at(start, d, clock[s])
+    np.maximum.at(start, s, clock[d])
+    return start
+
+
+def step_timing(step, place: Placement, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """(start, cost, kind) of one step given the ranks' clocks: when each rank's part
+    starts, how long it takes, and its breakdown kind."""
+    if isinstance(step, Pairs):
+        cost = _pairs_cost(step, place)
+        if step.kind == "p2p":
+            return _pairs_start(step, clock), cost, "p2p"
+        return np.full(place.P, clock.max(initial=0.0)), cost, "alltoall"
+    g: Groups = step.groups
+    start = _group_max(clock, g.gid, g.sizes.shape[0])[g.gid]
+    return start, _group_cost(step, place), _KIND[type(step)]
+
+
+# -- compute ------------------------------------------------------------------------------
+def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement) -> dict:
+    """{kind: (P,) seconds} of one call's work ((P, 3) SpMM nonzeros, SpMM flops, dense
+    flops) and quantized elements on every rank."""
+    m, cores = place.machine, place.cores
+    nnz, sflops, dflops = (work[:, i].astype(np.float64) for i in range(3))
+    width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
+    return {
+        "spmm": np.where(sflops > 0, sflops / (m.spmm_rate(width) * cores), 0.0),
+        "gemm": dflops / (m.gemm_rate * cores),
+        "quant": np.asarray(quant, np.float64) / (m.quant_rate * cores),
+    }
+
+
+def other_seconds(footprint: dict, widths: list[int], calls: int, place: Placement):
+    """(P,) seconds of an epoch's element-wise work and per-call cost on every rank."""
+    rows = np.asarray(footprint["rows"], np.float64) * np.asarray(
+        footprint["col_fraction"], np.float64
+    )
+    elems = rows * float(sum(widths))
+    m = place.machine
+    return elems / (m.other_rate * place.cores) + calls * m.call_overhead
+
+
+def epoch_calls(sim) -> list[list]:
+    """The calls of every planned epoch, in order."""
+    out, cur = [], None
+    for call in sim.calls:
+        if call.method == "begin_epoch":
+            cur = []
+        elif call.method == "end_epoch":
+            out.append(cur)
+            cur = None
+        elif cur is not None:
+            cur.append(call)
+    return out
+
+
+def epoch_counts(sim, widths: list[int]) -> tuple[int, float]:
+    """(Ops calls, element-wise elements of the busiest rank) of the middle planned epoch:
+    the two quantities `other_seconds` prices."""
+    eps = epoch_calls(sim)
+    fp = sim.scheme.footprint(sim.ctx)
+    rows = np.asarray(fp["rows"], np.float64) * np.asarray(fp["col_fraction"], np.float64)
+    calls = len(eps[len(eps) // 2]) if eps else 0
+    return calls, float(rows.max(initial=0.0)) * float(sum(widths))
+
+
+@dataclass
+class EpochTime:
+    """One predicted epoch: per rank clocks and the per-kind seconds of every rank."""
+
+    clock: np.ndarray
+    parts: dict
+
+    @property
+    def seconds(self) -> float:
+        return float(self.clock.max(initial=0.0))
+
+    def breakdown(self) -> dict:
+        """The critical rank's seconds per kind ("compute" parts, "comm" kinds, "wait")."""
+        r = int(np.argmax(self.clock)) if self.clock.size else 0
+        comp = {k: float(self.parts[k][r]) for k in COMPUTE_KINDS}
+        comm = {k: float(self.parts[k][r]) for k in COMM_KINDS if self.parts[k][r] > 0}
+        return {
+            "critical_rank": r,
+            "compute": sum(comp.values()),
+            "compute_parts": comp,
+            "comm": sum(comm.values()),
+            "comm_parts": comm,
+            "wait": float(self.parts["wait"][r]),
+        }
+
+
+class TimeModel:
+    """Predicted epoch times of a planned run (`gcntrain.simulate.run.Simulation`)."""
+
+    def __init__(self, sim, place: Placement, widths: list[int]):
+        if place.P != sim.table.P:
+            raise ValueError("placement and plan disagree on P")
+        self.sim, self.place, self.widths = sim, place, widths
+        self._steps: dict = {}
+
+    def _call(self, call):
+        sch, ctx = self.sim.scheme, self.sim.ctx
+        pk = sch.price_key(ctx, call)
+        if pk not in self._steps:
+            steps = sch.steps(ctx, call)
+            comp = compute_seconds(
+                np.asarray(sch.work(ctx, call)), sch.quant_elements(ctx, call), self.place
+            )
+            self._steps[pk] = (steps, comp)
+        return self._steps[pk]
+
+    def epoch(self, calls) -> EpochTime:
+        """Replay one epoch's calls (see the module docstring)."""
+        P = self.place.P
+        parts = {k: np.zeros(P) for k in (*COMPUTE_KINDS, *COMM_KINDS, "wait")}
+        fp = self.sim.scheme.footprint(self.sim.ctx)
+        other = other_seconds(fp, self.widths, len(calls), self.place)
+        parts["other"] += other
+        clock = other.copy()
+        overlaps = self.sim.scheme.overlaps(self.sim.ctx)
+        for call in calls:
+            steps, comp = self._call(call)
+            c = sum(comp.values())
+            for k, v in comp.items():
+                parts[k] += v
+            pairs = overlaps and any(isinstance(s, Pairs) for s in steps)
+            if pairs:
+                done = clock + c
+            else:
+                clock = clock + c
+            for st in steps:
+                start, cost, kind = step_timing(st, self.place, clock)
+                parts["wait"] += start - clock
+                parts[kind] += cost
+                clock = start + cost
+            if pairs:
+                # the exchange and the local compute overlap: the later one ends the call
+                clock = np.maximum(done, clock)
+        return EpochTime(clock, parts)
+
+    def epochs(self) -> list[EpochTime]:
+        """Every planned epoch (identical call sequences replayed once)."""
+        out, seen = [], {}
+        sch, ctx = self.sim.scheme, self.sim.ctx
+        for cur in epoch_calls(self.sim):
+            sig = tuple(sch.price_key(ctx, c) for c in cur)
+            if sig not in seen:
+                seen[sig] = self.epoch(cur)
+            out.append(seen[sig])
+        return out
+
+
+def predict(sim, place: Placement, widths: list[int]) -> dict:
+    """`epoch_seconds` (median over the planned epochs of the critical path) and the
+    breakdown of the median epoch, with the per-rank predicted epoch times."""
+    eps = TimeModel(sim, place, widths).epochs()
+    if not eps:
+        return {"epoch_seconds": 0.0, "breakdown": {}, "rank_seconds": np.zeros(place.P)}
+    secs = np.array([e.seconds for e in eps])
+    mid = eps[int(np.argsort(secs, kind="stable")[len(secs) // 2])]
+    return {
+        "epoch_seconds": float(np.median(secs)),
+        "breakdown": mid.breakdown(),
+        "rank_seconds": mid.clock,
+    }
+
+
+def time_summary(sim, config, place: Placement) -> dict:
+    """The time keys of `gcntrain simulate --json` (``epoch_seconds``: the predicted
+    critical-path epoch, the measured key's meaning)."""
+    widths = [sim.num_features, *[int(h) for h in config.hidden], sim.num_classes]
+    got = predict(sim, place, widths)
+    rs = got["rank_seconds"]
+    m = place.machine
+    return {
+        "machine": m.name,
+        "machine_file": m.path,
+        "nodes": place.nodes,
+        "ranks_per_node": place.ranks_per_node,
+        "epoch_seconds": got["epoch_seconds"],
+        "breakdown": got["breakdown"],
+        "rank_epoch_seconds": {
+            "min": float(rs.min()) if rs.size else 0.0,
+            "median": float(np.median(rs)) if rs.size else 0.0,
+            "max": float(rs.max(initial=0.0)),
+        },
+    }
