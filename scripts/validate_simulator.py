@@ -91,8 +91,7 @@ def main() -> int:
         )
         g = json.loads(info.stdout)
         print(
-            f"graph: R-MAT scale {args.scale}, {g.get('num_nodes')} nodes, "
-            f"{g.get('num_edges')} stored edges",
+            f"graph: R-MAT scale {args.scale}, {g.get('nodes')} nodes, {g.get('nnz')} stored edges",
             flush=True,
         )
         profile = args.profile

@@ -318,6 +318,26 @@ def test_threads(monkeypatch):
     assert set_threads(None) == max_threads()
     assert advised_threads(4, cores=64) == 16
     assert advised_threads(3, cores=2) == 1
+
+
+def test_threads_cap_the_blas_and_idle_openmp_workers_sleep():
+    import os
+    import subprocess
+
+    from threadpoolctl import threadpool_info
+
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    assert blas, "numpy's BLAS not found by threadpoolctl"
+    set_threads(1)
+    assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+    n = set_threads(10**6)
+    assert all(p["num_threads"] == n for p in threadpool_info() if p["user_api"] == "blas")
+    code = "import os, gcntrain.kernels; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for given, want in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+        e = env if given is None else {**env, "OMP_WAIT_POLICY": given}
+        out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True)
+        assert out.stdout.strip() == want, out.stderr
     assert advised_threads(1) >= 1
     with pytest.raises(InputError):
         advised_threads(0)

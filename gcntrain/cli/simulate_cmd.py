@@ -8,8 +8,6 @@ import time
 
 import click
 
-from gcntrain.errors import InputError
-
 from gcntrain.cli.display import emit, grid_choice, grid_ranking, rows_table, time_rows
 from gcntrain.cli.options import (
     json_option,
@@ -20,6 +18,7 @@ from gcntrain.cli.options import (
     scheme_options,
     train_config,
 )
+from gcntrain.errors import InputError
 
 
 def _mb(b: float) -> str:

@@ -1,12 +1,14 @@
 """MPI micro-benchmarks for `gcntrain bench` (run under ``mpiexec -n 2`` or more).
 
-``python -m gcntrain.comm.bench [--reps R]`` measures, on the ranks it was started with,
+``python -m gcntrain.comm.bench [--reps R]`` measures, on the ranks it was started with, by
+message size: ping-pong between ranks 0 and 1 (one-way time = half the round trip), and
+Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall over all ranks; each figure is the
+median over `R` repetitions of the slowest rank, every repetition starting with cold caches
+(a training step's buffers are cold too).  Rank 0 prints one JSON object ``{"ranks",
+"pingpong": [[bytes, seconds], ...], "allreduce": [...], ...}``.
 
-* ping-pong between ranks 0 and 1 by message size (one-way time = half the round trip);
-* Allreduce, Allgather and Bcast over all ranks by message size;
-
-and prints one JSON object on rank 0: ``{"ranks", "pingpong": [[bytes, seconds], ...],
-"allreduce": [...], "allgather": [...], "bcast": [...]}`` (the best of `R` repetitions each, after a warm-up).
+``--sync`` measures instead what a synchronisation costs when the ranks outnumber the cores
+(`sync_penalty`); start it with more ranks than cores.
 """
 
 from __future__ import annotations
@@ -20,71 +22,125 @@ import numpy as np
 
 #: message sizes in bytes
 SIZES = (8, 1024, 16384, 131072, 1 << 20, 4 << 20)
+#: bytes touched between timed repetitions so that every message starts cold in the caches
+#: (as a training step's buffers do)
+FLUSH_BYTES = 64 << 20
 
 
-def _best(fn, reps: int) -> float:
+def _median(fn, reps: int, flush: np.ndarray, comm) -> float:
+    """Median over `reps` of the slowest rank's time of `fn`, each repetition after a cache
+    flush and a barrier (one warm-up call first)."""
     fn()
-    best = float("inf")
+    times = []
     for _ in range(reps):
+        flush += 1
+        comm.Barrier()
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        times.append(time.perf_counter() - t0)
+    from mpi4py import MPI
+
+    return float(comm.allreduce(float(np.median(times)), MPI.MAX))
 
 
-def measure(comm, reps: int = 20) -> dict:
+def measure(comm, reps: int = 9) -> dict:
     """The figures of the module docstring (every rank returns them)."""
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
-    out: dict = {"ranks": size, "pingpong": [], "allreduce": [], "allgather": [], "bcast": []}
+    kinds = ("pingpong", "allreduce", "allgather", "bcast", "reduce_scatter", "alltoall")
+    out: dict = {"ranks": size, **{k: [] for k in kinds}}
+    flush = np.zeros(FLUSH_BYTES // 8)
     for n in SIZES:
         buf = np.zeros(n, dtype=np.uint8)
-        inner = max(1, min(50, (1 << 22) // max(n, 1)))
-
-        def pingpong():
-            for _ in range(inner):
-                if rank == 0:
-                    comm.Send(buf, 1, 0)
-                    comm.Recv(buf, 1, 0)
-                elif rank == 1:
-                    comm.Recv(buf, 0, 0)
-                    comm.Send(buf, 0, 0)
-
-        comm.Barrier()
-        t = _best(pingpong, max(3, reps // 4)) / inner / 2
-        out["pingpong"].append([n, comm.bcast(t, 0)])
-        a = np.zeros(max(1, n // 8), dtype=np.float64)
+        a = np.ones(max(1, n // 8), dtype=np.float64)
         r = np.empty_like(a)
-
-        def allreduce():
-            comm.Allreduce(a, r, MPI.SUM)
-
-        comm.Barrier()
-        t = comm.allreduce(_best(allreduce, reps), MPI.MAX)
-        out["allreduce"].append([a.nbytes, t])
         g = np.zeros(n, dtype=np.uint8)
         gr = np.empty(n * size, dtype=np.uint8)
+        per = max(1, n // size)
+        rs_out = np.empty(per // 8 or 1, dtype=np.float64)
+        rs_in = np.ones(rs_out.size * size, dtype=np.float64)
+        at_in = np.zeros(per * size, dtype=np.uint8)
+        at_out = np.empty_like(at_in)
 
-        def allgather():
-            comm.Allgather(g, gr)
+        def pingpong(buf=buf):
+            if rank == 0:
+                comm.Send(buf, 1, 0)
+                comm.Recv(buf, 1, 0)
+            elif rank == 1:
+                comm.Recv(buf, 0, 0)
+                comm.Send(buf, 0, 0)
 
-        comm.Barrier()
-        t = comm.allreduce(_best(allgather, reps), MPI.MAX)
-        out["allgather"].append([n, t])
-
-        def bcast():
-            comm.Bcast(g, 0)
-
-        comm.Barrier()
-        t = comm.allreduce(_best(bcast, reps), MPI.MAX)
-        out["bcast"].append([n, t])
+        fns = {
+            "pingpong": (pingpong, n),
+            "allreduce": (lambda a=a, r=r: comm.Allreduce(a, r, MPI.SUM), a.nbytes),
+            "allgather": (lambda g=g, gr=gr: comm.Allgather(g, gr), n),
+            "bcast": (lambda g=g: comm.Bcast(g, 0), n),
+            "reduce_scatter": (
+                lambda i=rs_in, o=rs_out: comm.Reduce_scatter_block(i, o, MPI.SUM),
+                rs_in.nbytes,
+            ),
+            "alltoall": (lambda i=at_in, o=at_out: comm.Alltoall(i, o), at_in.nbytes),
+        }
+        for kind, (fn, nbytes) in fns.items():
+            t = _median(fn, reps, flush, comm)
+            if kind == "pingpong":
+                t /= 2
+            out[kind].append([int(nbytes), t])
     return out
+
+
+def _busy(a: np.ndarray, rounds: int) -> None:
+    for _ in range(rounds):
+        np.sqrt(a, out=a)
+        a += 1.0
+
+
+def sync_penalty(comm, iters: int = 60) -> dict:
+    """Cost of a synchronisation when ranks outnumber cores: every rank alternates a fixed
+    piece of work (a few ms) with an 8-byte Allreduce.  Returns the per-iteration time, the
+    work's time on one rank alone, and ``penalty`` = iteration - work x ranks / cores (what
+    each synchronisation adds beyond the time-shared work)."""
+    import os
+
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    a = np.ones(1 << 15)
+    rounds = 40
+    # the work alone: rank 0 while the others sleep in a barrier-free wait
+    alone = 0.0
+    if rank == 0:
+        _busy(a, rounds)
+        ts = []
+        for _ in range(9):
+            t0 = time.perf_counter()
+            _busy(a, rounds)
+            ts.append(time.perf_counter() - t0)
+        alone = float(np.median(ts))
+    alone = comm.bcast(alone, 0)
+    x, y = np.zeros(1), np.zeros(1)
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        _busy(a, rounds)
+        comm.Allreduce(x, y, MPI.SUM)
+    it = comm.allreduce((time.perf_counter() - t0) / iters, MPI.MAX)
+    share = max(1.0, size / max(int(cores or 1), 1))
+    return {
+        "ranks": size,
+        "cores": int(cores or 1),
+        "iteration": it,
+        "work_alone": alone,
+        "penalty": max(0.0, it - alone * share),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--sync", action="store_true", help="measure only `sync_penalty`")
     args = ap.parse_args(argv)
     from mpi4py import MPI
 
@@ -92,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if comm.Get_size() < 2:
         print("gcntrain.comm.bench needs at least 2 ranks", file=sys.stderr)
         return 2
-    got = measure(comm, args.reps)
+    got = sync_penalty(comm) if args.sync else measure(comm, args.reps)
     if comm.Get_rank() == 0:
         print(json.dumps(got))
     return 0

@@ -1,4 +1,5 @@
-"""Numba thread count per process (the ``--threads`` option and ``NUMBA_NUM_THREADS``).
+"""Numba and BLAS thread count per process (the ``--threads`` option and
+``NUMBA_NUM_THREADS``).
 
 Advice for MPI runs: give each rank ``cores_per_node // ranks_per_node`` threads
 (`advised_threads`), e.g. 2 ranks per 64-core node -> 32 threads each.  Without it every rank
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 
 import numba
+from threadpoolctl import threadpool_limits
 
 from gcntrain.errors import InputError
 
@@ -55,6 +57,10 @@ def set_threads(n: int | None = None) -> int:
         raise InputError(f"--threads must be a positive integer, got {n!r}")
     applied = min(int(n), max_threads())
     numba.set_num_threads(applied)
+    # the BLAS (numpy's GEMM) gets the same count: left at one thread per core, the BLAS
+    # threads of the ranks of a node spin on each other's cores (a 1d run at np 2 on two
+    # cores took 4.7x longer with them)
+    threadpool_limits(limits=applied, user_api="blas")
     return applied
 
 

@@ -2,17 +2,20 @@
 project's own kernels and MPI library.
 
 * SpMM (`spmm_csr_dense`, one thread): random CSR matrices of two densities (4 and 16
-  nonzeros per row) at dense widths 8, 16, 64 and 256; the profile keeps the median over the
-  densities per width.
+  nonzeros per row) at dense widths 8, 16, 64 and 256, each product timed with its operands
+  out of the caches; the profile keeps the median over the densities per width.
 * GEMM (numpy ``@``, as the Ops' dense products): tall-skinny products of the model's shapes.
 * Quantization (`quantize_blocks` + `dequantize_blocks`, 2 bits).
 * Element-wise work and the cost per Ops call: serial `gcntrain train` runs (one thread) on
   two R-MAT graphs; the part of their median epoch that SpMM and GEMM do not explain, solved
   for a rate per element (local rows x sum of widths) and a cost per call.
 * MPI (``mpiexec -n 2 python -m gcntrain.comm.bench``): the latency of an 8-byte ping-pong;
-  the bandwidth that makes the collective models meet the measured Allreduce, Allgather and
-  Bcast of the largest messages (the intra-node link; this machine is one node, so the
-  inter-node link is set to the same); every measured collective printed beside the model.
+  the bandwidth that makes the collective models meet the measured (median, cold-cache)
+  Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of the largest messages (the
+  intra-node link; this machine is one node, so the inter-node link is set to the same);
+  every measured collective printed beside the model.  On a machine of at most 16 cores,
+  also ``--sync`` at twice as many ranks as cores: what a synchronisation costs when
+  busy-polling ranks share cores (``oversubscribed_sync_us``).
 * Memory bandwidth: a numpy triad.
 """
 
@@ -29,6 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: the oversubscribed synchronisation is measured (at twice as many ranks as cores) only on
+#: machines with at most this many cores (a cluster node is not run oversubscribed)
+MAX_OVERSUBSCRIBE_CORES = 16
 #: SpMM widths and nonzeros per row measured
 SPMM_WIDTHS = (8, 16, 64, 256)
 SPMM_DEGREES = (4, 16)
@@ -43,6 +49,21 @@ def best_time(fn, repeat: int = 3) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def cold_time(fn, repeat: int = 3, flush_bytes: int = 64 << 20) -> float:
+    """Median of `repeat` timed calls of `fn`, each after touching `flush_bytes` so that its
+    operands start out of the caches (as in a training epoch, where other work runs between
+    two products); one warm-up call first."""
+    flush = np.zeros(flush_bytes // 8)
+    fn()
+    times = []
+    for _ in range(repeat):
+        flush += 1.0
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
 
 
 def triad_gbs(n: int = 1 << 25, repeat: int = 5) -> float:
@@ -82,7 +103,9 @@ def spmm_gflops(n: int = 1 << 17) -> dict[int, float]:
             ip = indptr[: rows + 1]
             X = np.random.default_rng(1).random((n, w), dtype=np.float32)
             Y = np.empty((rows, w), dtype=np.float32)
-            t = best_time(lambda: spmm_csr_dense(ip, indices, data, X, Y))
+            t = cold_time(
+                lambda ip=ip, ix=indices, v=data, X=X, Y=Y: spmm_csr_dense(ip, ix, v, X, Y)
+            )
             out[w].append(2.0 * rows * d * w / t / 1e9)
     return {w: float(np.median(v)) for w, v in out.items()}
 
@@ -128,10 +151,10 @@ def find_mpiexec(given: str | None = None) -> str | None:
     return str(here) if here.exists() else shutil.which("mpiexec")
 
 
-def mpi_figures(mpiexec: str, ranks: int = 2) -> dict:
+def mpi_figures(mpiexec: str, ranks: int = 2, *extra: str) -> dict:
     """The JSON of `gcntrain.comm.bench` run on `ranks` ranks."""
     out = subprocess.run(
-        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench"],
+        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench", *extra],
         capture_output=True,
         text=True,
         timeout=120,
@@ -155,23 +178,38 @@ def fit_link(pingpong: list[list[float]]) -> tuple[float, float]:
     return alpha, float(1.0 / slope)
 
 
-def _collective_fns():
-    """The collectives `gcntrain.comm.bench` times, with their cost functions."""
+def _collective_fns(memory_rate: float):
+    """{kind: cost(p, bytes, link)} of the collectives `gcntrain.comm.bench` times, with the
+    byte conventions of its figures (Allreduce and Reduce-scatter: the whole vector, plus
+    their reduction at `memory_rate`; Allgather and Bcast: one member's message; Alltoall:
+    one member's whole send buffer)."""
     from gcntrain.simulate import collectives as C
 
-    return {"allreduce": C.allreduce, "allgather": C.allgather, "bcast": C.bcast}
+    def alltoall(p, n, link):
+        b = n * (p - 1) / p
+        return C.alltoallv(p - 1, b, b, link)
+
+    return {
+        "allreduce": lambda p, n, k: C.allreduce(p, n, k) + C.reduction(p, n, memory_rate),
+        "allgather": C.allgather,
+        "bcast": C.bcast,
+        "reduce_scatter": lambda p, n, k: (
+            C.reduce_scatter(p, n, k) + C.reduction(p, n, memory_rate)
+        ),
+        "alltoall": alltoall,
+    }
 
 
-def fit_collective_bandwidth(mpi: dict, alpha: float) -> float:
-    """Bandwidth (B/s) that makes the collective models meet the measured Allreduce,
-    Allgather and Bcast times of the two largest messages: the median over those six of the
-    bandwidth each implies (their copies and reductions cost more than a ping-pong)."""
+def fit_collective_bandwidth(mpi: dict, alpha: float, memory_rate: float) -> float:
+    """Bandwidth (B/s) that makes the collective models meet the measured collectives of the
+    two largest messages (median times with cold caches): the median over them of the
+    bandwidth each implies (their copies cost more than a hot ping-pong)."""
     from gcntrain.simulate.machine import Link
 
     p = mpi["ranks"]
     betas = []
-    for kind, fn in _collective_fns().items():
-        for b, t in sorted(mpi[kind])[-2:]:
+    for kind, fn in _collective_fns(memory_rate).items():
+        for b, t in sorted(mpi.get(kind, []))[-2:]:
             a = float(fn(p, b, Link(alpha, 0.0)))
             slope = float(fn(p, b, Link(alpha, 1.0))) - a
             if slope > 0 and t > a:
@@ -214,7 +252,8 @@ def _profile_text(name: str, figs: dict) -> str:
         f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate and '
         'cost per Ops call",',
         '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
-        'Allreduce, Allgather and Bcast of 1-4 MiB (one node: inter = intra)",',
+        "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 1-4 MiB, cold caches, medians "
+        '(one node: inter = intra); oversubscribed sync: --sync at twice the cores",',
         f'  "numpy triad: {figs["triad_gbs"]:.1f} GB/s",',
         "]",
         "",
@@ -222,6 +261,7 @@ def _profile_text(name: str, figs: dict) -> str:
         f"cores = {figs['cores']}",
         f"ranks = {figs['cores']}",
         f"memory_bandwidth_gbs = {figs['triad_gbs']:.4g}",
+        f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
         "",
         "[network.intra]",
         f"latency_us = {figs['alpha'] * 1e6:.4g}",
@@ -278,8 +318,11 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
     figs["triad_gbs"] = triad_gbs()
     log(f"memory bandwidth (triad)  {figs['triad_gbs']:.1f} GB/s")
     figs["spmm"] = spmm_gflops()
-    log("SpMM, one thread          " + ", ".join(f"w{w} {r:.2f}" for w, r in figs["spmm"].items())
-        + " GFLOP/s")
+    log(
+        "SpMM, one thread          "
+        + ", ".join(f"w{w} {r:.2f}" for w, r in figs["spmm"].items())
+        + " GFLOP/s"
+    )
     figs["gemm"] = gemm_gflops()
     log(f"GEMM                      {figs['gemm']:.2f} GFLOP/s")
     figs["quant"] = quant_gelems()
@@ -289,9 +332,20 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
         raise RuntimeError("no mpiexec found (give --mpiexec PATH)")
     mpi = mpi_figures(exe)
     figs["alpha"], pingpong_bw = fit_link(mpi["pingpong"])
-    figs["bandwidth"] = fit_collective_bandwidth(mpi, figs["alpha"]) or pingpong_bw
-    log(f"MPI ping-pong             latency {figs['alpha'] * 1e6:.2f} us, bandwidth "
-        f"{pingpong_bw / 1e9:.2f} GB/s; collectives imply {figs['bandwidth'] / 1e9:.2f} GB/s")
+    mem_rate = figs["triad_gbs"] * 1e9 / mpi["ranks"]
+    figs["bandwidth"] = fit_collective_bandwidth(mpi, figs["alpha"], mem_rate) or pingpong_bw
+    log(
+        f"MPI ping-pong             latency {figs['alpha'] * 1e6:.2f} us, bandwidth "
+        f"{pingpong_bw / 1e9:.2f} GB/s; collectives imply {figs['bandwidth'] / 1e9:.2f} GB/s"
+    )
+    figs["sync"] = 0.0
+    if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
+        sync = mpi_figures(exe, 2 * figs["cores"], "--sync")
+        figs["sync"] = sync["penalty"]
+        log(
+            f"oversubscribed sync       {sync['ranks']} ranks on {sync['cores']} cores: "
+            f"{sync['penalty'] * 1e6:.0f} us per synchronisation beyond the shared work"
+        )
     # element-wise rate and per-call cost from two serial runs
     figs["other"], figs["overhead"] = 1e9, 1e-7
     from gcntrain.model.trainer import TrainConfig
@@ -302,8 +356,17 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
         for scale in figs["scales"]:
             g = str(Path(tmp) / f"rmat{scale}.h5")
             subprocess.run(
-                [*gcntrain_cmd(), "generate", "rmat", "-o", g, "--scale", str(scale),
-                 "--edge-factor", "8"],
+                [
+                    *gcntrain_cmd(),
+                    "generate",
+                    "rmat",
+                    "-o",
+                    g,
+                    "--scale",
+                    str(scale),
+                    "--edge-factor",
+                    "8",
+                ],
                 capture_output=True,
                 check=True,
             )
@@ -319,15 +382,19 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             n_calls, n_elems = epoch_counts(sim, widths)
             calls.append(n_calls)
             elems.append(n_elems)
-            log(f"serial epoch, R-MAT {scale}    {measured[-1] * 1e3:.1f} ms measured, "
-                f"{explained[-1] * 1e3:.1f} ms of it SpMM and GEMM")
+            log(
+                f"serial epoch, R-MAT {scale}    {measured[-1] * 1e3:.1f} ms measured, "
+                f"{explained[-1] * 1e3:.1f} ms of it SpMM and GEMM"
+            )
     figs["overhead"], rate = residual_fit(measured, calls, elems, explained)
     figs["other"] = rate / 1e9
-    log(f"element-wise              {figs['other']:.3f} G elements/s, "
-        f"{figs['overhead'] * 1e6:.1f} us per Ops call")
+    log(
+        f"element-wise              {figs['other']:.3f} G elements/s, "
+        f"{figs['overhead'] * 1e6:.1f} us per Ops call"
+    )
     text = _profile_text(name, figs)
     m = parse_machine(text, "<bench>")
-    for kind, fn in _collective_fns().items():
+    for kind, fn in _collective_fns(mem_rate).items():
         rows = [
             f"{int(b)} B {t * 1e6:.1f} us (model {float(fn(mpi['ranks'], b, m.intra)) * 1e6:.1f})"
             for b, t in mpi[kind]

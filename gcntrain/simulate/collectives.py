@@ -6,8 +6,8 @@ minimum over the algorithms listed), so a prediction is a lower bound of a well-
 
 Conventions: `n` is the bytes each member contributes (Allreduce: its whole vector;
 Allgather: its own block, the result is p * n; Reduce-scatter: its whole input vector;
-Broadcast: the root's message).  A group of one member costs nothing.  Reduction arithmetic
-is not counted here (the compute half of the model prices it).
+Broadcast: the root's message).  A group of one member costs nothing.  The arithmetic of
+a reduction is `reduction` (memory-bound: a member combines (p - 1) / p of the vector).
 """
 
 from __future__ import annotations
@@ -74,3 +74,11 @@ def point_to_point(messages, nbytes, link: Link) -> np.ndarray:
     """`messages` messages of `nbytes` bytes in all from one member: ``messages α + nbytes β``."""
     m = np.asarray(messages, dtype=np.float64)
     return m * link.alpha + np.asarray(nbytes, dtype=np.float64) * link.beta
+
+
+def reduction(p, n, bandwidth: float) -> np.ndarray:
+    """Local arithmetic of an Allreduce or Reduce-scatter of `n` bytes per member: each
+    member combines (p - 1) / p of the vector, reading two operands and writing one, at
+    `bandwidth` bytes per second: ``3 (p - 1) / p n / bandwidth``."""
+    p, n, _ = _arrays(p, n)
+    return _solo(p, 3.0 * (p - 1) / np.maximum(p, 1) * n / bandwidth)

@@ -6,7 +6,10 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
     name = "fugaku"
     description = "..."
     sources = ["...", ...]
-    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs
+    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs,
+                      oversubscribed_sync_us (optional, default 0: what each synchronising
+                      step adds when a node runs more ranks than cores, as MPI ranks
+                      busy-polling on shared cores wait for a descheduled partner)
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
     [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
@@ -66,6 +69,7 @@ class Machine:
     quant_rate: float
     other_rate: float
     call_overhead: float
+    oversubscribed_sync: float = 0.0
     path: str = ""
 
     def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
@@ -126,6 +130,14 @@ def _get(d: dict, key: str, where: str, path: str, kind=float):
     return float(v)
 
 
+def _optional(d: dict, key: str, where: str, path: str) -> float:
+    """A non-negative number that may be absent (0)."""
+    v = d.get(key, 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+        raise InputError(f"machine profile: {where}{key} must be a number >= 0", path)
+    return float(v)
+
+
 def _table(d: dict, key: str, where: str, path: str) -> dict:
     v = d.get(key)
     if not isinstance(v, dict):
@@ -183,5 +195,6 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,
         other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
+        oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
         path=path,
     )

@@ -15,6 +15,9 @@ rank (vectorised over all ranks):
 * synchronisation: a collective starts when the last member of its group arrives (the
   others wait: "wait" in the breakdown); a point-to-point exchange when the rank and every
   partner it exchanges with have arrived; Alltoallv over the world when every rank has;
+  on a node with more ranks than cores every synchronising step (each broadcast stage, each
+  collective, each exchange) adds the profile's ``oversubscribed_sync_us``; reductions add
+  their arithmetic at the rank's share of the memory bandwidth;
 * overlap: a scheme that overlaps its exchanges with local compute (`Scheme.overlaps`: p2p's
   Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
   of its compute (from its own clock) and its exchange (from the synchronisation point).
@@ -77,14 +80,24 @@ class Placement:
     def cores(self) -> float:
         return self.machine.cores_per_rank(min(self.ranks_per_node, self.P))
 
+    @property
+    def memory_rate(self) -> float:
+        """Memory bandwidth of one rank (its share of the node's)."""
+        return self.machine.memory_bandwidth / min(self.ranks_per_node, self.P)
+
+    @property
+    def sync_cost(self) -> float:
+        """What each synchronising step adds (the profile's oversubscribed figure when the
+        node runs more ranks than cores, else nothing)."""
+        k = min(self.ranks_per_node, self.P)
+        return self.machine.oversubscribed_sync if k > self.machine.cores else 0.0
+
 
 def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):
     """The `Placement` of `P` ranks from ``--nodes`` / ``--ranks-per-node`` (either, both or
     neither: the profile's ranks per node); `InputError` when they disagree with P."""
     if nodes is not None and ranks_per_node is not None and nodes * ranks_per_node != P:
-        raise InputError(
-            f"--nodes {nodes} x --ranks-per-node {ranks_per_node} is not --ranks {P}"
-        )
+        raise InputError(f"--nodes {nodes} x --ranks-per-node {ranks_per_node} is not --ranks {P}")
     if ranks_per_node is None:
         if nodes is not None:
             if P % nodes:
@@ -123,18 +136,21 @@ def _group_cost(step, place: Placement) -> np.ndarray:
     p = g.size_of_rank()
     one = _one_node(g, place)
     G = g.sizes.shape[0]
+    sync = np.where(p > 1, place.sync_cost, 0.0)
     if isinstance(step, Allreduce):
         n = np.asarray(step.nelems, np.float64)[g.gid] * step.itemsize
-        return _by_link(C.allreduce, one, place, p, n)
+        red = C.reduction(p, n, place.memory_rate)
+        return _by_link(C.allreduce, one, place, p, n) + red + sync
     if isinstance(step, (Allgatherv, ReduceScatterv)):
         tot = np.zeros(G)
         np.add.at(tot, g.gid, np.asarray(step.nbytes, np.float64))
         if isinstance(step, Allgatherv):
-            return _by_link(C.allgather, one, place, p, tot[g.gid] / np.maximum(p, 1))
-        return _by_link(C.reduce_scatter, one, place, p, tot[g.gid])
+            return _by_link(C.allgather, one, place, p, tot[g.gid] / np.maximum(p, 1)) + sync
+        red = C.reduction(p, tot[g.gid], place.memory_rate)
+        return _by_link(C.reduce_scatter, one, place, p, tot[g.gid]) + red + sync
     if isinstance(step, Uniform):
         b = (p - 1) * float(step.nbytes)
-        return _by_link(C.alltoallv, one, place, p - 1, b, b)
+        return _by_link(C.alltoallv, one, place, p - 1, b, b) + sync
     if isinstance(step, BcastStages):
         size = g.sizes[step.group]
         live = (step.nbytes > 0) & (size > 1)
@@ -144,10 +160,13 @@ def _group_cost(step, place: Placement) -> np.ndarray:
         first = np.zeros(G, dtype=np.int64)
         first[g.gid] = np.arange(g.P)
         intra_g = gone[first[grp]]
-        cost = np.where(
-            intra_g,
-            C.bcast(size[live], step.nbytes[live], place.intra),
-            C.bcast(size[live], step.nbytes[live], place.inter),
+        cost = (
+            np.where(
+                intra_g,
+                C.bcast(size[live], step.nbytes[live], place.intra),
+                C.bcast(size[live], step.nbytes[live], place.inter),
+            )
+            + place.sync_cost
         )
         per_group = np.zeros(G)
         np.add.at(per_group, grp, cost)
@@ -183,7 +202,7 @@ def _pairs_cost(step: Pairs, place: Placement) -> np.ndarray:
             key = np.unique(np.concatenate([ss * P + dd, dd * P + ss]))
             peers = np.bincount(key // P, minlength=P)
         out += C.alltoallv(peers, sent, recv, link)
-    return out
+    return out + np.where(out > 0, place.sync_cost, 0.0)
 
 
 def _pairs_start(step: Pairs, clock: np.ndarray) -> np.ndarray:
