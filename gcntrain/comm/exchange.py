@@ -209,6 +209,10 @@ class Uniform:
         return _table(b, b, n, n)
 
 
+#: `Pairs.kind` of point-to-point exchanges (Isend/Irecv), the communicators' counter kind
+POINT_TO_POINT = "p2p"
+
+
 @dataclass
 class Pairs:
     """Sparse rank pairs: ``src[k]`` sends ``nbytes[k]`` bytes to ``dst[k]`` (an Alltoallv

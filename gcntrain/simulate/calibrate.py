@@ -32,9 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from gcntrain.schemes.registry import AUTO
+
 #: the oversubscribed synchronisation is measured (at twice as many ranks as cores) only on
 #: machines with at most this many cores (a cluster node is not run oversubscribed)
 MAX_OVERSUBSCRIBE_CORES = 16
+#: the one-process reference scheme the serial calibration runs train with
+REFERENCE = AUTO[0]
 #: SpMM widths and nonzeros per row measured
 SPMM_WIDTHS = (8, 16, 64, 256)
 SPMM_DEGREES = (4, 16)
@@ -225,7 +229,7 @@ def serial_epochs(graph: str, epochs: int = 8) -> float:
             "train",
             graph,
             "--scheme",
-            "serial",
+            REFERENCE,
             "--epochs",
             str(epochs),
             "--threads",
@@ -375,7 +379,7 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             one = {**figs, "cores": 1, "other": 1e21, "overhead": 1e-30}
             part = parse_machine(_profile_text(name, one), "<bench>")
             cfg = TrainConfig(epochs=3)
-            sim = plan_training(g, cfg, "serial", 1)
+            sim = plan_training(g, cfg, REFERENCE, 1)
             widths = [sim.num_features, *cfg.hidden, sim.num_classes]
             place = Placement(1, 1, part)
             explained.append(predict(sim, place, widths)["epoch_seconds"])

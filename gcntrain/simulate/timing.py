@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gcntrain.comm.exchange import (
+    POINT_TO_POINT,
     Allgatherv,
     Allreduce,
     BcastStages,
@@ -47,7 +48,7 @@ from gcntrain.simulate import collectives as C
 from gcntrain.simulate.machine import Link, Machine
 
 #: communication kinds of the breakdown (the measured `comm_seconds_max` kinds)
-COMM_KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", "p2p")
+COMM_KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", POINT_TO_POINT)
 #: compute parts of the breakdown
 COMPUTE_KINDS = ("spmm", "gemm", "quant", "other")
 
@@ -221,8 +222,8 @@ def step_timing(step, place: Placement, clock: np.ndarray) -> tuple[np.ndarray, 
     starts, how long it takes, and its breakdown kind."""
     if isinstance(step, Pairs):
         cost = _pairs_cost(step, place)
-        if step.kind == "p2p":
-            return _pairs_start(step, clock), cost, "p2p"
+        if step.kind == POINT_TO_POINT:
+            return _pairs_start(step, clock), cost, POINT_TO_POINT
         return np.full(place.P, clock.max(initial=0.0)), cost, "alltoall"
     g: Groups = step.groups
     start = _group_max(clock, g.gid, g.sizes.shape[0])[g.gid]
