@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gcntrain.simulate.calibrate import triad_gbs  # noqa: F401  (the scripts' bandwidth)
+from gcntrain.simulate.calibrate import find_mpiexec, gcntrain_cmd, triad_gbs
 
 CASES = [
     ("1d", []),
@@ -31,9 +31,18 @@ CASES = [
 ]
 
 
-def gcntrain() -> list[str]:
-    exe = Path(sys.executable).parent / "gcntrain"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "gcntrain.cli.main"]
+#: the scripts' gcntrain command line (the console script beside this Python)
+gcntrain = gcntrain_cmd
+
+
+def mpiexec() -> str:
+    """The MPI launcher the scripts start ranks with (`find_mpiexec`, else ``mpiexec``)."""
+    return find_mpiexec() or "mpiexec"
+
+
+def machine_state() -> str:
+    """The load and memory bandwidth now, printed beside every performance figure."""
+    return f"load {os.getloadavg()[0]:.2f}, memory bandwidth {triad_gbs():.1f} GB/s (triad)"
 
 
 def run_json(argv: list[str]) -> dict:

@@ -26,7 +26,7 @@ from pathlib import Path
 ENV = dict(os.environ)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import triad_gbs  # noqa: E402
+from bench_simulate import machine_state, mpiexec  # noqa: E402
 
 NEW = Path(__file__).resolve().parent.parent
 #: the command line of whichever tree PYTHONPATH selects
@@ -37,15 +37,10 @@ def run(tree: Path, np_: int, args: list[str], cwd: str) -> float:
     env = {**ENV, "PYTHONPATH": str(tree)}
     cmd = [*CLI, "train", *args, "--json"]
     if np_ > 1:
-        exe = Path(sys.executable).parent / "mpiexec"
-        cmd = [str(exe) if exe.exists() else "mpiexec", "-n", str(np_), *cmd]
+        cmd = [mpiexec(), "-n", str(np_), *cmd]
     # cwd outside both trees: ``python -c`` puts the working directory before PYTHONPATH
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=cwd)
     return float(json.loads(out.stdout)["epoch_seconds"])
-
-
-def state() -> str:
-    return f"load {os.getloadavg()[0]:.2f}, memory bandwidth {triad_gbs():.1f} GB/s (triad)"
 
 
 def main() -> int:
@@ -56,7 +51,7 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=10)
     a = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
-    print(f"before: {state()}", flush=True)
+    print(f"before: {machine_state()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         g = str(Path(tmp) / "rmat.h5")
         subprocess.run(
@@ -82,7 +77,7 @@ def main() -> int:
     for label, _, _ in cases:
         o, n = statistics.median(got[(label, "old")]), statistics.median(got[(label, "new")])
         print(f"{label:<22}{o * 1e3:>10.1f}{n * 1e3:>10.1f}{n / o:>9.2f}")
-    print(f"after: {state()}")
+    print(f"after: {machine_state()}")
     return 0
 
 

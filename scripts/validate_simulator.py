@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import gcntrain, triad_gbs  # noqa: E402
+from bench_simulate import gcntrain, machine_state, mpiexec  # noqa: E402
 
 #: (label, scheme, options at np 2, options at np 4)
 CASES = [
@@ -40,11 +39,6 @@ CASES = [
 ]
 
 
-def mpiexec() -> str:
-    here = Path(sys.executable).parent / "mpiexec"
-    return str(here) if here.exists() else "mpiexec"
-
-
 def measured(graph: str, np_: int, scheme: str, opts: list[str], epochs: int) -> float:
     cmd = [mpiexec(), "-n", str(np_), *gcntrain(), "train", graph, "--scheme", scheme, *opts]
     out = subprocess.run(
@@ -58,10 +52,6 @@ def predicted(graph, np_, scheme, opts, epochs, profile) -> dict:
     cmd += ["--epochs", str(epochs), "--machine", profile, "--nodes", "1", "--json"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
-
-
-def machine_state() -> str:
-    return f"load {os.getloadavg()[0]:.2f}, memory bandwidth {triad_gbs():.1f} GB/s (triad)"
 
 
 def main() -> int:

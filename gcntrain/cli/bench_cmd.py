@@ -33,6 +33,6 @@ def bench(out, name, mpiexec):
     from gcntrain.model.output import write_text_atomic
     from gcntrain.simulate.calibrate import calibrate
 
-    text, _ = calibrate(name, mpiexec, log=lambda m: info(m))
+    text, _ = calibrate(name, mpiexec, log=info)
     write_text_atomic(Path(out), text)
     info(f"wrote {out}")

@@ -107,3 +107,7 @@ def run(argv: list[str] | None = None) -> int:
         from gcntrain.comm.errors import handle_internal_error
 
         return handle_internal_error(e)
+
+
+if __name__ == "__main__":  # ``python -m gcntrain.cli.main`` (no console script installed)
+    entry()

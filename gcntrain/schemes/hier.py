@@ -410,9 +410,8 @@ class Hier(RowScheme):
         """Quantized training aggregations: each rank quantizes the rows it sends and
         dequantizes the rows it receives."""
         lay: HierLayout = ctx.layout
-        if call.method not in ("aggregate", "aggregate_t") or lay.bits >= 32:
-            return super().quant_elements(ctx, call)
-        if not call.phase.training:
+        agg = call.method in ("aggregate", "aggregate_t")
+        if not agg or lay.bits >= 32 or not call.phase.training:
             return super().quant_elements(ctx, call)
         src, dst, pre, post, _ = self.split(ctx, "f" if call.method == "aggregate" else "t")
         elems = (pre + post) * call.shape(0)[1]

@@ -351,7 +351,6 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             f"{sync['penalty'] * 1e6:.0f} us per synchronisation beyond the shared work"
         )
     # element-wise rate and per-call cost from two serial runs
-    figs["other"], figs["overhead"] = 1e9, 1e-7
     from gcntrain.model.trainer import TrainConfig
 
     figs["scales"] = [12, 14, 16]

@@ -70,28 +70,33 @@ class Placement:
         return np.arange(self.P, dtype=np.int64) // self.ranks_per_node
 
     @property
+    def local_ranks(self) -> int:
+        """Ranks sharing a node (fewer than ``ranks_per_node`` when P is smaller)."""
+        return min(self.ranks_per_node, self.P)
+
+    @property
     def intra(self) -> Link:
         return self.machine.intra
 
     @property
     def inter(self) -> Link:
-        return self.machine.inter_link(min(self.ranks_per_node, self.P))
+        return self.machine.inter_link(self.local_ranks)
 
     @property
     def cores(self) -> float:
-        return self.machine.cores_per_rank(min(self.ranks_per_node, self.P))
+        return self.machine.cores_per_rank(self.local_ranks)
 
     @property
     def memory_rate(self) -> float:
         """Memory bandwidth of one rank (its share of the node's)."""
-        return self.machine.memory_bandwidth / min(self.ranks_per_node, self.P)
+        return self.machine.memory_bandwidth / self.local_ranks
 
     @property
     def sync_cost(self) -> float:
         """What each synchronising step adds (the profile's oversubscribed figure when the
         node runs more ranks than cores, else nothing)."""
-        k = min(self.ranks_per_node, self.P)
-        return self.machine.oversubscribed_sync if k > self.machine.cores else 0.0
+        over = self.local_ranks > self.machine.cores
+        return self.machine.oversubscribed_sync if over else 0.0
 
 
 def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):
@@ -156,11 +161,10 @@ def _group_cost(step, place: Placement) -> np.ndarray:
         size = g.sizes[step.group]
         live = (step.nbytes > 0) & (size > 1)
         grp = step.group[live]
-        gone = _one_node(g, place)
         # a group's stages run in turn: its cost is the sum of its stages' broadcasts
         first = np.zeros(G, dtype=np.int64)
         first[g.gid] = np.arange(g.P)
-        intra_g = gone[first[grp]]
+        intra_g = one[first[grp]]
         cost = (
             np.where(
                 intra_g,
@@ -197,11 +201,9 @@ def _pairs_cost(step: Pairs, place: Placement) -> np.ndarray:
         ss, dd, bb = s[mask], d[mask], b[mask]
         sent = np.bincount(ss, weights=bb, minlength=P)
         recv = np.bincount(dd, weights=bb, minlength=P)
-        peers = np.bincount(ss, minlength=P) + np.bincount(dd, minlength=P)
         # a pair both ways is one pairwise step: count distinct peers
-        if ss.size:
-            key = np.unique(np.concatenate([ss * P + dd, dd * P + ss]))
-            peers = np.bincount(key // P, minlength=P)
+        key = np.unique(np.concatenate([ss * P + dd, dd * P + ss]))
+        peers = np.bincount(key // P, minlength=P)
         out += C.alltoallv(peers, sent, recv, link)
     return out + np.where(out > 0, place.sync_cost, 0.0)
 
@@ -244,12 +246,18 @@ def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement) -> di
     }
 
 
-def other_seconds(footprint: dict, widths: list[int], calls: int, place: Placement):
-    """(P,) seconds of an epoch's element-wise work and per-call cost on every rank."""
+def elementwise_elements(footprint: dict, widths: list[int]) -> np.ndarray:
+    """(P,) elements of an epoch's element-wise work on every rank: local rows x local
+    column share x the sum of the layer widths."""
     rows = np.asarray(footprint["rows"], np.float64) * np.asarray(
         footprint["col_fraction"], np.float64
     )
-    elems = rows * float(sum(widths))
+    return rows * float(sum(widths))
+
+
+def other_seconds(footprint: dict, widths: list[int], calls: int, place: Placement):
+    """(P,) seconds of an epoch's element-wise work and per-call cost on every rank."""
+    elems = elementwise_elements(footprint, widths)
     m = place.machine
     return elems / (m.other_rate * place.cores) + calls * m.call_overhead
 
@@ -272,10 +280,9 @@ def epoch_counts(sim, widths: list[int]) -> tuple[int, float]:
     """(Ops calls, element-wise elements of the busiest rank) of the middle planned epoch:
     the two quantities `other_seconds` prices."""
     eps = epoch_calls(sim)
-    fp = sim.scheme.footprint(sim.ctx)
-    rows = np.asarray(fp["rows"], np.float64) * np.asarray(fp["col_fraction"], np.float64)
+    elems = elementwise_elements(sim.scheme.footprint(sim.ctx), widths)
     calls = len(eps[len(eps) // 2]) if eps else 0
-    return calls, float(rows.max(initial=0.0)) * float(sum(widths))
+    return calls, float(elems.max(initial=0.0))
 
 
 @dataclass
@@ -312,6 +319,7 @@ class TimeModel:
             raise ValueError("placement and plan disagree on P")
         self.sim, self.place, self.widths = sim, place, widths
         self._steps: dict = {}
+        self._footprint = sim.scheme.footprint(sim.ctx)
 
     def _call(self, call):
         sch, ctx = self.sim.scheme, self.sim.ctx
@@ -328,8 +336,7 @@ class TimeModel:
         """Replay one epoch's calls (see the module docstring)."""
         P = self.place.P
         parts = {k: np.zeros(P) for k in (*COMPUTE_KINDS, *COMM_KINDS, "wait")}
-        fp = self.sim.scheme.footprint(self.sim.ctx)
-        other = other_seconds(fp, self.widths, len(calls), self.place)
+        other = other_seconds(self._footprint, self.widths, len(calls), self.place)
         parts["other"] += other
         clock = other.copy()
         overlaps = self.sim.scheme.overlaps(self.sim.ctx)
