@@ -82,6 +82,26 @@ def test_distributed_cli_equals_serial(graph_file, serial_summary, nprocs, schem
     assert d["bytes_sent_max"] >= d["bytes_sent_mean"]
 
 
+def test_scheme_auto_trains_the_recommended_exact_configuration(graph_file, serial_summary):
+    """--scheme auto on 3 ranks: rank 0's sweep picks an exact configuration (the first exact
+    row of `simulate --sweep` for this placement), every rank trains it, results equal serial."""
+    d = train_json(3, [str(graph_file), "--machine", "abci", *ARGS])
+    rec = d["recommendation"]
+    assert d["scheme"] == rec["scheme"] and rec["machine"] == "abci"
+    assert close(d["final_loss"], serial_summary["final_loss"])
+    assert d["test_acc"] == serial_summary["test_acc"]
+    argv = ["simulate", str(graph_file), "-P", "3", "--machine", "abci", "--ranks-per-node", "3"]
+    out = subprocess.run(
+        [*gcntrain_exe(), *argv, *ARGS[1:7], "--sweep", "--json"],
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    best = json.loads(out.stdout)["recommended"]
+    assert (rec["label"], rec["predicted_epoch_seconds"]) == (best["label"], best["epoch_seconds"])
+
+
 def test_shard_store_and_partition_file_inputs(graph_file, serial_summary, tmp_path):
     """Ranks read their own shard of a store, or rows of a METIS partition file."""
     store = tmp_path / "store"

@@ -109,3 +109,56 @@ def time_rows(s: dict) -> list[tuple[str, str]]:
             f"min {_ms(r['min'])}, median {_ms(r['median'])}, max {_ms(r['max'])}",
         ),
     ]
+
+
+def sweep_text(s: dict, top: int) -> str:
+    """`simulate --sweep`: the header, the best `top` configurations, the refused count."""
+    rec = s["recommended"]
+    mem = s["node_memory_bytes"]
+    head = rows_table(
+        [
+            ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
+            (
+                "machine",
+                f"{s['machine']}: {s['ranks']} ranks = {s['nodes']} nodes x "
+                f"{s['ranks_per_node']} ranks per node"
+                + (f", {mem / 2**30:.0f} GiB per node" if mem else ""),
+            ),
+            (
+                "configurations",
+                f"{s['configurations']} ({len(s['refused'])} refused by their plan)",
+            ),
+            (
+                "sweep time",
+                f"{s['sweep_seconds']:.1f} s: partitioning {s['partition_seconds']:.1f} s, "
+                f"planning and pricing {s['plan_seconds']:.1f} s",
+            ),
+            (
+                "recommended",
+                "no exact configuration fits"
+                if rec is None
+                else f"{rec['label']}: {_ms(rec['epoch_seconds'])}",
+            ),
+        ]
+    )
+    lines = [
+        "",
+        "  rank  epoch ms  compute    comm    wait  sent MB max  memory MB  exact  fits  "
+        "configuration",
+    ]
+    for k, r in enumerate(s["ranking"][:top], 1):
+        lines.append(
+            f"  {k:4d}  {r['epoch_seconds'] * 1e3:8.3f}  {r['compute_seconds'] * 1e3:7.3f} "
+            f"{r['comm_seconds'] * 1e3:7.3f} {r['wait_seconds'] * 1e3:7.3f}  "
+            f"{r['bytes_sent_max'] / 1e6:11.3f}  {r['memory_bytes_max'] / 1e6:9.1f}  "
+            f"{'yes' if r['exact'] else 'no':>5s}  {'yes' if r['fits'] else 'no':>4s}  "
+            f"{r['label']}"
+        )
+    more = len(s["ranking"]) - top
+    if more > 0:
+        lines.append(f"  ... {more} more (--top N, or --json for all)")
+    for r in s["refused"][:3]:
+        lines.append(f"  refused: {r['scheme']} {r['options']} [{r['partition']}]: {r['error']}")
+    if len(s["refused"]) > 3:
+        lines.append(f"  ... {len(s['refused']) - 3} more refused (--json lists them)")
+    return head + "\n".join(lines)

@@ -300,11 +300,12 @@ def scheme_options(f):
     )(f)
     return click.option(
         "--scheme",
-        type=click.Choice(["auto", *registry.names()]),
-        default="auto",
+        type=click.Choice([registry.AUTO_NAME, *registry.names()]),
+        default=registry.AUTO_NAME,
         show_default=True,
-        help="Distribution scheme (auto: "
-        + f"{registry.AUTO[0]} on one rank, {registry.AUTO[1]} on several).",
+        help=f"Distribution scheme ({registry.AUTO_NAME}: {registry.AUTO[0]} on one rank; on "
+        "several, train runs the exact configuration with the least predicted epoch time "
+        "(`simulate --sweep`), simulate --sweep ranks every scheme).",
     )(f)
 
 

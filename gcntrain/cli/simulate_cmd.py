@@ -8,7 +8,14 @@ import time
 
 import click
 
-from gcntrain.cli.display import emit, grid_choice, grid_ranking, rows_table, time_rows
+from gcntrain.cli.display import (
+    emit,
+    grid_choice,
+    grid_ranking,
+    rows_table,
+    sweep_text,
+    time_rows,
+)
 from gcntrain.cli.options import (
     json_option,
     machine_options,
@@ -108,6 +115,20 @@ def _human(s: dict) -> str:
     help="Classes to assume [default: the graph's; needed without labels].",
 )
 @machine_options
+@click.option(
+    "--sweep",
+    is_flag=True,
+    help="Plan every scheme (or --scheme's) x its grids / replication / delay / aggregation / "
+    "message bits x partitions (--partition a,b,...: those to try) and rank them by predicted "
+    "epoch time on --machine, best first.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="--sweep: configurations the table shows (--json lists all).",
+)
 @json_option
 @per_rank_option
 def simulate(
@@ -118,6 +139,8 @@ def simulate(
     machine,
     nodes,
     ranks_per_node,
+    sweep,
+    top,
     as_json,
     per_rank,
     **kw,
@@ -141,9 +164,19 @@ def simulate(
         place = placement(load_machine(machine), ranks, nodes, ranks_per_node)
     elif nodes is not None or ranks_per_node is not None:
         raise InputError("--nodes and --ranks-per-node need --machine PROFILE")
+    widths = {"num_features": num_features, "num_classes": num_classes}
+    if sweep:
+        if place is None:
+            raise InputError("--sweep ranks configurations by predicted time: give --machine")
+        if per_rank is not None:
+            raise InputError("--per-rank tables one run; it does not combine with --sweep")
+        res = _sweep(
+            graph, config, ranks, place, scheme, options, partition, partition_seed, widths, as_json
+        )
+        emit(res, as_json, lambda s: sweep_text(s, top))
+        return
     t0 = time.perf_counter()
     args = (graph, config, scheme, ranks)
-    widths = {"num_features": num_features, "num_classes": num_classes}
     search = None
     if wants_auto(options):
         search = rank_grids(*args, options, partition, partition_seed, **widths)
@@ -163,3 +196,49 @@ def simulate(
     if search is not None:
         summary["grid_search"] = search
     emit(summary, as_json, _human)
+
+
+def _sweep(graph, config, ranks, place, scheme, options, partition, seed, widths, quiet) -> dict:
+    """The `simulate --sweep` summary (`gcntrain.simulate.sweep`)."""
+    import sys
+
+    from gcntrain.schemes import registry
+    from gcntrain.simulate.sweep import recommend, sweep
+
+    schemes = None if scheme == registry.AUTO_NAME else [registry.get(scheme, ranks).name]
+    parts = None if partition is None else [p for p in str(partition).split(",") if p]
+    res = sweep(
+        graph,
+        config,
+        ranks,
+        place,
+        schemes=schemes,
+        partitions=parts,
+        options=options,
+        partition_seed=seed,
+        progress=not quiet and sys.stderr.isatty(),
+        **widths,
+    )
+    try:
+        best = recommend(res)
+    except InputError:
+        best = None
+    m = place.machine
+    return {
+        "graph": res.meta.name,
+        "num_nodes": res.meta.n,
+        "num_edges": res.meta.nnz,
+        "ranks": ranks,
+        "machine": m.name,
+        "machine_file": m.path,
+        "nodes": place.nodes,
+        "ranks_per_node": place.ranks_per_node,
+        "node_memory_bytes": int(m.memory),
+        "configurations": len(res.ranking) + len(res.refused),
+        "partition_seconds": res.partition_seconds,
+        "plan_seconds": res.plan_seconds,
+        "sweep_seconds": res.sweep_seconds,
+        "recommended": best,
+        "ranking": res.ranking,
+        "refused": res.refused,
+    }

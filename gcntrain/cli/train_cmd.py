@@ -106,6 +106,16 @@ def _human(s: dict) -> str:
         )
     if s.get("grid_search"):
         rows.append(grid_choice(s["grid_search"]))
+    if s.get("recommendation"):
+        r = s["recommendation"]
+        rows.append(
+            (
+                "scheme auto",
+                f"{r['label']}: predicted {r['predicted_epoch_seconds'] * 1e3:.3f} ms per epoch "
+                f"on profile {r['machine']}, best exact of {r['configurations']} "
+                f"configurations ({r['sweep_seconds']:.1f} s)",
+            )
+        )
     if s.get("out"):
         rows.append(("outputs", s["out"]))
     return rows_table(rows)
@@ -131,8 +141,15 @@ def _human(s: dict) -> str:
     default=None,
     help="Numba threads per rank [default: NUMBA_NUM_THREADS, else cores / ranks per node].",
 )
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME|PROFILE.toml",
+    help="Machine profile the --scheme auto recommender prices configurations with "
+    "[default: local; calibrate yours with `gcntrain bench`].",
+)
 @click.option("--quiet", is_flag=True, help="No per-epoch progress lines.")
-def train(graph, out_dir, as_json, per_rank, threads, quiet, **kw):
+def train(graph, out_dir, as_json, per_rank, threads, machine, quiet, **kw):
     """Train on GRAPH (an HDF5 graph or shard store; default: the embedded SBM dataset),
     full-batch, serially or on every rank of an MPI job.
 
@@ -157,6 +174,7 @@ def train(graph, out_dir, as_json, per_rank, threads, quiet, **kw):
             callback=callback,
             threads=threads,
             per_rank=per_rank,
+            machine=machine,
         )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower --lr") from None

@@ -11,6 +11,7 @@ exchange); those go through `gcntrain.comm.errors.handle_internal_error`, which 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -48,3 +49,25 @@ def agree(comm, fn: Callable[[], T]) -> T:
     text = comm.bcast_bytes(msg.encode(), first, "control").decode(errors="replace")
     prefix = f"rank {first}: " if P > 1 and some_ok else ""
     raise AgreedError(prefix + text, worst) from err
+
+
+#: seconds between the polls of a rank waiting in `on_root`
+IDLE_POLL = 0.005
+
+
+def on_root(comm, fn: Callable[[], T], root: int = 0) -> T | None:
+    """Run `fn()` on `root` only while the other ranks wait *asleep* (a non-blocking barrier
+    polled every `IDLE_POLL` seconds), so that busy-polling MPI ranks sharing the root's
+    cores do not slow its work down; then `agree` on the outcome (same error everywhere).
+    Returns `fn()`'s result on `root`, None elsewhere."""
+
+    def run():
+        try:
+            return fn() if comm.rank == root else None
+        finally:
+            if comm.size > 1:
+                req = comm.comm.Ibarrier()
+                while not req.Test():
+                    time.sleep(IDLE_POLL)
+
+    return agree(comm, run)

@@ -309,7 +309,6 @@ class Hier(RowScheme):
         "SuperGCN: pre/post aggregation split by minimum vertex cover over Alltoallv, "
         "Int2/4/8 messages"
     )
-    exact = True
     options = (
         SchemeOption(
             "aggr",
@@ -336,6 +335,16 @@ class Hier(RowScheme):
             metavar="N",
         ),
     )
+
+    def sweep_options(self, size: int) -> list[dict]:
+        """SuperGCN's comparisons: the three aggregation splits unquantized, and hybrid at
+        each message width."""
+        return [{"aggr": a} for a in AGGR] + [
+            {"aggr": "hybrid", "quant_bits": b} for b in sorted(BITS, reverse=True)
+        ]
+
+    def is_exact(self, config: dict) -> bool:
+        return int(config.get("quant_bits", 32)) == 32
 
     def configure(self, size: int, values: dict) -> dict:
         aggr = values.get("aggr") or "hybrid"

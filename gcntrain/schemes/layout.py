@@ -27,8 +27,22 @@ def renumber(part: np.ndarray, nparts: int) -> tuple[np.ndarray, np.ndarray, np.
     return perm, inv, offsets
 
 
+#: ids at least this many (and at least 1/8 of the range of ids) are looked up in a table
+OWNER_TABLE_MIN = 4096
+
+
 def owner_of(cols: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Block that owns each (new-numbering) row id in `cols`."""
+    """Block that owns each (new-numbering) row id in `cols` (the last block whose offset is
+    at most the id, ``searchsorted(offsets, cols, "right") - 1``).  Many ids are looked up in
+    a table of every id's block (O(n + m) instead of O(m log P); the simulator calls this on
+    every entry of S for each layout it plans)."""
+    cols = np.asarray(cols)
+    offsets = np.asarray(offsets)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    if cols.size >= OWNER_TABLE_MIN and hi - lo <= 8 * cols.size and cols.dtype.kind in "iu":
+        if int(cols.min()) >= lo and int(cols.max()) < hi:
+            table = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.intp), np.diff(offsets))
+            return table[cols - lo] if lo else table[cols]
     return np.searchsorted(offsets, cols, side="right") - 1
 
 

@@ -283,10 +283,17 @@ class GraphSource:
     def __init__(self, graph, label: str):
         self.graph = graph
         self.label = label
+        self._meta: GraphMeta | None = None
 
     def meta(self) -> GraphMeta:
-        g = self.graph
-        return GraphMeta(g.n, g.nnz, g.num_features, g.num_classes, g.name, g.content_hash())
+        """The graph's `GraphMeta` (its content hash computed once per source: the graph is
+        not to change under a source that plans or loads it)."""
+        if self._meta is None:
+            g = self.graph
+            self._meta = GraphMeta(
+                g.n, g.nnz, g.num_features, g.num_classes, g.name, g.content_hash()
+            )
+        return self._meta
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
         g = self.graph
@@ -631,6 +638,8 @@ def open_source(source):
     """A `Source` for None (the embedded default), a `Graph`, a graph file or a store."""
     from gcntrain.data.graph import Graph
 
+    if isinstance(source, GraphSource):
+        return source
     if source is None:
         from gcntrain.data.generate import default_dataset
 

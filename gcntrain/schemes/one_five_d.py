@@ -125,6 +125,13 @@ class OneFiveD(RowScheme):
     def row_parts(self, size: int, config: dict) -> int:
         return size // config["replication"]
 
+    def sweep_options(self, size: int) -> list[dict]:
+        """Every replication factor c >= 2 dividing P with c^2 <= max(P, 4) (CAGNET's range:
+        beyond sqrt(P) the replicas cost more memory than the broadcasts they save); c = 1 is
+        the 1d scheme."""
+        cs = [c for c in range(2, size + 1) if size % c == 0 and c * c <= max(size, 4)]
+        return [{"replication": c} for c in cs] or [{"replication": 1}]
+
     def layout(self, numbering, meta, size, config, model=None) -> RowLayout:
         return RowLayout(numbering, config["replication"])
 

@@ -725,6 +725,7 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
 class Plexus(Scheme):
     name = "plexus"
     whole_rows = False  # feature columns split over the grid
+    sweep_partitions = ("block",)  # its load balance is --permute double
     summary = "Plexus 3D tensor parallelism: rotating X x Y x Z shards, Allreduce per product"
     options = (
         GRID_OPTION,
@@ -769,6 +770,10 @@ class Plexus(Scheme):
 
     def grid_candidates(self, size: int) -> list[str]:
         return ["x".join(map(str, f)) for f in factorizations(size, 3)]
+
+    def sweep_options(self, size: int) -> list[dict]:
+        """Every grid, with and without the double permutation (section 5.1)."""
+        return [{"grid": g, "permute": p} for g in self.grid_candidates(size) for p in PERMUTES]
 
     @staticmethod
     def _load(size: int, config: dict) -> tuple[int, int]:

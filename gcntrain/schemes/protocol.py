@@ -204,10 +204,10 @@ class Scheme:
     options: tuple[SchemeOption, ...] = ()
     #: whether the scheme runs under MPI (False: one process, no MPI library needed)
     uses_mpi: bool = True
-    #: whether results equal serial training (approximate schemes report their drift)
-    exact: bool = True
     #: the partition used without --partition
     default_partition: str = "block"
+    #: the partitions ``simulate --sweep`` tries by default (each must suit `numbering`)
+    sweep_partitions: tuple[str, ...] = ("block", "random", "metis")
     #: whether every rank holds whole rows of the node-wise matrices (all feature columns);
     #: LayerNorm and the label embedding (`TrainConfig.norm`, ``label_prop``) need it
     whole_rows: bool = True
@@ -229,6 +229,17 @@ class Scheme:
         """The `--grid` values possible on `size` ranks, for ``--grid auto`` (which plans
         each and keeps the least volume); empty for a scheme without a process grid."""
         return []
+
+    def sweep_options(self, size: int) -> list[dict]:
+        """The option values ``simulate --sweep`` (and the recommender) plan on `size` ranks:
+        by default one per process grid, or the defaults.  Each is completed by `configure`;
+        values the user gave replace these."""
+        return [{"grid": g} for g in self.grid_candidates(size)] or [{}]
+
+    def is_exact(self, config: dict) -> bool:
+        """Whether training with this configuration equals serial training (within float
+        tolerance); approximate modes (delayed or quantized messages) report their drift."""
+        return True
 
     # -- layout and setup ------------------------------------------------------------------
     def numbering(self, source, parts: int, spec, seed: int, col_parts: int | None = None):

@@ -32,7 +32,9 @@ def _load(entry: str) -> Scheme:
 
 SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, ENTRIES)}
 
-#: scheme chosen by ``--scheme auto``: one process / several
+#: the ``--scheme`` value that lets gcntrain choose
+AUTO_NAME = "auto"
+#: scheme chosen by ``--scheme auto`` without a recommendation: one process / several
 AUTO = ("serial", "p2p")
 
 
@@ -42,7 +44,7 @@ def names() -> list[str]:
 
 def get(name: str, size: int = 1) -> Scheme:
     """The scheme called `name` ("auto": `AUTO` by the number of ranks)."""
-    if name == "auto":
+    if name == AUTO_NAME:
         name = AUTO[0] if size == 1 else AUTO[1]
     if name not in SCHEMES:
         raise InputError(f"unknown scheme {name!r} (known: {', '.join(SCHEMES)})")

@@ -15,7 +15,7 @@ from time import perf_counter
 
 import numpy as np
 
-from gcntrain.comm.agree import agree
+from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads
@@ -189,6 +189,7 @@ def run_training(
     threads: int | None = None,
     per_rank=None,
     comm=None,
+    machine=None,
 ) -> tuple[object, dict]:
     """Train with `scheme` on every rank of `comm` (default: the launcher's job).
 
@@ -196,7 +197,9 @@ def run_training(
     ----------
     source : None (embedded default dataset), a `Graph`, a graph file or a shard store.
     config : TrainConfig.
-    scheme : a registered name, or "auto" (serial on one rank, p2p on several).
+    scheme : a registered name, or "auto": serial on one rank; on several, the recommender's
+        choice (`gcntrain.simulate.sweep.recommend`: the exact configuration with the least
+        predicted epoch time on `machine`, planned by rank 0 before the run starts).
     options : the scheme's option values ({"replication": 2}, {"grid": "2x2"}, ...).
     partition, partition_seed : row partition (block | random | PART.h5) and its seed.
     out_dir : directory for metrics.jsonl, config.json, weights.h5, predictions.h5.
@@ -204,6 +207,7 @@ def run_training(
     threads : Numba threads per rank (default: cores / ranks on the node).
     per_rank : path of a CSV of the measured bytes/messages of every rank and phase.
     comm : a counted communicator (tests); default MPI_COMM_WORLD or none for serial.
+    machine : the profile ``--scheme auto`` prices configurations with (default: `local`).
 
     Returns
     -------
@@ -214,6 +218,13 @@ def run_training(
     world = sch.world(comm)
     t0 = time.perf_counter()
     nthreads = auto_threads(world, threads)
+    recommendation = None
+    if scheme == registry.AUTO_NAME and size > 1:
+        recommendation = _recommend(
+            world, source, config, options, partition, partition_seed, machine
+        )
+        sch = registry.get(recommendation["scheme"], size)
+        options, partition = recommendation["values"], recommendation["partition"]
     checks = 0
     if out_dir is not None:
         from gcntrain.model.output import check_out_dir
@@ -258,6 +269,8 @@ def run_training(
     }
     if search is not None:
         summary["grid_search"] = search
+    if recommendation is not None:
+        summary["recommendation"] = recommendation
     if per_rank is not None:
         phases = gather_phases(world, run.phases())
 
@@ -275,6 +288,51 @@ def run_training(
     return res, summary
 
 
+#: the profile ``--scheme auto`` prices configurations with when none is given
+DEFAULT_MACHINE = "local"
+
+
+def _recommend(world, source, config, options, partition, partition_seed, machine) -> dict:
+    """``--scheme auto`` on several ranks: rank 0 plans every exact configuration of every
+    scheme for this job's ranks and placement (`gcntrain.simulate.sweep`, under one
+    agreement) and broadcasts the best; the choice and its prediction go in the summary."""
+    import json
+
+    from gcntrain.comm.node import ranks_on_node
+    from gcntrain.simulate.machine import load_machine
+    from gcntrain.simulate.sweep import recommend, sweep
+    from gcntrain.simulate.timing import placement
+
+    per_node = ranks_on_node(world)
+
+    def search():
+        prof = load_machine(machine or DEFAULT_MACHINE)
+        place = placement(prof, world.size, None, per_node)
+        parts = None if partition is None else [partition]
+        res = sweep(
+            source,
+            config,
+            world.size,
+            place,
+            partitions=parts,
+            options=options,
+            partition_seed=partition_seed,
+            exact_only=True,
+        )
+        best = recommend(res)
+        keep = ("scheme", "values", "partition", "label", "epoch_seconds", "memory_bytes_max")
+        got = {k: best[k] for k in keep}
+        got["predicted_epoch_seconds"] = got.pop("epoch_seconds")
+        got.update(
+            machine=prof.name,
+            configurations=len(res.ranking) + len(res.refused),
+            sweep_seconds=res.sweep_seconds,
+        )
+        return json.dumps(got).encode()
+
+    return json.loads(world.bcast_bytes(on_root(world, search), 0, "control").decode())
+
+
 def _auto_grid(world, sch, source, config, options, partition, partition_seed):
     """``--grid auto``: rank 0 plans every grid of the scheme (`rank_grids`, under one
     agreement) and broadcasts the ranking; every rank continues with the best grid.  This
@@ -282,14 +340,12 @@ def _auto_grid(world, sch, source, config, options, partition, partition_seed):
     import json
 
     def search():
-        if world.rank != 0:
-            return None
         ranked = rank_grids(
             source, config, sch.name, world.size, options, partition, partition_seed
         )
         return json.dumps(ranked).encode()
 
-    ranked = json.loads(world.bcast_bytes(agree(world, search), 0, "control").decode())
+    ranked = json.loads(world.bcast_bytes(on_root(world, search), 0, "control").decode())
     return {**options, "grid": ranked[0]["grid"]}, ranked
 
 

@@ -534,6 +534,7 @@ def _transpose_block(world, layout: Layout2D, i: int, fwd):
 class TwoD(Scheme):
     name = "2d"
     whole_rows = False  # feature columns split over the grid
+    sweep_partitions = ("block", "random")  # SUMMA's volume ignores locality; random balances
     summary = "CAGNET 2D: SUMMA on a Pr x Pc grid, W replicated (Algorithm 3)"
     options = (GRID_OPTION,)
     #: grid dimensions: Pr x Pc (2D) or X x Y x Z (split-3D, Z layers)

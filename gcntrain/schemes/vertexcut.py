@@ -67,6 +67,8 @@ from gcntrain.schemes.protocol import LoadRequest, Numbering, SchemeOption
 
 #: `--delay` values: a non-negative integer R, or "none" (0c)
 NO_COMM = "none"
+#: the delay ``simulate --sweep`` plans besides 0 and none (DistGNN's cd-5)
+SWEEP_DELAY = 5
 
 
 def parse_delay(value) -> int | None:
@@ -433,8 +435,8 @@ class VertexCut(RowScheme):
     summary = (
         "DistGNN vertex cut (Libra): partial aggregates through per-vertex trees, cd-0/cd-R/0c"
     )
-    exact = True
     default_partition = "libra"
+    sweep_partitions = ("libra",)
     options = (
         SchemeOption(
             "delay",
@@ -449,6 +451,13 @@ class VertexCut(RowScheme):
     def configure(self, size: int, values: dict) -> dict:
         delay = parse_delay(values.get("delay", "0"))
         return {"delay": NO_COMM if delay is None else delay}
+
+    def sweep_options(self, size: int) -> list[dict]:
+        """DistGNN's three modes: cd-0 (exact), cd-5 (its delayed default) and 0c."""
+        return [{"delay": "0"}, {"delay": str(SWEEP_DELAY)}, {"delay": NO_COMM}]
+
+    def is_exact(self, config: dict) -> bool:
+        return config["delay"] == 0
 
     def check_training(self, config: dict, train) -> None:
         d = config["delay"]

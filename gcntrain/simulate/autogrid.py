@@ -26,20 +26,19 @@ def wants_auto(options: dict | None) -> bool:
 
 def _reusable(source, config):
     """(source, support matrix) to plan every candidate with: a single graph file is read
-    once and its support matrix built once (a store is left to the plan: its numbering, and
-    so the grids it admits, are its own)."""
-    from gcntrain.data.graph import Graph
+    once, its content hashed once and its support matrix built once (a store is left to the
+    plan: its numbering, and so the grids it admits, are its own)."""
     from gcntrain.model.normalize import support_kind, support_matrix
-    from gcntrain.schemes.loading import FileSource, open_source
+    from gcntrain.schemes.loading import FileSource, GraphSource, open_source
 
     src = open_source(source)
     if isinstance(src, FileSource):
         from gcntrain.data.store import read_graph
 
-        source = read_graph(src.path)
-    if source is None or isinstance(source, Graph):
-        graph = src.graph if source is None else source
-        return graph, support_matrix(graph, support_kind(config.model, config.aggregator))
+        src = GraphSource(read_graph(src.path), src.path)
+    if isinstance(src, GraphSource):
+        kind = support_kind(config.model, config.aggregator)
+        return src, support_matrix(src.graph, kind)
     return source, None
 
 

@@ -266,6 +266,7 @@ def _profile_text(name: str, figs: dict) -> str:
         f"ranks = {figs['cores']}",
         f"memory_bandwidth_gbs = {figs['triad_gbs']:.4g}",
         f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
+        f"memory_gib = {figs.get('memory_gib', 0.0):.4g}",
         "",
         "[network.intra]",
         f"latency_us = {figs['alpha'] * 1e6:.4g}",
@@ -302,6 +303,14 @@ def residual_fit(measured, calls, elems, explained) -> tuple[float, float]:
     return float(o), float(1.0 / x)
 
 
+def memory_gib() -> float:
+    """This node's physical memory in GiB (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+
+
 def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tuple[str, dict]:
     """Measure this machine; (profile TOML text, figures)."""
     import platform
@@ -319,6 +328,7 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
         "cores": int(cores or 1),
         "version": __version__,
     }
+    figs["memory_gib"] = memory_gib()
     figs["triad_gbs"] = triad_gbs()
     log(f"memory bandwidth (triad)  {figs['triad_gbs']:.1f} GB/s")
     figs["spmm"] = spmm_gflops()

@@ -9,7 +9,9 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
     [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs,
                       oversubscribed_sync_us (optional, default 0: what each synchronising
                       step adds when a node runs more ranks than cores, as MPI ranks
-                      busy-polling on shared cores wait for a descheduled partner)
+                      busy-polling on shared cores wait for a descheduled partner),
+                      memory_gib (optional, 0 = unknown: memory per node, for the sweep's
+                      check that a configuration fits)
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
     [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
@@ -70,6 +72,8 @@ class Machine:
     other_rate: float
     call_overhead: float
     oversubscribed_sync: float = 0.0
+    #: bytes of memory per node (0: unknown)
+    memory: float = 0.0
     path: str = ""
 
     def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
@@ -196,5 +200,6 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
+        memory=_optional(node, "memory_gib", "node.", path) * 2**30,
         path=path,
     )

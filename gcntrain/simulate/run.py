@@ -8,6 +8,7 @@ from `gcntrain.simulate.work`.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +73,24 @@ class Simulation:
     num_classes: int
 
 
+def cached_numbering(cache: dict | None, sch, src, parts, spec, seed, col_parts):
+    """``sch.numbering(src, ...)``, computed once per partitioner, spec, seed and parts when
+    `cache` is a dict (the entry keeps the numbering and the seconds it took)."""
+    if cache is None or not isinstance(spec, str | None):
+        return sch.numbering(src, parts, spec, seed, col_parts)
+    key = (type(sch).numbering.__qualname__, parts, spec, seed, col_parts)
+    if key not in cache:
+        t0 = time.perf_counter()
+        numbering = sch.numbering(src, parts, spec, seed, col_parts)
+        cache[key] = (numbering, time.perf_counter() - t0)
+    return cache[key][0]
+
+
+def numbering_seconds(cache: dict) -> float:
+    """Seconds the partitioners of a `cached_numbering` cache took in all."""
+    return float(sum(seconds for _, seconds in cache.values()))
+
+
 def plan_training(
     source,
     config,
@@ -84,13 +103,16 @@ def plan_training(
     num_features: int | None = None,
     num_classes: int | None = None,
     support: sp.csr_matrix | None = None,
+    numberings: dict | None = None,
 ) -> Simulation:
     """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
 
     `num_features` / `num_classes` stand in for a graph without node data (a structure-only
     SNAP graph): the plan then assumes dense features of that width and train/val/test masks.
     `support`: the graph's support matrix for this model in its original numbering, when the
-    caller already has it (the grid search plans one graph many times).
+    caller already has it (the grid search plans one graph many times).  `numberings`: a
+    cache of numberings (partitions) shared by the plans of one graph; each entry also records
+    the seconds its partitioner took (`numbering_seconds`).
     """
     config.validate()
     sch = registry.get(scheme, ranks)
@@ -101,8 +123,14 @@ def plan_training(
     check_model_support(sch, config)
     src = open_source(source)
     meta = src.meta()
-    numbering = sch.numbering(
-        src, sch.row_parts(ranks, sc), partition, partition_seed, sch.col_parts(ranks, sc)
+    numbering = cached_numbering(
+        numberings,
+        sch,
+        src,
+        sch.row_parts(ranks, sc),
+        partition,
+        partition_seed,
+        sch.col_parts(ranks, sc),
     )
     graph, numbering = src.whole(numbering)
     f0, classes = node_widths(graph, meta, num_features, num_classes)

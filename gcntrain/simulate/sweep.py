@@ -1,0 +1,223 @@
+"""``simulate --sweep`` and the recommender: plan every configuration of every scheme for one
+graph and P, predict each one's epoch time and memory on a machine profile, rank them.
+
+A configuration is a scheme, one of its `Scheme.sweep_options` (grids, replication, delay,
+aggregation split, message bits, permutation) and a partition (the scheme's
+`Scheme.sweep_partitions`, or the user's list).  Each is planned exactly as `gcntrain
+simulate` plans one run (`plan_training`: the scheme's own exchange description), so the
+ranking is the Plexus configuration search extended across all schemes, by plan rather than by
+formula.  The graph and its support matrix are read once; each partition is computed once per
+part count (its seconds are reported apart from the planning's).
+
+Each configuration is planned for `SWEEP_EPOCHS` epochs (or --epochs, if fewer): the ranking
+is by predicted steady-state epoch time, which more epochs do not change.
+
+Ranking: configurations that fit the node's memory first (when the profile states it), then by
+predicted epoch time, then by memory per rank.  The recommender (`recommend`) takes the best
+*exact* one (results equal to serial training); approximate modes (cd-R, 0c, quantized
+messages) are ranked and flagged, never recommended.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, replace
+
+from gcntrain.errors import InputError
+from gcntrain.schemes import registry
+from gcntrain.simulate.run import numbering_seconds, plan_training, simulation_summary
+
+#: partitions that assign edges rather than vertices (taken only by a vertex-cut scheme)
+EDGE_PARTITIONS = ("libra",)
+#: epochs each configuration is planned for (at most --epochs): every steady state shows in
+#: them (DistGNN cd-5's buckets included); the ranking is by the per-epoch time
+SWEEP_EPOCHS = 12
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration to plan: a scheme, its option values, a partition."""
+
+    scheme: str
+    options: tuple[tuple[str, object], ...]
+    partition: str
+
+    @property
+    def option_dict(self) -> dict:
+        return dict(self.options)
+
+
+def _is_edge(spec: str) -> bool:
+    return spec in EDGE_PARTITIONS
+
+
+def scheme_partitions(sch, partitions: list[str] | None) -> list[str]:
+    """The partitions to try for `sch`: its own sweep list, or the user's (those of its kind,
+    vertex or edge; its default where none is)."""
+    if not partitions:
+        return list(sch.sweep_partitions)
+    edge = _is_edge(sch.default_partition)
+    mine = [p for p in partitions if _is_edge(p) == edge]
+    return mine or [sch.default_partition]
+
+
+def _own_given(sch, options: dict | None) -> dict:
+    """The options of `sch` the user gave (non-default values)."""
+    own = {o.name: o for o in sch.options}
+    return {k: v for k, v in (options or {}).items() if k in own and own[k].given(v)}
+
+
+def candidates(
+    ranks: int,
+    schemes: list[str] | None = None,
+    partitions: list[str] | None = None,
+    options: dict | None = None,
+) -> list[Candidate]:
+    """Every configuration to plan on `ranks` ranks: each scheme (all that run on that many
+    ranks, or `schemes`) x its sweep options (with the user's `options` of that scheme
+    replacing the swept values) x its partitions.  Duplicates are dropped."""
+    names = schemes or [n for n, s in registry.SCHEMES.items() if ranks == 1 or s.uses_mpi]
+    out: dict[Candidate, None] = {}
+    for name in names:
+        sch = registry.get(name, ranks)
+        given = _own_given(sch, options)
+        for variant in sch.sweep_options(ranks):
+            merged = {**variant, **given}
+            for part in scheme_partitions(sch, partitions):
+                out[Candidate(sch.name, tuple(sorted(merged.items())), part)] = None
+    return list(out)
+
+
+def label(cand: Candidate) -> str:
+    """A configuration in words: the scheme, the swept option values, the partition."""
+    opts = " ".join(f"{k.replace('_', '-')} {v}" for k, v in cand.options)
+    return " ".join(filter(None, (cand.scheme, opts, f"[{cand.partition}]")))
+
+
+def evaluate(
+    cand: Candidate, source, config, ranks: int, place, support, numberings, widths, seed=0
+):
+    """(the sweep row of one configuration, the graph's `GraphMeta`); the row has ``error``
+    (and the meta is None) where the plan refuses the configuration."""
+    from gcntrain.simulate.timing import time_summary
+
+    row = {"scheme": cand.scheme, "partition": cand.partition, "options": cand.option_dict}
+    t0 = time.perf_counter()
+    try:
+        sim = plan_training(
+            source,
+            config,
+            cand.scheme,
+            ranks,
+            cand.option_dict,
+            cand.partition,
+            seed,
+            support=support,
+            numberings=numberings,
+            **widths,
+        )
+    except InputError as e:
+        return {**row, "error": str(e)}, None
+    s = simulation_summary(sim, config, cand.partition, 0.0)
+    t = time_summary(sim, config, place)
+    mem = int(s["memory_bytes_max"])
+    node_mem = place.machine.memory
+    b = t["breakdown"]
+    return {
+        **row,
+        "label": label(cand),
+        "values": cand.option_dict,  # what to give `train` (--grid 2x2, ...)
+        "options": dict(sim.config),
+        "exact": bool(sim.scheme.is_exact(sim.config)),
+        "epoch_seconds": float(t["epoch_seconds"]),
+        "compute_seconds": float(b["compute"]),
+        "comm_seconds": float(b["comm"]),
+        "wait_seconds": float(b["wait"]),
+        "bytes_sent_max": int(s["bytes_sent_max"]),
+        "messages_max": int(s["messages_max"]),
+        "memory_bytes_max": mem,
+        "fits": bool(node_mem <= 0 or mem * place.ranks_per_node <= node_mem),
+        "plan_seconds": time.perf_counter() - t0,
+    }, sim.meta
+
+
+def rank_key(row: dict) -> tuple:
+    """Fitting configurations first, then predicted epoch time, then memory per rank."""
+    return (not row["fits"], row["epoch_seconds"], row["memory_bytes_max"], row["scheme"])
+
+
+@dataclass
+class SweepResult:
+    ranking: list[dict]  # planned rows, best first
+    meta: object  # the graph's GraphMeta
+    refused: list[dict]  # rows with "error"
+    partition_seconds: float
+    sweep_seconds: float
+
+    @property
+    def plan_seconds(self) -> float:
+        return max(self.sweep_seconds - self.partition_seconds, 0.0)
+
+
+def sweep(
+    source,
+    config,
+    ranks: int,
+    place,
+    *,
+    schemes: list[str] | None = None,
+    partitions: list[str] | None = None,
+    options: dict | None = None,
+    num_features: int | None = None,
+    num_classes: int | None = None,
+    partition_seed: int = 0,
+    exact_only: bool = False,
+    progress: bool = False,
+) -> SweepResult:
+    """Plan and price every configuration (`candidates`) of `source` on `ranks` ranks placed
+    by `place` (`gcntrain.simulate.timing.Placement`)."""
+    from gcntrain.simulate.autogrid import _reusable
+
+    t0 = time.perf_counter()
+    config = replace(config, epochs=min(config.epochs, SWEEP_EPOCHS))
+    source, support = _reusable(source, config)
+    cands = candidates(ranks, schemes, partitions, options)
+    numberings: dict = {}
+    widths = {"num_features": num_features, "num_classes": num_classes}
+    good, bad, meta = [], [], None
+    for i, cand in enumerate(cands):
+        if exact_only and not _exact(cand, ranks):
+            continue
+        row, got = evaluate(
+            cand, source, config, ranks, place, support, numberings, widths, partition_seed
+        )
+        (bad if "error" in row else good).append(row)
+        meta = meta or got
+        if progress:
+            print(f"\rplanned {i + 1}/{len(cands)} configurations", end="", file=sys.stderr)
+    if progress:
+        print(file=sys.stderr)
+    if not good:
+        why = bad[0]["error"] if bad else "no configuration to plan"
+        raise InputError(f"--sweep: no configuration fits: {why}")
+    good.sort(key=rank_key)
+    return SweepResult(good, meta, bad, numbering_seconds(numberings), time.perf_counter() - t0)
+
+
+def _exact(cand: Candidate, ranks: int) -> bool:
+    """Whether a candidate's configuration is exact, before planning it (one `configure`
+    refuses is kept: its plan reports the error)."""
+    sch = registry.get(cand.scheme, ranks)
+    try:
+        return sch.is_exact(sch.configure(ranks, cand.option_dict))
+    except InputError:
+        return True
+
+
+def recommend(result: SweepResult) -> dict:
+    """The best exact configuration that fits (`InputError` when none does)."""
+    for row in result.ranking:
+        if row["exact"] and row["fits"]:
+            return row
+    raise InputError("no exact configuration fits this machine's memory")
