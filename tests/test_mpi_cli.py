@@ -224,7 +224,10 @@ def test_fault_mid_epoch_aborts_all_ranks_quickly(graph_file, nprocs):
 def test_readme_default_job_runs_on_four_ranks():
     """README command (a): `mpiexec -n 4 gcntrain train` (here with --json)."""
     d = train_json(4, ["--json", "--quiet"])
-    assert d["ranks"] == 4 and d["scheme"] == "p2p" and d["graph"] == "sbm-default"
+    assert d["ranks"] == 4 and d["graph"] == "sbm-default"
+    rec = d["recommendation"]  # default --scheme auto: the recommender's exact pick trains
+    assert d["scheme"] == rec["scheme"] and rec["configurations"] > 1
+    assert rec["predicted_epoch_seconds"] > 0
     assert d["test_acc"] > 0.75  # chance is 1/8
 
 

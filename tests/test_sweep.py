@@ -166,3 +166,20 @@ def test_numbering_cache_computes_each_partition_once(graph_file):
     np.testing.assert_array_equal(a.ctx.layout.offsets, b.ctx.layout.offsets)
     fresh = plan_training(graph_file, cfg, "1d", 3, {}, "metis")
     assert a.table.epoch_totals().tolist() == fresh.table.epoch_totals().tolist()
+
+
+@pytest.mark.parametrize("size", [1, 2, 4, 6, 8])
+def test_configure_accepts_its_own_configuration(size):
+    """A run's stored configuration (config.json's scheme_options) configures the same run
+    again: what `plot measured` and a resumed or re-planned run rely on."""
+    checked = 0
+    for name, sch in registry.SCHEMES.items():
+        for vals in sch.sweep_options(size):
+            try:
+                first = sch.configure(size, vals)
+            except InputError:
+                continue  # this option set does not run on `size` ranks
+            again = sch.configure(size, json.loads(json.dumps(first)))
+            assert json.dumps(again, sort_keys=True) == json.dumps(first, sort_keys=True), name
+            checked += 1
+    assert checked >= len(registry.SCHEMES)

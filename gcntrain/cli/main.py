@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Plan a run on P ranks: bytes, messages, flops, memory, predicted time.",
     ),
     "bench": ("gcntrain.cli.bench_cmd:bench", "Measure this machine into a simulator profile."),
+    "plot": ("gcntrain.cli.plot_cmd:plot", "Figures of predicted epoch times (matplotlib)."),
 }
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

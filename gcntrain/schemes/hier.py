@@ -357,7 +357,7 @@ class Hier(RowScheme):
         group = _opt_int(values.get("quant_group"), "--quant-group")
         if group is not None and group < 0:
             raise InputError(f"--quant-group must be >= 0, got {group}")
-        if group is not None and bits == 32:
+        if group is not None and group != 1 and bits == 32:  # 1: the default (a configuration)
             raise InputError("--quant-group needs --quant-bits 2, 4 or 8")
         return {
             "aggr": aggr,

@@ -638,7 +638,7 @@ def open_source(source):
     """A `Source` for None (the embedded default), a `Graph`, a graph file or a store."""
     from gcntrain.data.graph import Graph
 
-    if isinstance(source, GraphSource):
+    if isinstance(source, (GraphSource, FileSource, _StoreSource)):
         return source
     if source is None:
         from gcntrain.data.generate import default_dataset

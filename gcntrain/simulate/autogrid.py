@@ -24,7 +24,7 @@ def wants_auto(options: dict | None) -> bool:
     return (options or {}).get("grid") == AUTO
 
 
-def _reusable(source, config):
+def reusable_source(source, config):
     """(source, support matrix) to plan every candidate with: a single graph file is read
     once, its content hashed once and its support matrix built once (a store is left to the
     plan: its numbering, and so the grids it admits, are its own)."""
@@ -61,7 +61,7 @@ def rank_grids(
     cands = sch.grid_candidates(ranks)
     if not cands:
         raise InputError(f"--grid auto: the {sch.name} scheme has no process grid")
-    source, support = _reusable(source, config)
+    source, support = reusable_source(source, config)
     good, bad = [], []
     for grid in cands:
         try:

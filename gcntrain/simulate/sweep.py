@@ -177,11 +177,11 @@ def sweep(
 ) -> SweepResult:
     """Plan and price every configuration (`candidates`) of `source` on `ranks` ranks placed
     by `place` (`gcntrain.simulate.timing.Placement`)."""
-    from gcntrain.simulate.autogrid import _reusable
+    from gcntrain.simulate.autogrid import reusable_source
 
     t0 = time.perf_counter()
     config = replace(config, epochs=min(config.epochs, SWEEP_EPOCHS))
-    source, support = _reusable(source, config)
+    source, support = reusable_source(source, config)
     cands = candidates(ranks, schemes, partitions, options)
     numberings: dict = {}
     widths = {"num_features": num_features, "num_classes": num_classes}

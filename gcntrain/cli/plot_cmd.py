@@ -1,0 +1,295 @@
+"""`gcntrain plot` (the plot extra: matplotlib): figures of the simulator's predictions.
+
+gcntrain plot breakdown GRAPH -P 64 --machine fugaku -o breakdown.png
+gcntrain plot scaling GRAPH --ranks 4,16,64,256 --machine fugaku -o scaling.png
+gcntrain plot measured RUN_DIR... --machine local -o measured.png
+"""
+
+from __future__ import annotations
+
+import click
+
+from gcntrain.cli.display import emit
+from gcntrain.cli.options import json_option, model_options, train_config
+from gcntrain.errors import InputError
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("gcntrain plot needs matplotlib: pip install 'gcntrain[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, out: str) -> None:
+    """The figure, written whole under a temporary name and renamed (or not at all)."""
+    from pathlib import Path
+
+    from gcntrain.model.output import _atomic_write
+
+    fmt = Path(out).suffix.lstrip(".").lower() or "png"
+    if fmt not in fig.canvas.get_supported_filetypes():
+        raise InputError(f"--out: unknown image format {fmt!r} (png, pdf, svg, ...)", out)
+    try:
+        _atomic_write(Path(out), lambda tmp: fig.savefig(tmp, format=fmt, dpi=120))
+    except OSError as e:
+        raise InputError(f"cannot write the figure: {e.strerror or e}", out) from None
+
+
+def _schemes(names: tuple[str, ...], ranks: int) -> list[str]:
+    from gcntrain.schemes import registry
+
+    if names:
+        return [registry.get(n, ranks).name for n in names]
+    return [n for n, s in registry.SCHEMES.items() if s.uses_mpi or ranks == 1]
+
+
+def _common(f):
+    f = click.option(
+        "--out",
+        "-o",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="Image file (.png, .pdf, .svg; written whole or not at all) [default: no "
+        "figure, print the data only (no matplotlib needed)].",
+    )(f)
+    f = click.option(
+        "--machine",
+        required=True,
+        metavar="NAME|PROFILE.toml",
+        help="Machine profile (fugaku, abci, local, or a file).",
+    )(f)
+    return json_option(f)
+
+
+def _graph_options(f):
+    f = click.option(
+        "--features",
+        "num_features",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Feature width to assume (graphs without node features).",
+    )(f)
+    f = click.option(
+        "--classes",
+        "num_classes",
+        type=click.IntRange(min=2),
+        default=None,
+        help="Classes to assume (graphs without labels).",
+    )(f)
+    f = click.option(
+        "--scheme",
+        "schemes",
+        multiple=True,
+        help="A scheme to draw (repeatable) [default: every distributed one].",
+    )(f)
+    return model_options(f)
+
+
+@click.group("plot")
+def plot():
+    """Figures of predicted epoch times (matplotlib: pip install 'gcntrain[plot]')."""
+
+
+@plot.command("breakdown")
+@click.argument("graph", required=False, type=click.Path())
+@click.option("--ranks", "-P", type=click.IntRange(min=1), required=True, help="Ranks.")
+@_graph_options
+@_common
+def breakdown_cmd(graph, ranks, num_features, num_classes, schemes, machine, out, as_json, **kw):
+    """Stacked bars of the predicted epoch of each scheme (default options): compute parts,
+    each collective, waiting."""
+    from gcntrain.simulate.figures import breakdown
+    from gcntrain.simulate.machine import load_machine
+
+    config = train_config(kw)
+    prof = load_machine(machine)
+    rows = breakdown(
+        graph,
+        config,
+        ranks,
+        prof,
+        _schemes(schemes, ranks),
+        num_features=num_features,
+        num_classes=num_classes,
+    )
+    ok = [r for r in rows if "error" not in r]
+    if out:
+        _draw_breakdown(ok, ranks, prof.name, out)
+    emit(
+        {"out": out, "machine": prof.name, "ranks": ranks, "schemes": rows},
+        as_json,
+        lambda s: _breakdown_text(rows, ranks, prof.name, out),
+    )
+
+
+def _breakdown_text(rows, ranks, machine, out) -> str:
+    lines = [f"predicted epoch on {ranks} ranks ({machine}), ms:"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"  {r['scheme']:<10} refused: {r['error']}")
+            continue
+        comm = sum(r["comm_parts"].values())
+        comp = sum(r["compute_parts"].values())
+        lines.append(
+            f"  {r['scheme']:<10} {1e3 * r['epoch_seconds']:9.3f}  (compute {1e3 * comp:.3f}, "
+            f"communication {1e3 * comm:.3f}, wait {1e3 * r['wait']:.3f})"
+        )
+    if out:
+        lines.append(f"wrote {out}")
+    return "\n".join(lines)
+
+
+def _draw_breakdown(ok, ranks, machine, out) -> None:
+    plt = _pyplot()
+    parts = sorted({k for r in ok for k in (*r["compute_parts"], *r["comm_parts"])})
+    fig, ax = plt.subplots(figsize=(1.2 * len(ok) + 3, 4))
+    bottom = [0.0] * len(ok)
+    names = [r["scheme"] for r in ok]
+    for part in [*parts, "wait"]:
+        h = [
+            1e3
+            * (
+                r["wait"]
+                if part == "wait"
+                else r["compute_parts"].get(part, r["comm_parts"].get(part, 0.0))
+            )
+            for r in ok
+        ]
+        if any(h):
+            ax.bar(names, h, bottom=bottom, label=part)
+            bottom = [b + x for b, x in zip(bottom, h)]
+    ax.set_ylabel("predicted epoch time (ms)")
+    ax.set_title(f"{ranks} ranks on {machine}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, out)
+
+
+@plot.command("scaling")
+@click.argument("graph", required=False, type=click.Path())
+@click.option(
+    "--ranks",
+    "ranks_list",
+    required=True,
+    metavar="P,P,...",
+    help="Numbers of ranks, comma-separated.",
+)
+@_graph_options
+@_common
+def scaling_cmd(graph, ranks_list, num_features, num_classes, schemes, machine, out, as_json, **kw):
+    """Predicted strong scaling: epoch time over P for each scheme (log-log)."""
+    from gcntrain.simulate.figures import scaling
+    from gcntrain.simulate.machine import load_machine
+
+    try:
+        ps = sorted({int(x) for x in ranks_list.split(",") if x.strip()})
+    except ValueError:
+        raise InputError(f"--ranks must be comma-separated integers, got {ranks_list!r}") from None
+    if not ps or ps[0] < 1:
+        raise InputError("--ranks needs positive integers")
+    config = train_config(kw)
+    prof = load_machine(machine)
+    data = scaling(
+        graph,
+        config,
+        ps,
+        prof,
+        _schemes(schemes, max(ps)),
+        num_features=num_features,
+        num_classes=num_classes,
+    )
+    if out:
+        _draw_scaling(data, prof.name, out)
+    emit(
+        {"out": out, "machine": prof.name, "points": data},
+        as_json,
+        lambda s: _scaling_text(data, ps, prof.name, out),
+    )
+
+
+def _scaling_text(data, ps, machine, out) -> str:
+    lines = [f"predicted epoch time (ms) on {machine}; - where the scheme refuses P"]
+    lines.append(f"  {'P':<10}" + "".join(f"{p:>11}" for p in ps))
+    for name, pts in data.items():
+        cells = "".join(f"{'-' if t is None else f'{1e3 * t:.3f}':>11}" for _, t in pts)
+        lines.append(f"  {name:<10}{cells}")
+    if out:
+        lines.append(f"wrote {out}")
+    return "\n".join(lines)
+
+
+def _draw_scaling(data, machine, out) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, pts in data.items():
+        xs = [p for p, t in pts if t is not None]
+        ys = [1e3 * t for _, t in pts if t is not None]
+        if xs:
+            ax.plot(xs, ys, marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("predicted epoch time (ms)")
+    ax.set_title(f"strong scaling on {machine}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, out)
+
+
+@plot.command("measured")
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--nodes", type=click.IntRange(min=1), default=None, help="Nodes the runs used [default: one]."
+)
+@_common
+def measured_cmd(runs, nodes, machine, out, as_json):
+    """Predicted vs measured median epoch time of finished `train -o DIR` runs."""
+    from gcntrain.simulate.figures import measured
+    from gcntrain.simulate.machine import load_machine
+
+    prof = load_machine(machine)
+    rows = [measured(r, prof, nodes=nodes) for r in runs]
+    if out:
+        _draw_measured(rows, prof.name, out)
+    emit(
+        {"out": out, "machine": prof.name, "runs": rows},
+        as_json,
+        lambda s: (
+            "\n".join(
+                f"{r['run']}: {r['scheme']} on {r['ranks']} ranks: measured "
+                f"{r['measured_epoch_seconds'] * 1e3:.2f} ms, predicted "
+                f"{r['predicted_epoch_seconds'] * 1e3:.2f} ms ({r['error_percent']:+.1f}%)"
+                for r in rows
+            )
+            + (f"\nwrote {out}" if out else "")
+        ),
+    )
+
+
+def _draw_measured(rows, machine, out) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(1.2 * len(rows) + 3, 4))
+    names = [f"{r['scheme']}\nnp {r['ranks']}" for r in rows]
+    x = range(len(rows))
+    ax.bar(
+        [i - 0.2 for i in x],
+        [1e3 * r["measured_epoch_seconds"] for r in rows],
+        0.4,
+        label="measured",
+    )
+    ax.bar(
+        [i + 0.2 for i in x],
+        [1e3 * r["predicted_epoch_seconds"] for r in rows],
+        0.4,
+        label=f"predicted ({machine})",
+    )
+    ax.set_xticks(list(x), names, fontsize=7)
+    ax.set_ylabel("epoch time (ms)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, out)
