@@ -47,7 +47,10 @@ def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
     m = load_machine(str(path))
     assert m.intra == Link(1.5e-6, 1 / 5e9) and m.inter.alpha == 3e-6
     assert m.spmm_widths == (4, 16, 64)
-    np.testing.assert_allclose(m.spmm_rate([2, 4, 8, 16, 1000]), [1e9, 1e9, 1.5e9, 2e9, 4e9])
+    np.testing.assert_allclose(m.spmm_rate([2, 4, 8, 16, 1000]), [5e8, 1e9, 1.5e9, 2e9, 4e9])
+    # below the narrowest width a stored entry costs what it costs there (index-bound)
+    t = 2 * np.array([1.0, 2.0, 4.0]) / m.spmm_rate([1, 2, 4])
+    np.testing.assert_allclose(t, t[-1])
     # 2 ranks share 12 GB/s of injection: 6 GB/s each, below the 10 GB/s pair bandwidth
     assert m.inter_link(2).beta == pytest.approx(2 / 12e9)
     assert m.inter_link(1).beta == pytest.approx(1 / 10e9)

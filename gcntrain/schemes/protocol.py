@@ -320,6 +320,12 @@ class Scheme:
         scheme without quantized messages)."""
         return np.zeros(ctx.P, dtype=np.int64)
 
+    def stream_bytes(self, ctx: PlanContext, call) -> np.ndarray:
+        """int64 (P,): bytes every rank moves through memory in one call beyond its kernels'
+        work (2D's accumulation of stage products and unpacking of received sparse pieces);
+        the time model prices them at the rank's share of the node's memory bandwidth."""
+        return np.zeros(ctx.P, dtype=np.int64)
+
     def held_estimate(self, ctx: PlanContext, itemsize: int) -> np.ndarray | None:
         """(P,) bytes of graph data each rank holds while training in a run of this dtype
         (`itemsize`): its adjacency structures, node data and layout arrays, as

@@ -738,6 +738,49 @@ class TwoD(Scheme):
 
     work_aggregate_t = work_aggregate
 
+    def stream_bytes(self, ctx, call) -> np.ndarray:
+        """A SUMMA product's passes over memory besides its SpMMs: each stage with entries
+        adds its partial product into the rank's output block (read both, write one: 3 x
+        rows x width chunk), and a piece received from another process column is unpacked
+        (its rows, columns and values read, the row pointers written)."""
+        lay: Layout2D = ctx.layout
+        if call.method in ("matmul", "matmul_grads"):
+            return self._whole_row_bytes(ctx, call)
+        if call.method not in ("aggregate", "aggregate_t"):
+            return super().stream_bytes(ctx, call)
+        which = "f" if call.method == "aggregate" else "t"
+        tab = self.stage_nnz(ctx, which)  # (Pr, S)
+        _, _, _, c_own, layer = lay.stages
+        I, j = lay.ranks_I(), lay.ranks_j()
+        i, k = I // lay.pz, I % lay.pz
+        mine = layer[None, :] == k[:, None]  # (P, S): the stages of the rank's layer
+        nnz = tab[i] * mine
+        active = (nnz > 0).sum(axis=1)
+        received = (nnz * (c_own[None, :] != j[:, None])).sum(axis=1)
+        pieces = ((nnz > 0) & (c_own[None, :] != j[:, None])).sum(axis=1)
+        isz = call.itemsize(0)
+        ma = lay.row_sizes[i].astype(np.int64)
+        w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))[j]
+        acc = 3 * active * ma * w * isz
+        unpack = received * (ENTRY_ID_BYTES + isz) + pieces * (ma + 1) * 8
+        return (acc + unpack).astype(np.int64)
+
+    def _whole_row_bytes(self, ctx, call) -> np.ndarray:
+        """Products with W on split columns copy whole rows once (read and write): the
+        gathered chunks stacked side by side (``H`` forward, ``dZ`` backward), or the
+        partial product's chunks laid out for the Reduce-scatter."""
+        lay: Layout2D = ctx.layout
+        if lay.pc == 1:
+            return np.zeros(lay.size, dtype=np.int64)
+        f_in, f_out = call.shape(1)
+        rows = lay.node_sizes[lay.ranks_I()].astype(np.int64)
+        if call.method == "matmul":
+            gather = use_gather(call.sparse(0), f_in, f_out)
+            width = f_in if gather else f_out
+        else:
+            width = f_out
+        return 2 * rows * width * call.itemsize(0)
+
     def work_matmul(self, ctx, call) -> np.ndarray:
         """``H @ W``: whole rows times W's chunk (gather) or the chunk times W's rows
         (Reduce-scatter); backward: the slab ``H_ij^T dZ_i`` and ``dZ_i W[chunk]^T``; a CSR

@@ -84,9 +84,13 @@ class Machine:
 
     def spmm_rate(self, width) -> np.ndarray:
         """SpMM flops per second per core at dense `width` (array): interpolated in log2 of
-        the width between the profile's points, constant beyond them."""
-        w = np.log2(np.maximum(np.asarray(width, dtype=np.float64), 1.0))
-        return np.interp(w, np.log2(self.spmm_widths), self.spmm_rates)
+        the width between the profile's points; constant above the widest; below the
+        narrowest the time per stored entry stays the narrowest's (a narrow product is bound
+        by reading the indices and values, not by its flops)."""
+        w = np.maximum(np.asarray(width, dtype=np.float64), 1.0)
+        rate = np.interp(np.log2(w), np.log2(self.spmm_widths), self.spmm_rates)
+        w0 = float(self.spmm_widths[0])
+        return np.where(w < w0, rate * w / w0, rate)
 
     def inter_link(self, ranks_per_node: int | None = None) -> Link:
         """The inter-node link of one rank when `ranks_per_node` ranks share the node's

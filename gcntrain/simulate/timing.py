@@ -243,17 +243,21 @@ def step_timing(step, place: Placement, clock: np.ndarray) -> tuple[np.ndarray, 
 
 
 # -- compute ------------------------------------------------------------------------------
-def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement) -> dict:
+def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement, stream=None) -> dict:
     """{kind: (P,) seconds} of one call's work ((P, 3) SpMM nonzeros, SpMM flops, dense
-    flops) and quantized elements on every rank."""
+    flops), quantized elements and streamed bytes (`Scheme.stream_bytes`, at the rank's
+    share of memory bandwidth: "other") on every rank."""
     m, cores = place.machine, place.cores
     nnz, sflops, dflops = (work[:, i].astype(np.float64) for i in range(3))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
-    return {
+    out = {
         "spmm": np.where(sflops > 0, sflops / (m.spmm_rate(width) * cores), 0.0),
         "gemm": dflops / (m.gemm_rate * cores),
         "quant": np.asarray(quant, np.float64) / (m.quant_rate * cores),
     }
+    if stream is not None:
+        out["other"] = np.asarray(stream, np.float64) / place.memory_rate
+    return out
 
 
 def elementwise_elements(footprint: dict, widths: list[int]) -> np.ndarray:
@@ -337,7 +341,10 @@ class TimeModel:
         if pk not in self._steps:
             steps = sch.steps(ctx, call)
             comp = compute_seconds(
-                np.asarray(sch.work(ctx, call)), sch.quant_elements(ctx, call), self.place
+                np.asarray(sch.work(ctx, call)),
+                sch.quant_elements(ctx, call),
+                self.place,
+                sch.stream_bytes(ctx, call),
             )
             self._steps[pk] = (steps, comp)
         return self._steps[pk]
