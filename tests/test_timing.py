@@ -233,3 +233,14 @@ def test_malformed_profile_file_is_one_line_exit_2(graph_file, tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "compute.gemm_gflops" in err[0] and "bad.toml" in err[0]
     assert load_machine("local").name == "local"
+
+
+@pytest.mark.parametrize("scheme", ["1d", "p2p", "1.5d", "hier"])
+def test_more_ranks_than_rows_with_machine_is_one_line_exit_2(tmp_path, capsys, scheme):
+    """A scheme that needs rows on every rank refuses P > n before pricing anything."""
+    path = tmp_path / "tiny.h5"
+    write_graph(path, rmat(4, edge_factor=2, seed=1, num_features=3, num_classes=2))
+    argv = ["simulate", str(path), "-P", "32", "--scheme", scheme, "--machine", "fugaku"]
+    assert run(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gcntrain: error:") and "32" in err[0], err
