@@ -327,6 +327,24 @@ def scheme_args(kw: dict) -> tuple[str, dict, str | None, int]:
     return kw.pop("scheme"), options, partition, kw.pop("partition_seed")
 
 
+def width_options(f):
+    """--features F, --classes C: the widths to plan a graph without node data with."""
+    f = click.option(
+        "--classes",
+        "num_classes",
+        type=click.IntRange(min=2),
+        default=None,
+        help="Classes to assume [default: the graph's; needed without labels].",
+    )(f)
+    return click.option(
+        "--features",
+        "num_features",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Feature width to assume [default: the graph's; needed without node features].",
+    )(f)
+
+
 def machine_options(f):
     """--machine PROFILE, --nodes N, --ranks-per-node k (the simulator's time model)."""
     f = click.option(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from gcntrain.cli.display import emit
-from gcntrain.cli.options import json_option, model_options, train_config
+from gcntrain.cli.options import json_option, model_options, train_config, width_options
 from gcntrain.errors import InputError
 
 
@@ -67,20 +67,7 @@ def _common(f):
 
 
 def _graph_options(f):
-    f = click.option(
-        "--features",
-        "num_features",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Feature width to assume (graphs without node features).",
-    )(f)
-    f = click.option(
-        "--classes",
-        "num_classes",
-        type=click.IntRange(min=2),
-        default=None,
-        help="Classes to assume (graphs without labels).",
-    )(f)
+    f = width_options(f)
     f = click.option(
         "--scheme",
         "schemes",

@@ -24,6 +24,7 @@ from gcntrain.cli.options import (
     scheme_args,
     scheme_options,
     train_config,
+    width_options,
 )
 from gcntrain.errors import InputError
 
@@ -100,20 +101,7 @@ def _human(s: dict) -> str:
 )
 @model_options
 @scheme_options
-@click.option(
-    "--features",
-    "num_features",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Feature width to assume [default: the graph's; needed without node features].",
-)
-@click.option(
-    "--classes",
-    "num_classes",
-    type=click.IntRange(min=2),
-    default=None,
-    help="Classes to assume [default: the graph's; needed without labels].",
-)
+@width_options
 @machine_options
 @click.option(
     "--sweep",

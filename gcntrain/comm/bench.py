@@ -6,9 +6,6 @@ Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall over all ranks; each fi
 median over `R` repetitions of the slowest rank, every repetition starting with cold caches
 (a training step's buffers are cold too).  Rank 0 prints one JSON object ``{"ranks",
 "pingpong": [[bytes, seconds], ...], "allreduce": [...], ...}``.
-
-``--sync`` measures instead what a synchronisation costs when the ranks outnumber the cores
-(`sync_penalty`); start it with more ranks than cores.
 """
 
 from __future__ import annotations
@@ -90,57 +87,9 @@ def measure(comm, reps: int = 9) -> dict:
     return out
 
 
-def _busy(a: np.ndarray, rounds: int) -> None:
-    for _ in range(rounds):
-        np.sqrt(a, out=a)
-        a += 1.0
-
-
-def sync_penalty(comm, iters: int = 60) -> dict:
-    """Cost of a synchronisation when ranks outnumber cores: every rank alternates a fixed
-    piece of work (a few ms) with an 8-byte Allreduce.  Returns the per-iteration time, the
-    work's time on one rank alone, and ``penalty`` = iteration - work x ranks / cores (what
-    each synchronisation adds beyond the time-shared work)."""
-    import os
-
-    from mpi4py import MPI
-
-    rank, size = comm.Get_rank(), comm.Get_size()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    a = np.ones(1 << 15)
-    rounds = 40
-    # the work alone: rank 0 while the others sleep in a barrier-free wait
-    alone = 0.0
-    if rank == 0:
-        _busy(a, rounds)
-        ts = []
-        for _ in range(9):
-            t0 = time.perf_counter()
-            _busy(a, rounds)
-            ts.append(time.perf_counter() - t0)
-        alone = float(np.median(ts))
-    alone = comm.bcast(alone, 0)
-    x, y = np.zeros(1), np.zeros(1)
-    comm.Barrier()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        _busy(a, rounds)
-        comm.Allreduce(x, y, MPI.SUM)
-    it = comm.allreduce((time.perf_counter() - t0) / iters, MPI.MAX)
-    share = max(1.0, size / max(int(cores or 1), 1))
-    return {
-        "ranks": size,
-        "cores": int(cores or 1),
-        "iteration": it,
-        "work_alone": alone,
-        "penalty": max(0.0, it - alone * share),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument("--sync", action="store_true", help="measure only `sync_penalty`")
     args = ap.parse_args(argv)
     from mpi4py import MPI
 
@@ -148,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if comm.Get_size() < 2:
         print("gcntrain.comm.bench needs at least 2 ranks", file=sys.stderr)
         return 2
-    got = sync_penalty(comm) if args.sync else measure(comm, args.reps)
+    got = measure(comm, args.reps)
     if comm.Get_rank() == 0:
         print(json.dumps(got))
     return 0

@@ -755,9 +755,10 @@ class TwoD(Scheme):
         i, k = I // lay.pz, I % lay.pz
         mine = layer[None, :] == k[:, None]  # (P, S): the stages of the rank's layer
         nnz = tab[i] * mine
+        remote = c_own[None, :] != j[:, None]  # (P, S): pieces broadcast by another column
         active = (nnz > 0).sum(axis=1)
-        received = (nnz * (c_own[None, :] != j[:, None])).sum(axis=1)
-        pieces = ((nnz > 0) & (c_own[None, :] != j[:, None])).sum(axis=1)
+        received = (nnz * remote).sum(axis=1)
+        pieces = ((nnz > 0) & remote).sum(axis=1)
         isz = call.itemsize(0)
         ma = lay.row_sizes[i].astype(np.int64)
         w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))[j]

@@ -13,9 +13,10 @@ project's own kernels and MPI library.
   the bandwidth that makes the collective models meet the measured (median, cold-cache)
   Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of the largest messages (the
   intra-node link; this machine is one node, so the inter-node link is set to the same);
-  every measured collective printed beside the model.  On a machine of at most 16 cores,
-  also ``--sync`` at twice as many ranks as cores: what a synchronisation costs when
-  busy-polling ranks share cores (``oversubscribed_sync_us``).
+  every measured collective printed beside the model.
+* On a machine of at most 16 cores, what a synchronisation costs when busy-polling ranks
+  share cores (``oversubscribed_sync_us``): fitted to a real training run at twice as many
+  ranks as cores (`oversubscribed_fit`).
 * Memory bandwidth: a numpy triad.
 """
 
@@ -160,10 +161,10 @@ def find_mpiexec(given: str | None = None) -> str | None:
     return str(here) if here.exists() else shutil.which("mpiexec")
 
 
-def mpi_figures(mpiexec: str, ranks: int = 2, *extra: str) -> dict:
+def mpi_figures(mpiexec: str, ranks: int = 2) -> dict:
     """The JSON of `gcntrain.comm.bench` run on `ranks` ranks."""
     out = subprocess.run(
-        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench", *extra],
+        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench"],
         capture_output=True,
         text=True,
         timeout=120,
