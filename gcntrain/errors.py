@@ -19,6 +19,11 @@ class FormatError(InputError):
     """A graph/shard/partition file that fails validation."""
 
 
+class OutputError(InputError):
+    """An output that could not be written whole (a full disk, a read-only directory):
+    nothing is left under its final name. Exit status 2."""
+
+
 class AgreedError(Exception):
     """An error every rank of a job agreed on: same message, same exit status everywhere.
 

@@ -2,10 +2,13 @@
 1M stored edges, with a `local` profile calibrated by `gcntrain bench` in the same run.
 
 Each configuration is trained `--runs` times (`mpiexec -n P gcntrain train --json`, the
-median epoch of each run), and the prediction (`gcntrain simulate --machine PROFILE --nodes 1
---json`, key ``epoch_seconds``) is compared to the median over the runs; the spread of the
-runs ((max - min) / median) says how noisy the machine was.  Prints the machine's load and
-memory bandwidth before and after.
+median epoch of each run) in interleaved rounds (every configuration once per round, so a
+slow spell of the machine does not fall on one configuration), and the prediction
+(`gcntrain simulate --machine PROFILE --nodes 1 --json`, key ``epoch_seconds``) is compared
+to the median over the runs; the spread of the runs ((max - min) / median) says how noisy
+the machine was.  ``--save F`` keeps the measured runs; ``--measured F`` prices them again
+(for working on the model without re-measuring; say so beside any table it prints).
+Prints the machine's load and memory bandwidth before and after.
 
     python scripts/validate_simulator.py [--runs 3] [--epochs 12] [--scale 16] [--profile F]
 """
@@ -64,12 +67,19 @@ def main() -> int:
     ap.add_argument("--profile", default=None, help="a profile file [default: bench one now]")
     ap.add_argument("--only", default=None, help="comma-separated case labels")
     ap.add_argument("--tolerance", type=float, default=0.25)
+    ap.add_argument("--save", default=None, help="write the measured runs to this JSON file")
+    ap.add_argument(
+        "--measured",
+        default=None,
+        help="price the runs of a --save file instead of measuring (same graph settings)",
+    )
     args = ap.parse_args()
     cases = CASES
     if args.only:
         keep = set(args.only.split(","))
         cases = [c for c in CASES if c[0] in keep]
-    print(f"before: {machine_state()}", flush=True)
+    before = machine_state()
+    print(f"before: {before}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         graph = str(Path(tmp) / "rmat.h5")
         gen = [*gcntrain(), "generate", "rmat", "-o", graph, "--scale", str(args.scale)]
@@ -90,27 +100,43 @@ def main() -> int:
             t0 = time.perf_counter()
             subprocess.run([*gcntrain(), "bench", "-o", profile], check=True)
             print(f"calibrated in {time.perf_counter() - t0:.1f} s", flush=True)
+        jobs = [(np_, case) for np_ in [int(x) for x in args.ranks.split(",")] for case in cases]
+        times: dict = {}
+        if args.measured:
+            saved = json.loads(Path(args.measured).read_text())
+            times = {(r["np"], r["label"]): r["runs"] for r in saved["rows"]}
+            print(f"measured times read from {args.measured} ({saved['state']})", flush=True)
+        else:
+            # interleaved rounds: every configuration once per round, so a slow spell of
+            # the machine spreads over all configurations instead of hitting one
+            for _ in range(args.runs):
+                for np_, (label, scheme, o2, o4) in jobs:
+                    opts = o2 if np_ == 2 else o4
+                    t = measured(graph, np_, scheme, opts, args.epochs)
+                    times.setdefault((np_, label), []).append(t)
         head = f"{'scheme':<16}{'np':>3}{'measured ms':>13}{'spread':>8}{'predicted ms':>14}"
         print(head + f"{'error':>8}  breakdown (critical rank)")
         worst, rows = 0.0, []
-        for np_ in [int(x) for x in args.ranks.split(",")]:
-            for label, scheme, o2, o4 in cases:
-                opts = o2 if np_ == 2 else o4
-                runs = [measured(graph, np_, scheme, opts, args.epochs) for _ in range(args.runs)]
-                med = statistics.median(runs)
-                spread = (max(runs) - min(runs)) / med if med > 0 else 0.0
-                p = predicted(graph, np_, scheme, opts, args.epochs, profile)
-                err = p["epoch_seconds"] / med - 1.0
-                worst = max(worst, abs(err))
-                b = p["breakdown"]
-                print(
-                    f"{label:<16}{np_:>3}{med * 1e3:>13.1f}{spread:>8.1%}"
-                    f"{p['epoch_seconds'] * 1e3:>14.1f}{err:>+8.1%}  compute "
-                    f"{b['compute'] * 1e3:.1f}, comm {b['comm'] * 1e3:.1f}, wait "
-                    f"{b['wait'] * 1e3:.1f} ms",
-                    flush=True,
-                )
-                rows.append((label, np_, med, spread, p["epoch_seconds"], err))
+        for np_, (label, scheme, o2, o4) in jobs:
+            opts = o2 if np_ == 2 else o4
+            runs = times[(np_, label)]
+            med = statistics.median(runs)
+            spread = (max(runs) - min(runs)) / med if med > 0 else 0.0
+            p = predicted(graph, np_, scheme, opts, args.epochs, profile)
+            err = p["epoch_seconds"] / med - 1.0
+            worst = max(worst, abs(err))
+            b = p["breakdown"]
+            print(
+                f"{label:<16}{np_:>3}{med * 1e3:>13.1f}{spread:>8.1%}"
+                f"{p['epoch_seconds'] * 1e3:>14.1f}{err:>+8.1%}  compute "
+                f"{b['compute'] * 1e3:.1f}, comm {b['comm'] * 1e3:.1f}, wait "
+                f"{b['wait'] * 1e3:.1f} ms",
+                flush=True,
+            )
+            rows.append({"label": label, "np": np_, "runs": runs, "predicted": p["epoch_seconds"]})
+        if args.save:
+            state = f"measured {time.strftime('%Y-%m-%d %H:%M')}, before: {before}"
+            Path(args.save).write_text(json.dumps({"state": state, "rows": rows}, indent=1))
     print(f"after: {machine_state()}")
     ok = worst <= args.tolerance
     print(f"worst error {worst:.1%} ({'within' if ok else 'beyond'} {args.tolerance:.0%})")

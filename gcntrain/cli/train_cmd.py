@@ -116,6 +116,10 @@ def _human(s: dict) -> str:
                 f"configurations ({r['sweep_seconds']:.1f} s)",
             )
         )
+    if s.get("resumed_from_epoch") is not None:
+        rows.append(("resumed", f"from epoch {s['resumed_from_epoch']} of {s['resume']}"))
+    if s.get("checkpoint"):
+        rows.append(("checkpoint", f"{s['checkpoint']} (every {s['checkpoint_every']} epochs)"))
     if s.get("out"):
         rows.append(("outputs", s["out"]))
     return rows_table(rows)
@@ -148,8 +152,45 @@ def _human(s: dict) -> str:
     help="Machine profile the --scheme auto recommender prices configurations with "
     "[default: local; calibrate yours with `gcntrain bench`].",
 )
+@click.option(
+    "--checkpoint",
+    "checkpoint",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Save the training state (every rank's shard) in DIR every --checkpoint-every "
+    "epochs and at the last; the previous checkpoint is kept until the new one is complete.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    metavar="K",
+    help="Epochs between checkpoints.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Continue from the newest checkpoint in DIR (same graph, scheme, ranks and "
+    "settings; --epochs may grow): the result equals the uninterrupted run's bit for bit.",
+)
 @click.option("--quiet", is_flag=True, help="No per-epoch progress lines.")
-def train(graph, out_dir, as_json, per_rank, threads, machine, quiet, **kw):
+def train(
+    graph,
+    out_dir,
+    as_json,
+    per_rank,
+    threads,
+    machine,
+    checkpoint,
+    checkpoint_every,
+    resume,
+    quiet,
+    **kw,
+):
     """Train on GRAPH (an HDF5 graph or shard store; default: the embedded SBM dataset),
     full-batch, serially or on every rank of an MPI job.
 
@@ -175,6 +216,9 @@ def train(graph, out_dir, as_json, per_rank, threads, machine, quiet, **kw):
             threads=threads,
             per_rank=per_rank,
             machine=machine,
+            checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
         )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower --lr") from None

@@ -26,8 +26,10 @@ def _status_of(exc: BaseException) -> int:
     return 2 if isinstance(exc, InputError) else 1
 
 
-def agree(comm, fn: Callable[[], T]) -> T:
-    """Run `fn()` on every rank of `comm`; raise the same `AgreedError` everywhere on failure."""
+def agree(comm, fn: Callable[[], T], name_rank: bool = True) -> T:
+    """Run `fn()` on every rank of `comm`; raise the same `AgreedError` everywhere on failure
+    (its message prefixed with the failing rank when others succeeded, unless `name_rank`
+    is False: work that only one rank does)."""
     status, msg, err = 0, "", None
     try:
         result = fn()
@@ -47,7 +49,7 @@ def agree(comm, fn: Callable[[], T]) -> T:
     worst, first = int(flags[0]) // P, P - 1 - int(flags[0]) % P
     some_ok = bool(flags[1])
     text = comm.bcast_bytes(msg.encode(), first, "control").decode(errors="replace")
-    prefix = f"rank {first}: " if P > 1 and some_ok else ""
+    prefix = f"rank {first}: " if P > 1 and some_ok and name_rank else ""
     raise AgreedError(prefix + text, worst) from err
 
 
@@ -70,4 +72,4 @@ def on_root(comm, fn: Callable[[], T], root: int = 0) -> T | None:
                 while not req.Test():
                     time.sleep(IDLE_POLL)
 
-    return agree(comm, run)
+    return agree(comm, run, name_rank=False)

@@ -248,8 +248,10 @@ class Pairs:
         tag: int = 7,
     ) -> None:
         """Execute the pairs that involve rank `me`: post every receive, send every message
-        (``send_buf(k)``), do `local_work` while they travel, ``consume(k, buf)`` each
-        received message as it arrives, then wait for the sends."""
+        (``send_buf(k)``), do `local_work` while they travel, then ``consume(k, buf)`` the
+        received messages in pair order, each as soon as it and every message before it
+        have arrived (Waitany), so the sums are added in one fixed order and a run repeats
+        bit for bit; then wait for the sends."""
         live = (self.src != self.dst) & (self.nbytes > 0)
         rk = np.flatnonzero(live & (self.dst == me))
         sk = np.flatnonzero(live & (self.src == me))
@@ -258,9 +260,13 @@ class Pairs:
         sbufs = [send_buf(int(k)) for k in sk]
         sreqs = [comm.isend(b, int(self.dst[k]), tag, phase) for k, b in zip(sk, sbufs)]
         local_work()
+        arrived = np.zeros(len(rreqs), dtype=bool)
+        nxt = 0
         for _ in range(len(rreqs)):
-            i = comm.waitany(rreqs, phase)
-            consume(int(rk[i]), bufs[i])
+            arrived[comm.waitany(rreqs, phase)] = True
+            while nxt < len(rreqs) and arrived[nxt]:
+                consume(int(rk[nxt]), bufs[nxt])
+                nxt += 1
         comm.waitall(sreqs, phase)
 
 

@@ -57,6 +57,8 @@ PROTOCOL: dict[str, str] = {
     "agree": "control",
     "begin_epoch": "hook",
     "end_epoch": "hook",
+    "state_dict": "hook",
+    "load_state": "hook",
 }
 
 #: dropout key: (seed, stream) of the counter-based mask, or None for no dropout
@@ -222,6 +224,16 @@ class Ops:
 
     def end_epoch(self, *, phase: Phase) -> None:
         """Called after each epoch (after evaluation)."""
+
+    def state_dict(self, *, phase: Phase) -> dict[str, np.ndarray]:
+        """The scheme's own training state at an epoch boundary that a checkpoint must keep
+        for a bit-identical resume (arrays by name; nothing for stateless schemes)."""
+        return {}
+
+    def load_state(self, state: dict[str, np.ndarray], *, phase: Phase) -> None:
+        """Restore what `state_dict` returned (on the same rank of the same layout)."""
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state, got {sorted(state)}")
 
 
 def csr_product(M: sp.csr_matrix, X: np.ndarray) -> np.ndarray:

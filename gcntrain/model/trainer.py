@@ -36,6 +36,7 @@ from gcntrain.model.network import LP_STREAM, STREAMS_PER_EPOCH, Network, build_
 from gcntrain.model.ops import Ops
 from gcntrain.model.optim import Adam
 from gcntrain.model.phase import Phase
+from gcntrain.model.state import TrainState, restore_into
 from gcntrain.model.wrappers import TimedOps
 
 #: CSR features are used for the first layer when the global density is below this (auto)
@@ -331,6 +332,8 @@ def fit(
     config: TrainConfig,
     callback: Callable[[EpochRecord], None] | None = None,
     num_features: int | None = None,
+    checkpoint=None,
+    resume: TrainState | None = None,
 ) -> TrainResult:
     """Train a GCN/GraphSAGE model full-batch on the local block of `ops`.
 
@@ -344,6 +347,10 @@ def fit(
     config : hyperparameters.
     callback : called with each `EpochRecord` after the epoch (progress, fault injection).
     num_features : global feature width (default: the local block's width, a row layout).
+    checkpoint : an object with ``due(epochs_done, last) -> bool`` and ``save(TrainState)``,
+        asked after every epoch (`gcntrain.schemes.checkpoint.Checkpointer`).
+    resume : the `TrainState` to continue from (same rank of the same layout): training
+        goes on at its epoch and ends, bit for bit, where the uninterrupted run ends.
 
     Returns
     -------
@@ -396,7 +403,18 @@ def fit(
     history: list[EpochRecord] = []
     val_losses: list[float] = []
     stopped = False
-    for epoch in range(config.epochs):
+    first = 0
+    if resume is not None:
+        restore_into(weights, resume.weights)
+        restore_into(opt.m, resume.m)
+        restore_into(opt.v, resume.v)
+        opt.t = resume.t
+        history, val_losses = list(resume.history), list(resume.val_losses)
+        first = resume.epoch
+        # a stopping rule that fired before the checkpoint ends the run there
+        stopped = resume.stopped and first < config.epochs
+        ops.load_state(resume.scheme, phase=Phase("control"))
+    for epoch in range(first, first if resume is not None and resume.stopped else config.epochs):
         t0 = perf_counter()
         tops.reset()
         ctx = Phase("epoch", epoch=epoch)
@@ -454,6 +472,22 @@ def fit(
         ops.end_epoch(phase=ctx)
         if stop:
             stopped = epoch < config.epochs - 1
+        last = stop or epoch == config.epochs - 1
+        if checkpoint is not None and checkpoint.due(epoch + 1, last):
+            checkpoint.save(
+                TrainState(
+                    epoch + 1,
+                    weights,
+                    opt.m,
+                    opt.v,
+                    opt.t,
+                    history,
+                    val_losses,
+                    bool(stop),
+                    ops.state_dict(phase=ctx.at("control")),
+                )
+            )
+        if stop:
             break
 
     final_ctx = Phase("epoch", training=False)

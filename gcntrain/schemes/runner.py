@@ -126,6 +126,22 @@ def load_rank(
     return agree(world, load)
 
 
+def verify_source(world, source) -> None:
+    """On several ranks, rank 0 validates a graph file whole (content hash included) while
+    the others sleep, before any rank reads its rows: row-selective reads cannot check the
+    hash, and a file serial training refuses must be refused under MPI too, with the same
+    line and status on every rank."""
+    if world.size == 1:
+        return
+
+    def check():
+        src = open_source(source)
+        if getattr(src, "kind", "") == "file":
+            src.verify()
+
+    on_root(world, check)
+
+
 def train_with(
     world,
     scheme,
@@ -136,9 +152,16 @@ def train_with(
     partition_seed: int = 0,
     callback=None,
     agreements: int = 0,
+    checkpoint=None,
+    checkpoint_every: int = 1,
+    resume=None,
 ) -> Run:
-    """Configure and load (`load_rank`), set up and train `scheme` on `world`."""
+    """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
+    `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
+    at the last; with `resume` (a directory) continue from its newest checkpoint
+    (`gcntrain.schemes.checkpoint`)."""
     from gcntrain.model.trainer import fit
+    from gcntrain.schemes import checkpoint as ck
 
     t0 = perf_counter()
     start = world.tally.snapshot()
@@ -150,6 +173,23 @@ def train_with(
     local.indptr = local.indices = local.data = None
     setup_s = perf_counter() - t0
     marks = EpochMarks(maybe_fault(ops, world.rank), world.tally)
+    saver = state = resumed = None
+    if checkpoint is not None or resume is not None:
+        ident = ck.run_identity(
+            scheme.name,
+            world.size,
+            sc,
+            _partition_label(partition, src, scheme),
+            config,
+            src.meta().content_hash,
+        )
+        if resume is not None:
+            state, resumed = ck.load_state(world, resume, ident, config.epochs)
+            agreements += 1
+        if checkpoint is not None:
+            ck.prepare_root(world, checkpoint)
+            saver = ck.Checkpointer(world, checkpoint, int(checkpoint_every), ident)
+            agreements += 1
     result = fit(
         marks,
         local.features,
@@ -159,6 +199,8 @@ def train_with(
         config,
         callback=callback,
         num_features=local.num_features,
+        checkpoint=saver,
+        resume=state,
     )
     end = world.tally.snapshot()
     epochs = [b.since(a) for a, b in zip(marks.begins, marks.ends)]
@@ -174,6 +216,7 @@ def train_with(
         tally_final=end.since(marks.ends[-1]),
         setup_seconds=setup_s,
         agreements=agreements + 1,
+        extra={"resumed_from": resumed} if resumed else {},
     )
 
 
@@ -190,6 +233,9 @@ def run_training(
     per_rank=None,
     comm=None,
     machine=None,
+    checkpoint=None,
+    checkpoint_every: int = 10,
+    resume=None,
 ) -> tuple[object, dict]:
     """Train with `scheme` on every rank of `comm` (default: the launcher's job).
 
@@ -208,6 +254,9 @@ def run_training(
     per_rank : path of a CSV of the measured bytes/messages of every rank and phase.
     comm : a counted communicator (tests); default MPI_COMM_WORLD or none for serial.
     machine : the profile ``--scheme auto`` prices configurations with (default: `local`).
+    checkpoint, checkpoint_every, resume : a directory to save the training state in every
+        `checkpoint_every` epochs (and at the last), and one to resume from
+        (`gcntrain.schemes.checkpoint`).
 
     Returns
     -------
@@ -225,6 +274,7 @@ def run_training(
         )
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
+    verify_source(world, source)
     checks = 0
     if out_dir is not None:
         from gcntrain.model.output import check_out_dir
@@ -235,7 +285,18 @@ def run_training(
     if wants_auto(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)
     run = train_with(
-        world, sch, source, config, options, partition, partition_seed, callback, checks
+        world,
+        sch,
+        source,
+        config,
+        options,
+        partition,
+        partition_seed,
+        callback,
+        checks,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
     )
     res, local = run.result, run.local
     held = world.allgatherv(np.array([held_data(run)], dtype=np.int64), [1] * world.size, "report")
@@ -267,6 +328,12 @@ def run_training(
         "held_bytes_mean": float(held.mean()),
         **scheme_report,
     }
+    if checkpoint is not None:
+        summary["checkpoint"] = os.fspath(checkpoint)
+        summary["checkpoint_every"] = int(checkpoint_every)
+    if resume is not None:
+        summary["resume"] = os.fspath(resume)
+        summary["resumed_from_epoch"] = int(run.extra["resumed_from"]["epoch"])
     if search is not None:
         summary["grid_search"] = search
     if recommendation is not None:

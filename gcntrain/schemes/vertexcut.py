@@ -42,6 +42,7 @@ from time import perf_counter
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.comm.communicator import Pending
 from gcntrain.comm.exchange import Groups, Pairs, Uniform
 from gcntrain.errors import InputError
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows, scatter_rows
@@ -368,6 +369,25 @@ class VertexCutOps(RowOps):
 
     def begin_epoch(self, *, phase):
         self._times = self._zero_times()
+
+    def state_dict(self, *, phase):
+        """cd-R's delayed aggregates in flight: each exchange is completed here (its
+        received rows are what a later epoch consumes) and kept by queue, epoch and stage."""
+        out = {}
+        for (layer, term, direction), q in self._queues.items():
+            for i, (e, stage, pending) in enumerate(q):
+                got = self.world.wait(pending, phase_key(phase))
+                out[f"{layer}|{term}|{direction}|{i}|{e}|{stage}"] = got
+        return out
+
+    def load_state(self, state, *, phase):
+        self._queues = {}
+        for name in sorted(state, key=lambda k: int(k.split("|")[3])):
+            layer, term, direction, _, e, stage = name.split("|")
+            qkey = (None if layer == "None" else int(layer), term, direction)
+            got = np.ascontiguousarray(state[name])
+            item = (int(e), int(stage), Pending(None, got, got))
+            self._queues.setdefault(qkey, deque()).append(item)
 
     def end_epoch(self, *, phase):
         self.epoch_stats.append(dict(self._times))

@@ -1,0 +1,155 @@
+"""Checkpoint files: one directory per checkpoint, one array file per rank, written whole or
+not at all (no MPI here; `gcntrain.schemes.checkpoint` coordinates the ranks).
+
+Layout of a checkpoint root ``DIR``::
+
+    DIR/LATEST                  name of the newest complete checkpoint (one line)
+    DIR/epoch-000012/meta.json  format, epoch, ranks, scheme and its options, the training
+                                configuration, the graph's content hash
+    DIR/epoch-000012/rank-00003.npz   that rank's arrays (`numpy.savez`, no pickled objects)
+
+A checkpoint is staged in ``DIR/.epoch-000012.tmp`` (every file written to a temporary name,
+flushed, fsynced and renamed), then the staging directory is renamed to its final name,
+``LATEST`` is replaced atomically, and only then is the previous checkpoint removed: at every
+instant ``LATEST`` names a complete checkpoint.  Any failure (ENOSPC included) removes what
+was staged and raises `OutputError` naming the file and the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from gcntrain.errors import InputError, OutputError
+
+#: version of the checkpoint layout
+FORMAT = 1
+LATEST = "LATEST"
+META = "meta.json"
+
+
+def checkpoint_name(epoch: int) -> str:
+    return f"epoch-{int(epoch):06d}"
+
+
+def stage_dir(root, epoch: int) -> Path:
+    """Where the checkpoint of `epoch` is staged before it is published."""
+    return Path(root) / f".{checkpoint_name(epoch)}.tmp"
+
+
+def rank_file(ckpt_dir, rank: int) -> Path:
+    return Path(ckpt_dir) / f"rank-{int(rank):05d}.npz"
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_whole(path: Path, write) -> None:
+    """`write(fileobj)` to ``path`` through a temporary name: flushed, fsynced, renamed; the
+    temporary is removed on any failure, which is raised as `OutputError`."""
+    tmp = path.with_name(path.name + ".part")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def write_rank(root, epoch: int, rank: int, arrays: dict[str, np.ndarray]) -> Path:
+    """Stage this rank's arrays of the checkpoint of `epoch`."""
+    stage = stage_dir(root, epoch)
+    try:
+        stage.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create {stage}: {e.strerror or e}") from None
+    path = rank_file(stage, rank)
+    _write_whole(path, lambda f: np.savez(f, **arrays))
+    return path
+
+
+def publish(root, epoch: int, meta: dict) -> Path:
+    """Complete the staged checkpoint of `epoch` (every rank file written): write its
+    metadata, rename it into place, point ``LATEST`` at it, then remove older checkpoints."""
+    root = Path(root)
+    stage = stage_dir(root, epoch)
+    final = root / checkpoint_name(epoch)
+    text = json.dumps({"format": FORMAT, "epoch": int(epoch), **meta}, indent=1, default=str)
+    _write_whole(stage / META, lambda f: f.write(text.encode()))
+    _fsync_dir(stage)
+    try:
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(stage, final)
+    except OSError as e:
+        raise OutputError(f"cannot publish {final}: {e.strerror or e}") from None
+    _write_whole(root / LATEST, lambda f: f.write((final.name + "\n").encode()))
+    _fsync_dir(root)
+    for old in root.glob("epoch-*"):
+        if old.name != final.name and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def discard(root, epoch: int) -> None:
+    """Remove whatever was staged for `epoch` (after a failed write)."""
+    shutil.rmtree(stage_dir(root, epoch), ignore_errors=True)
+
+
+def remove_stale(root) -> None:
+    """Remove staging directories left by an interrupted write (never the published ones)."""
+    for old in Path(root).glob(".epoch-*.tmp"):
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def check_root(root) -> None:
+    """The checkpoint root exists (created if needed) and is a writable directory."""
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the checkpoint directory {root}: {e.strerror}") from None
+    if not root.is_dir() or not os.access(root, os.W_OK | os.X_OK):
+        raise InputError(f"the checkpoint directory {root} is not a writable directory")
+
+
+def latest(root) -> tuple[Path, dict]:
+    """(directory, metadata) of the newest complete checkpoint under `root`."""
+    root = Path(root)
+    pointer = root / LATEST
+    if not pointer.is_file():
+        raise InputError(f"no checkpoint to resume from in {root} (no {LATEST} file)")
+    try:
+        name = pointer.read_text().strip()
+        ckpt = root / name
+        meta = json.loads((ckpt / META).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"unreadable checkpoint in {root}: {e}") from None
+    if meta.get("format") != FORMAT:
+        raise InputError(f"checkpoint {ckpt} has format {meta.get('format')}, expected {FORMAT}")
+    return ckpt, meta
+
+
+def read_rank(ckpt_dir, rank: int) -> dict[str, np.ndarray]:
+    """This rank's arrays of a published checkpoint."""
+    path = rank_file(ckpt_dir, rank)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise InputError(f"unreadable checkpoint file {path}: {e}") from None

@@ -1,0 +1,100 @@
+"""A rank's training state at an epoch boundary, as flat named arrays (what a checkpoint keeps).
+
+Everything `gcntrain.model.trainer.fit` carries from one epoch to the next: the local
+parameter shards, Adam's moments and step count, the epochs done, the epoch records, the
+validation losses that drive early stopping, whether a stopping rule fired, and the scheme's
+own state (`Ops.state_dict`).  Random numbers need no state: dropout masks and label draws
+are counter-based on (seed, epoch), so a resumed run draws what the uninterrupted one draws.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+#: array-name prefixes of the parameter-shaped groups
+GROUPS = ("w", "m", "v")
+SCHEME = "scheme."
+
+
+@dataclass
+class TrainState:
+    """See the module docstring; ``weights``, ``m`` and ``v`` have the structure of
+    `Network.weights` (one {name: array} per layer)."""
+
+    epoch: int
+    weights: list[dict[str, np.ndarray]]
+    m: list[dict[str, np.ndarray]]
+    v: list[dict[str, np.ndarray]]
+    t: int
+    history: list  # EpochRecord
+    val_losses: list[float]
+    stopped: bool = False
+    scheme: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Flat {name: array} (``w.0.W``, ``m.0.W``, ``scheme.KEY``, ...), no objects."""
+        out: dict[str, np.ndarray] = {}
+        for g, layers in zip(GROUPS, (self.weights, self.m, self.v)):
+            for i, lp in enumerate(layers):
+                for k, a in lp.items():
+                    out[f"{g}.{i}.{k}"] = np.asarray(a)
+        for k, a in self.scheme.items():
+            out[SCHEME + k] = np.asarray(a)
+        out["epoch"] = np.array(self.epoch, dtype=np.int64)
+        out["adam_t"] = np.array(self.t, dtype=np.int64)
+        out["stopped"] = np.array(self.stopped)
+        out["val_losses"] = np.asarray(self.val_losses, dtype=np.float64)
+        records = json.dumps([asdict(r) for r in self.history]).encode()
+        out["history"] = np.frombuffer(records, dtype=np.uint8)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TrainState:
+        from gcntrain.model.trainer import EpochRecord
+
+        groups: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in GROUPS}
+        scheme = {}
+        for name, a in arrays.items():
+            if name.startswith(SCHEME):
+                scheme[name[len(SCHEME) :]] = a
+                continue
+            g, _, rest = name.partition(".")
+            if g not in groups or not rest:
+                continue
+            i, _, k = rest.partition(".")
+            layers = groups[g]
+            while len(layers) <= int(i):
+                layers.append({})
+            layers[int(i)][k] = a
+        records = json.loads(bytes(arrays["history"]).decode()) if "history" in arrays else []
+        return cls(
+            epoch=int(arrays["epoch"]),
+            weights=groups["w"],
+            m=groups["m"],
+            v=groups["v"],
+            t=int(arrays["adam_t"]),
+            history=[EpochRecord(**r) for r in records],
+            val_losses=[float(x) for x in arrays["val_losses"]],
+            stopped=bool(arrays["stopped"]),
+            scheme=scheme,
+        )
+
+
+def restore_into(dst: list[dict[str, np.ndarray]], src: list[dict[str, np.ndarray]]) -> None:
+    """Copy `src` into the arrays of `dst` in place (same layers, names, shapes, dtypes)."""
+    if len(dst) != len(src):
+        raise ValueError(f"checkpoint has {len(src)} layers, the model {len(dst)}")
+    for i, (d, s) in enumerate(zip(dst, src)):
+        if set(d) != set(s):
+            raise ValueError(f"checkpoint layer {i} has {sorted(s)}, the model {sorted(d)}")
+        for k, a in d.items():
+            b = s[k]
+            if a.shape != b.shape or a.dtype != b.dtype:
+                raise ValueError(
+                    f"checkpoint {k} of layer {i} is {b.dtype}{list(b.shape)}, the model "
+                    f"{a.dtype}{list(a.shape)}"
+                )
+            a[...] = b

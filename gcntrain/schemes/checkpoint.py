@@ -1,0 +1,125 @@
+"""Checkpoints and resume for every scheme, coordinated over the job's ranks.
+
+Each rank stages its own `TrainState` (its parameter shards, Adam's moments, the scheme's
+state) under one collective verdict; then rank 0 publishes the checkpoint
+(`gcntrain.data.checkpoint.publish`: metadata, rename, ``LATEST``, older ones removed), again
+under one verdict.  A failure on any rank (a full disk included) removes what was staged and
+becomes the same one-line error, exit status 2, on every rank; the previous checkpoint stays
+the latest.
+
+Resuming reads ``LATEST`` and checks, before any rank loads its state, that the checkpoint
+was written by the same graph (content hash), scheme, scheme options, rank count, partition
+and training configuration (the number of epochs may grow); anything else is refused with a
+line naming what differs.  The state of a rank is its shard of the layout, so another rank
+count or scheme cannot resume it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gcntrain.comm.agree import agree
+from gcntrain.data import checkpoint as ckio
+from gcntrain.errors import AgreedError, InputError
+from gcntrain.model.state import TrainState
+
+#: configuration keys a resumed run may change
+MAY_CHANGE = ("epochs",)
+
+
+def run_identity(scheme: str, ranks: int, options: dict, partition: str, config, graph_hash):
+    """What a checkpoint must match to be resumed by a run (JSON-ready)."""
+    cfg = {k: v for k, v in config.to_dict().items() if k not in MAY_CHANGE}
+    ident = {
+        "scheme": scheme,
+        "ranks": int(ranks),
+        "scheme_options": {k: str(v) for k, v in sorted(options.items())},
+        "partition": str(partition),
+        "graph_hash": str(graph_hash),
+        "config": cfg,
+    }
+    return json.loads(json.dumps(ident, default=str))  # as a checkpoint's meta.json reads
+
+
+def differences(saved: dict, wanted: dict) -> list[str]:
+    """Human-readable differences between a checkpoint's identity and this run's."""
+    out = []
+    for key in ("graph_hash", "scheme", "ranks", "scheme_options", "partition"):
+        if saved.get(key) != wanted[key]:
+            what = "graph (content hash)" if key == "graph_hash" else key.replace("_", " ")
+            out.append(f"{what}: checkpoint {saved.get(key)!r}, this run {wanted[key]!r}")
+    a, b = saved.get("config", {}), wanted["config"]
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            out.append(f"--{k.replace('_', '-')}: checkpoint {a.get(k)!r}, this run {b.get(k)!r}")
+    return out
+
+
+@dataclass
+class Checkpointer:
+    """`fit`'s checkpoint hook: every `every` epochs (and at the last) into `root`."""
+
+    world: object
+    root: str
+    every: int
+    identity: dict
+
+    def due(self, done: int, last: bool) -> bool:
+        return done % self.every == 0 or last
+
+    def save(self, state: TrainState) -> None:
+        arrays = state.to_arrays()
+        world, root, epoch = self.world, self.root, state.epoch
+
+        def write():
+            ckio.write_rank(root, epoch, world.rank, arrays)
+
+        def publish():
+            if world.rank == 0:
+                ckio.publish(root, epoch, {**self.identity})
+
+        try:
+            agree(world, write)
+            agree(world, publish)
+        except AgreedError:
+            if world.rank == 0:
+                ckio.discard(root, epoch)
+            raise
+
+
+def prepare_root(world, root) -> None:
+    """Check (rank 0) that the checkpoint root is a writable directory and drop staging
+    directories an interrupted write left behind; one verdict for every rank."""
+
+    def check():
+        if world.rank == 0:
+            ckio.check_root(root)
+            ckio.remove_stale(root)
+
+    agree(world, check)
+
+
+def load_state(world, root, identity: dict, epochs: int) -> tuple[TrainState, dict]:
+    """This rank's state of the newest checkpoint under `root`, after checking that it
+    belongs to this run and leaves epochs to train (of `epochs`); one verdict for every
+    rank.  Returns (state, metadata)."""
+
+    def load():
+        ckpt, meta = ckio.latest(root)
+        diff = differences(meta, identity)
+        if diff:
+            raise InputError(f"cannot resume from {ckpt}: " + "; ".join(diff))
+        state = TrainState.from_arrays(ckio.read_rank(ckpt, world.rank))
+        if state.stopped:
+            raise InputError(
+                f"cannot resume from {ckpt}: early stopping ended that run at epoch {state.epoch}"
+            )
+        if state.epoch >= epochs:
+            raise InputError(
+                f"cannot resume from {ckpt}: it is at epoch {state.epoch} and --epochs is "
+                f"{epochs}; nothing is left to train (raise --epochs to continue)"
+            )
+        return state, meta
+
+    return agree(world, load)
