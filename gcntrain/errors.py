@@ -12,6 +12,7 @@ class InputError(Exception):
 
     def __init__(self, message: str, path: str | None = None):
         self.path = path
+        self.reason = message
         super().__init__(f"{path}: {message}" if path else message)
 
 
@@ -29,6 +30,16 @@ class AgreedError(Exception):
 
     Raised on all ranks by `gcntrain.comm.agree.agree`; the CLI prints it once (rank 0).
     """
+
+    def __init__(self, message: str, status: int):
+        self.status = int(status)
+        super().__init__(message)
+
+
+class Preempted(Exception):
+    """A preemption signal (SIGTERM, SIGUSR1) ended training after a checkpoint: every rank
+    raises it at the same epoch; the CLI prints its message once and exits with `status`
+    (128 + the signal number, as a process killed by it would)."""
 
     def __init__(self, message: str, status: int):
         self.status = int(status)

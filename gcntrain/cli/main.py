@@ -8,7 +8,7 @@ import sys
 import click
 
 from gcntrain import __version__
-from gcntrain.errors import AgreedError, InputError
+from gcntrain.errors import AgreedError, InputError, Preempted
 
 #: command name -> "module:attribute"
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -99,6 +99,13 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     except AgreedError as e:  # every rank raised it; rank 0 prints it
         _error_line(str(e))
+        return e.status
+    except Preempted as e:  # every rank stopped at the same epoch after a checkpoint
+        from gcntrain.cli.display import is_printer
+
+        if is_printer():
+            sys.stderr.write(f"gcntrain: {e}\n")
+            sys.stderr.flush()
         return e.status
     except KeyboardInterrupt:
         return 130

@@ -57,18 +57,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_whole(path: Path, write) -> None:
-    """`write(fileobj)` to ``path`` through a temporary name: flushed, fsynced, renamed; the
-    temporary is removed on any failure, which is raised as `OutputError`."""
-    tmp = path.with_name(path.name + ".part")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"cannot write {path}: {e.strerror or e}") from None
+    """`write(fileobj)` to ``path`` whole or not at all (`gcntrain.data.atomic`)."""
+    from gcntrain.data.atomic import write_file
+
+    write_file(path, write)
 
 
 def write_rank(root, epoch: int, rank: int, arrays: dict[str, np.ndarray]) -> Path:

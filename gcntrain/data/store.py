@@ -6,9 +6,9 @@ to `FormatError`, atomic writes (temporary name + rename), and dataset read/writ
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,28 +91,20 @@ def open_h5(path: str | os.PathLike, what: str = "file") -> Iterator[h5py.File]:
 
 @contextmanager
 def atomic_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
-    """Create an HDF5 file under a temporary name beside `path`; rename it when complete.
+    """Build an HDF5 file in memory and write it to `path` whole or not at all
+    (`gcntrain.data.atomic`: a full disk is one `OutputError`, nothing left behind).
 
-    The parent directory must exist. On any error the temporary file is removed and `path` is
-    left untouched.
+    The parent directory must exist.
     """
+    from gcntrain.data.atomic import write_bytes
+
     target = Path(path)
-    parent = target.parent
-    if not parent.is_dir():
-        raise InputError(f"output directory '{parent}' does not exist", str(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    os.close(fd)
-    try:
-        with h5_file(tmp, "w") as f:
-            yield f
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    if not target.parent.is_dir():
+        raise InputError(f"output directory '{target.parent}' does not exist", str(target))
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        yield f
+    write_bytes(target, buf.getbuffer())
 
 
 def write_dataset(

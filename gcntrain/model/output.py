@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from gcntrain.jsonutil import json_default
@@ -22,6 +21,7 @@ FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5")
 
 def check_out_dir(out_dir) -> None:
     """Fail early (before training) when `out_dir` cannot become an output directory."""
+    from gcntrain.data.atomic import temp_name
     from gcntrain.errors import InputError
 
     p = Path(out_dir)
@@ -30,61 +30,97 @@ def check_out_dir(out_dir) -> None:
     parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
     if parent is None or not os.access(parent, os.W_OK | os.X_OK):
         raise InputError("--out is not writable", str(p))
+    # permissions do not tell everything (/proc, read-only mounts, root): really create the
+    # directory and a file in it, then remove what this check made
+    made = [a for a in (p.absolute(), *p.absolute().parents) if not a.exists()]
+    probe = temp_name(p / "probe")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+    except OSError as e:
+        raise InputError(f"--out is not writable ({e.strerror or e})", str(p)) from None
+    finally:
+        probe.unlink(missing_ok=True)
+        for d in made:  # deepest first
+            try:
+                d.rmdir()
+            except OSError:
+                pass
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` on a temporary name beside `path`, then rename it to `path`."""
-    tmp = str(path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    """Call ``write(tmp_path)`` (a library that writes to a file name: matplotlib) on a
+    temporary name beside `path`, then rename it to `path`; a failure removes it and is an
+    `OutputError` naming `path`."""
+    from gcntrain.data.atomic import fsync_dir, temp_name
+    from gcntrain.errors import OutputError
+
+    path = Path(path)
+    tmp = temp_name(path)
     try:
-        write(tmp)
+        write(str(tmp))
         os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write: {e.strerror or e}", str(path)) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    def w(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+    from gcntrain.data.atomic import write_text
 
-    _atomic_write(path, w)
+    write_text(path, text)
 
 
-def write_metrics(path: Path, history: Iterable) -> None:
-    """One JSON object per epoch (records with ``to_dict`` or plain dicts)."""
+def metrics_text(history: Iterable) -> str:
+    """One JSON object per epoch (records with ``to_dict`` or plain dicts), one per line."""
     lines = [
         json.dumps(r.to_dict() if hasattr(r, "to_dict") else r, default=json_default)
         for r in history
     ]
-    write_text_atomic(path, "".join(line + "\n" for line in lines))
+    return "".join(line + "\n" for line in lines)
+
+
+def write_metrics(path: Path, history: Iterable) -> None:
+    write_text_atomic(path, metrics_text(history))
+
+
+def weights_bytes(weights: list[dict[str, np.ndarray]], layers: list[dict] | None = None):
+    """HDF5 with one group per layer (``layer0``, ``layer1``, ...), one dataset per parameter;
+    layer descriptions (kind, sizes, ...) as group attributes (the file's bytes)."""
+    from gcntrain.data.atomic import h5_bytes
+
+    def build(f) -> None:
+        f.attrs["num_layers"] = len(weights)
+        for i, lw in enumerate(weights):
+            g = f.create_group(f"layer{i}")
+            for k, a in lw.items():
+                g.create_dataset(k, data=np.asarray(a))
+            for k, v in (layers[i] if layers else {}).items():
+                g.attrs[k] = v
+
+    return h5_bytes(build)
 
 
 def write_weights(
     path: Path, weights: list[dict[str, np.ndarray]], layers: list[dict] | None = None
 ) -> None:
-    """HDF5 with one group per layer (``layer0``, ``layer1``, ...), one dataset per parameter;
-    layer descriptions (kind, sizes, ...) as group attributes."""
+    """`weights_bytes` written to `path` whole or not at all."""
+    from gcntrain.data.atomic import write_bytes
 
-    def w(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["num_layers"] = len(weights)
-            for i, lw in enumerate(weights):
-                g = f.create_group(f"layer{i}")
-                for k, a in lw.items():
-                    g.create_dataset(k, data=np.asarray(a))
-                for k, v in (layers[i] if layers else {}).items():
-                    g.attrs[k] = v
-
-    _atomic_write(path, w)
+    write_bytes(path, weights_bytes(weights, layers))
 
 
-def write_predictions(
-    path: Path, node_ids: np.ndarray, predictions: np.ndarray, labels: np.ndarray | None = None
-) -> None:
+def predictions_bytes(
+    node_ids: np.ndarray, predictions: np.ndarray, labels: np.ndarray | None = None
+):
     """HDF5 with datasets ``node_ids`` (int64), ``predicted`` (int64) and ``label`` (int64,
-    -1 = unlabeled; all -1 when labels are not given)."""
+    -1 = unlabeled; all -1 when labels are not given) (the file's bytes)."""
+    from gcntrain.data.atomic import h5_bytes
+
     node_ids = np.asarray(node_ids, dtype=np.int64)
     predictions = np.asarray(predictions, dtype=np.int64)
     if node_ids.shape != predictions.shape:
@@ -95,13 +131,21 @@ def write_predictions(
         else np.asarray(labels, dtype=np.int64)
     )
 
-    def w(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
-            f.create_dataset("node_ids", data=node_ids)
-            f.create_dataset("predicted", data=predictions)
-            f.create_dataset("label", data=lab)
+    def build(f) -> None:
+        f.create_dataset("node_ids", data=node_ids)
+        f.create_dataset("predicted", data=predictions)
+        f.create_dataset("label", data=lab)
 
-    _atomic_write(path, w)
+    return h5_bytes(build)
+
+
+def write_predictions(
+    path: Path, node_ids: np.ndarray, predictions: np.ndarray, labels: np.ndarray | None = None
+) -> None:
+    """`predictions_bytes` written to `path` whole or not at all."""
+    from gcntrain.data.atomic import write_bytes
+
+    write_bytes(path, predictions_bytes(node_ids, predictions, labels))
 
 
 def write_outputs(
@@ -130,14 +174,26 @@ def write_outputs(
     -------
     {file name: path}
     """
+    from gcntrain.data.atomic import staged
+    from gcntrain.errors import OutputError
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create the output directory: {e.strerror}", str(out)) from None
     paths = {name: out / name for name in FILES}
-    write_metrics(paths["metrics.jsonl"], history)
-    write_text_atomic(
-        paths["config.json"],
-        json.dumps(config_dict, default=json_default, indent=2, sort_keys=True) + "\n",
-    )
-    write_weights(paths["weights.h5"], weights, layers)
-    write_predictions(paths["predictions.h5"], node_ids, predictions, labels)
+    config_text = json.dumps(config_dict, default=json_default, indent=2, sort_keys=True) + "\n"
+    # the four files are one output: all written, then all renamed (none on a failure)
+    try:
+        with staged(list(paths.values())) as put:
+            put(paths["metrics.jsonl"], metrics_text(history).encode())
+            put(paths["config.json"], config_text.encode())
+            put(paths["weights.h5"], weights_bytes(weights, layers))
+            put(paths["predictions.h5"], predictions_bytes(node_ids, predictions, labels))
+    except BaseException:
+        if created:  # leave no trace of a failed output
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return {k: str(v) for k, v in paths.items()}

@@ -41,41 +41,34 @@ def write_partition(
 
     The file is written to a temporary name in the same directory and renamed when complete.
     """
-    import h5py
+    from gcntrain.data.store import atomic_h5
 
     path = Path(path)
     if not path.parent.is_dir():
         raise InputError(f"output directory {path.parent} does not exist")
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["method"] = result.method
-            f.attrs["parts"] = int(result.parts)
-            f.attrs["num_parts"] = int(result.parts)  # the name the shard command reads
-            f.attrs["params"] = to_json(result.params)
-            f.attrs["seed"] = int(result.seed)
-            f.attrs["graph_content_hash"] = result.graph_content_hash
-            f.attrs["seconds"] = float(result.seconds)
-            if result.grid is not None:
-                f.attrs["grid"] = np.asarray(result.grid, dtype=np.int64)
-            if report is not None:
-                f.attrs["report"] = to_json(report)
-            for name in _ARRAYS:
-                a = getattr(result, name)
-                if a is not None:
-                    f.create_dataset(name, data=np.asarray(a, dtype=np.int64))
-            if result.mvc is not None:
-                g = f.create_group("mvc")
-                for name in MVC_ARRAYS:
-                    if name in result.mvc:
-                        g.create_dataset(name, data=np.asarray(result.mvc[name]))
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp.exists():
-            tmp.unlink()
-        raise
+    with atomic_h5(path) as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["method"] = result.method
+        f.attrs["parts"] = int(result.parts)
+        f.attrs["num_parts"] = int(result.parts)  # the name the shard command reads
+        f.attrs["params"] = to_json(result.params)
+        f.attrs["seed"] = int(result.seed)
+        f.attrs["graph_content_hash"] = result.graph_content_hash
+        f.attrs["seconds"] = float(result.seconds)
+        if result.grid is not None:
+            f.attrs["grid"] = np.asarray(result.grid, dtype=np.int64)
+        if report is not None:
+            f.attrs["report"] = to_json(report)
+        for name in _ARRAYS:
+            a = getattr(result, name)
+            if a is not None:
+                f.create_dataset(name, data=np.asarray(a, dtype=np.int64))
+        if result.mvc is not None:
+            g = f.create_group("mvc")
+            for name in MVC_ARRAYS:
+                if name in result.mvc:
+                    g.create_dataset(name, data=np.asarray(result.mvc[name]))
 
 
 def _attr_str(f, name: str, path: str) -> str:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
+
 from gcntrain.comm.agree import agree
 from gcntrain.data import checkpoint as ckio
-from gcntrain.errors import AgreedError, InputError
+from gcntrain.errors import AgreedError, InputError, Preempted
 from gcntrain.model.state import TrainState
 
 #: configuration keys a resumed run may change
@@ -56,16 +58,58 @@ def differences(saved: dict, wanted: dict) -> list[str]:
     return out
 
 
+#: the signals that ask a checkpointing run to stop after the current epoch (Slurm's
+#: ``--signal``, preemption notices)
+PREEMPT_SIGNALS = ("SIGTERM", "SIGUSR1")
+
+
+class PreemptFlag:
+    """Records the first preemption signal this process receives (handlers installed by
+    `install`, previous ones restored by `restore`)."""
+
+    def __init__(self):
+        self.signum = 0
+        self._old: dict = {}
+
+    def install(self) -> None:
+        import signal
+
+        def handler(signum, frame):
+            if not self.signum:
+                self.signum = int(signum)
+
+        for name in PREEMPT_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                self._old[sig] = signal.signal(sig, handler)
+
+    def restore(self) -> None:
+        import signal
+
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
+
+
 @dataclass
 class Checkpointer:
-    """`fit`'s checkpoint hook: every `every` epochs (and at the last) into `root`."""
+    """`fit`'s checkpoint hook: every `every` epochs (and at the last) into `root`; with a
+    `flag`, after every epoch the ranks agree (one Allreduce, phase ``control``) whether any
+    received a preemption signal, and if so checkpoint now and raise `Preempted`."""
 
     world: object
     root: str
     every: int
     identity: dict
+    flag: PreemptFlag | None = None
+    stop_signal: int = 0
 
     def due(self, done: int, last: bool) -> bool:
+        if self.flag is not None:
+            got = np.array([self.flag.signum], dtype=np.int64)
+            self.stop_signal = int(self.world.allreduce(got, "control", op="max")[0])
+            if self.stop_signal:
+                return True
         return done % self.every == 0 or last
 
     def save(self, state: TrainState) -> None:
@@ -86,6 +130,15 @@ class Checkpointer:
             if world.rank == 0:
                 ckio.discard(root, epoch)
             raise
+        if self.stop_signal:
+            import signal
+
+            name = signal.Signals(self.stop_signal).name
+            raise Preempted(
+                f"stopped by {name} after epoch {epoch}; checkpoint written to {root}: "
+                f"continue with the same command and --resume {root}",
+                128 + self.stop_signal,
+            )
 
 
 def prepare_root(world, root) -> None:

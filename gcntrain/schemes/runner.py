@@ -155,6 +155,7 @@ def train_with(
     checkpoint=None,
     checkpoint_every: int = 1,
     resume=None,
+    preempt=None,
 ) -> Run:
     """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
     `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
@@ -188,7 +189,7 @@ def train_with(
             agreements += 1
         if checkpoint is not None:
             ck.prepare_root(world, checkpoint)
-            saver = ck.Checkpointer(world, checkpoint, int(checkpoint_every), ident)
+            saver = ck.Checkpointer(world, checkpoint, int(checkpoint_every), ident, preempt)
             agreements += 1
     result = fit(
         marks,
@@ -279,25 +280,37 @@ def run_training(
     if out_dir is not None:
         from gcntrain.model.output import check_out_dir
 
-        agree(world, lambda: check_out_dir(out_dir) if world.rank == 0 else None)
+        agree(world, lambda: check_out_dir(out_dir) if world.rank == 0 else None, False)
         checks = 1
     search = None
     if wants_auto(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)
-    run = train_with(
-        world,
-        sch,
-        source,
-        config,
-        options,
-        partition,
-        partition_seed,
-        callback,
-        checks,
-        checkpoint=checkpoint,
-        checkpoint_every=checkpoint_every,
-        resume=resume,
-    )
+    # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch, checkpointed
+    preempt = None
+    if checkpoint is not None:
+        from gcntrain.schemes.checkpoint import PreemptFlag
+
+        preempt = PreemptFlag()
+        preempt.install()
+    try:
+        run = train_with(
+            world,
+            sch,
+            source,
+            config,
+            options,
+            partition,
+            partition_seed,
+            callback,
+            checks,
+            checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
+            preempt=preempt,
+        )
+    finally:
+        if preempt is not None:
+            preempt.restore()
     res, local = run.result, run.local
     held = world.allgatherv(np.array([held_data(run)], dtype=np.int64), [1] * world.size, "report")
     scheme_report = epoch_stats(world, run)
@@ -347,7 +360,7 @@ def run_training(
 
                 write(per_rank, phases)
 
-        agree(world, write_table)
+        agree(world, write_table, name_rank=False)
         summary["per_rank"] = os.fspath(per_rank)
     if out_dir is not None:
         _write_outputs(world, run, config, summary, out_dir)
@@ -496,4 +509,4 @@ def _write_outputs(world, run: Run, config, summary: dict, out_dir) -> None:
             layers=res.layers,
         )
 
-    agree(world, write)
+    agree(world, write, name_rank=False)

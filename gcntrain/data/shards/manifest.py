@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +87,7 @@ def manifest_text(manifest: dict) -> str:
 
 
 def write_manifest(path: Path, manifest: dict) -> None:
-    """Write `manifest_text(manifest)` to `path` (temporary name, then rename)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(manifest_text(manifest), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write `manifest_text(manifest)` to `path` whole or not at all."""
+    from gcntrain.data.atomic import write_text
+
+    write_text(path, manifest_text(manifest))

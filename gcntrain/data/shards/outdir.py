@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from gcntrain.data.shards.layout import MANIFEST_NAME
-from gcntrain.errors import InputError
+from gcntrain.errors import InputError, OutputError
 
 
 def _check_target(out: Path, overwrite: bool) -> None:
@@ -49,7 +49,10 @@ def atomic_dir(out_dir: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     out = Path(out_dir)
     parent = out.parent
     _check_target(out, overwrite)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    except OSError as e:
+        raise OutputError(f"cannot create a directory beside it: {e.strerror}", str(out)) from None
     try:
         yield tmp
         umask = os.umask(0)
@@ -64,6 +67,12 @@ def atomic_dir(out_dir: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
             if out.exists():
                 out.rmdir()
             os.rename(tmp, out)
+    except OutputError as e:  # a shard: name the store, not the staging directory
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(e.reason, str(out)) from None
+    except OSError as e:  # the renames: nothing of the new store is left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(f"cannot write: {e.strerror or e}", str(out)) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,0 +1,145 @@
+"""Outputs that are complete or absent: the one way every command writes a file.
+
+A file is written under a temporary name beside its final one, flushed and fsynced, then
+renamed; any failure (a full disk, a read-only directory, a quota) removes the temporary and
+raises `OutputError` naming the file and the cause (exit status 2), so no half-written file
+is ever left under a final name, and no temporary either.
+
+HDF5 files are built in memory (`h5_bytes`: h5py on a `BytesIO`) and only their bytes go to
+disk through Python's own I/O: the HDF5 library never writes to the file system, so a full
+disk cannot fail inside HDF5's close (which can crash the process) and every write error
+surfaces as an ordinary ``OSError`` here.  `staged` writes several files as one output: all
+are written first, then renamed; if any write fails none of them appears.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from gcntrain.errors import OutputError
+
+#: bytes written per call (a large file is streamed, not copied whole again)
+CHUNK = 64 << 20
+
+
+def temp_name(path: Path) -> Path:
+    """A temporary name beside `path` (hidden, unique per process and call)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def _cause(e: OSError) -> str:
+    return e.strerror or str(e)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename in `path` durable (where the platform allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - file systems without directory fsync
+        pass
+    finally:
+        os.close(fd)
+
+
+def _mode_from_umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_temp(path: Path, write: Callable[[object], None]) -> Path:
+    """``write(fileobj)`` into a new temporary beside `path`, flushed and fsynced; returns
+    the temporary's path (removed, and `OutputError` raised, on any failure)."""
+    tmp = temp_name(path)
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _mode_from_umask())
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write: {_cause(e)}", str(path)) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _install(tmp: Path, path: Path) -> None:
+    try:
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write: {_cause(e)}", str(path)) from None
+
+
+def write_file(path, write: Callable[[object], None]) -> None:
+    """Write one file whole or not at all (see the module docstring)."""
+    path = Path(path)
+    _install(write_temp(path, write), path)
+    fsync_dir(path.parent)
+
+
+def write_bytes(path, data) -> None:
+    """`data` (bytes or a buffer) as the whole content of `path`."""
+    view = memoryview(data).cast("B")
+    write_file(path, lambda f: [f.write(view[i : i + CHUNK]) for i in range(0, len(view), CHUNK)])
+
+
+def write_text(path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def h5_bytes(build: Callable) -> memoryview:
+    """The bytes of an HDF5 file made by ``build(h5py.File)`` in memory."""
+    import h5py
+
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        build(f)
+    return buf.getbuffer()
+
+
+def write_h5(path, build: Callable) -> None:
+    """An HDF5 file built by ``build(h5py.File)``, written whole or not at all."""
+    write_bytes(path, h5_bytes(build))
+
+
+@contextmanager
+def staged(paths: list) -> Iterator[Callable[[Path, object], None]]:
+    """Write several files as one output: inside the block call ``put(path, data)`` for
+    each (bytes, or an HDF5 builder via `h5_bytes`); when the block ends every file is
+    renamed into place; if anything fails, no file of the set is left behind."""
+    temps: dict[Path, Path] = {}
+
+    def put(path, data) -> None:
+        path = Path(path)
+        view = memoryview(data).cast("B")
+        temps[path] = write_temp(
+            path,
+            lambda f: [f.write(view[i : i + CHUNK]) for i in range(0, len(view), CHUNK)],
+        )
+
+    try:
+        yield put
+        missing = [p for p in map(Path, paths) if p not in temps]
+        if missing:
+            raise ValueError(f"staged output never written: {missing}")
+        for path, tmp in temps.items():
+            _install(tmp, path)
+        for parent in {p.parent for p in temps}:
+            fsync_dir(parent)
+    except BaseException:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+        raise
