@@ -81,16 +81,74 @@ def _quiet_other_ranks() -> None:
         warnings.simplefilter("ignore")
 
 
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether `exc` was caused by a KeyboardInterrupt (Numba's dispatcher wraps one that
+    arrives inside a kernel in a SystemError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+#: seconds a rank waits after an interrupt before it leaves the job
+INTERRUPT_GRACE_SECONDS = 0.5
+
+
+def _interrupted() -> int:
+    """Ctrl-C (SIGINT; mpiexec forwards it to every rank): one line from rank 0, status 130
+    on every rank.  Under MPI the process leaves at once (no MPI_Finalize, which could wait
+    for partners that are gone), with its output flushed; outputs are complete or absent
+    (`gcntrain.data.atomic`), so nothing half-written stays behind."""
+    import os
+
+    from gcntrain.comm.errors import mpi_initialized_world
+
+    _error_line("interrupted")
+    world = mpi_initialized_world()
+    if world is not None and world.Get_size() > 1:
+        import time
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # let the launcher finish forwarding the interrupt to every rank before this one
+        # leaves (an early exit tripped MPICH's proxy into printing its internal errors)
+        time.sleep(INTERRUPT_GRACE_SECONDS)
+        os._exit(130)
+    return 130
+
+
+def _quiet_unraisable_interrupts() -> None:
+    """Ctrl-C while Numba compiles lands in an LLVM callback, where Python can only report
+    it as "Exception ignored" with a traceback and then drops it: raise it again where it
+    can be handled (the signal sent anew) without the traceback; anything else is reported
+    as before."""
+    import os
+    import signal
+
+    default = sys.unraisablehook
+
+    def hook(info):
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            default(info)
+
+    sys.unraisablehook = hook
+
+
 def run(argv: list[str] | None = None) -> int:
     _quiet_other_ranks()
+    _quiet_unraisable_interrupts()
     try:
         cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
         return 0
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.exceptions.Abort:
-        _error_line("aborted")
-        return 130
+        return _interrupted()
     except click.ClickException as e:
         _error_line(e.format_message().replace("\n", " "))
         return 2
@@ -108,12 +166,14 @@ def run(argv: list[str] | None = None) -> int:
             sys.stderr.flush()
         return e.status
     except KeyboardInterrupt:
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         return 0
     except Exception as e:  # internal error: full traceback helps a bug report
         from gcntrain.comm.errors import handle_internal_error
 
+        if _from_interrupt(e):  # Ctrl-C inside a compiled kernel surfaces as SystemError
+            return _interrupted()
         return handle_internal_error(e)
 
 

@@ -177,6 +177,13 @@ def _human(s: dict) -> str:
     help="Continue from the newest checkpoint in DIR (same graph, scheme, ranks and "
     "settings; --epochs may grow): the result equals the uninterrupted run's bit for bit.",
 )
+@click.option(
+    "--max-memory",
+    default=None,
+    metavar="SIZE",
+    help="Memory one rank may use (e.g. 8G); a rank whose estimated share is larger is "
+    "refused before loading [default: the node's available memory / its ranks].",
+)
 @click.option("--quiet", is_flag=True, help="No per-epoch progress lines.")
 def train(
     graph,
@@ -188,6 +195,7 @@ def train(
     checkpoint,
     checkpoint_every,
     resume,
+    max_memory,
     quiet,
     **kw,
 ):
@@ -198,6 +206,7 @@ def train(
     dropout 0.5, Adam lr 0.01, weight decay 5e-4 on the first layer, at most 200 epochs,
     early-stopping window 10).
     """
+    from gcntrain.data.memory import parse_size
     from gcntrain.schemes.runner import run_training
 
     config = train_config(kw)
@@ -219,6 +228,7 @@ def train(
             checkpoint=checkpoint,
             checkpoint_every=checkpoint_every,
             resume=resume,
+            max_memory=None if max_memory is None else parse_size(max_memory),
         )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower --lr") from None

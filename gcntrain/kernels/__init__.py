@@ -14,3 +14,22 @@ import os
 # the element-wise numpy code and the BLAS between kernels (a serial epoch at 2 threads on 2
 # cores: 145 ms spinning, 93 ms passive).  A value set by the user is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _check_thread_env() -> None:
+    """Numba reads ``NUMBA_NUM_THREADS`` when it is first imported and fails with a bare
+    ValueError on a value that is not a positive integer: refuse it first, in one line."""
+    env = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if not env:
+        return
+    try:
+        ok = int(env) >= 1
+    except ValueError:
+        ok = False
+    if not ok:
+        from gcntrain.errors import InputError
+
+        raise InputError(f"NUMBA_NUM_THREADS must be a positive integer, got {env!r}")
+
+
+_check_thread_env()

@@ -110,13 +110,19 @@ class TrainConfig:
             ),
             (all(int(h) >= 1 for h in self.hidden), f"hidden widths must be >= 1: {self.hidden}"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
-            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
-            (self.weight_decay >= 0, f"weight decay must be >= 0, got {self.weight_decay}"),
+            (0 < self.lr < math.inf, f"lr must be a finite number > 0, got {self.lr}"),
+            (
+                0 <= self.weight_decay < math.inf,
+                f"weight decay must be a finite number >= 0, got {self.weight_decay}",
+            ),
             (
                 self.optimizer in ("adam", "adamw"),
                 f"optimizer must be adam or adamw, got {self.optimizer!r}",
             ),
-            (self.adamw_decay >= 0, f"adamw decay must be >= 0, got {self.adamw_decay}"),
+            (
+                0 <= self.adamw_decay < math.inf,
+                f"adamw decay must be a finite number >= 0, got {self.adamw_decay}",
+            ),
             (self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}"),
             (int(self.seed) >= 0, f"seed must be >= 0, got {self.seed}"),
             (self.early_stopping >= 0, f"early stopping must be >= 0, got {self.early_stopping}"),
@@ -135,7 +141,10 @@ class TrainConfig:
                 f"--label-prop must be in [0, 1), got {self.label_prop}",
             ),
             (self.norm in ("none", "layer"), f"norm must be none or layer, got {self.norm!r}"),
-            (self.label_scale > 0, f"--label-scale must be > 0, got {self.label_scale}"),
+            (
+                0 < self.label_scale < math.inf,
+                f"--label-scale must be a finite number > 0, got {self.label_scale}",
+            ),
         ]
         for ok, msg in checks:
             if not ok:

@@ -90,13 +90,20 @@ def load_rank(
     options: dict | None = None,
     partition=None,
     partition_seed: int = 0,
+    max_memory: float | None = None,
 ):
-    """Validate the configuration and load this rank's data, under one collective verdict:
-    a failure on any rank raises the same `AgreedError` on every rank.
+    """Validate the configuration, check that this rank's share fits in its memory
+    (`gcntrain.schemes.memory_guard`, or `max_memory` bytes) and load this rank's data,
+    under one collective verdict: a failure on any rank raises the same `AgreedError` on
+    every rank.
 
     Returns (the scheme's configuration, the source, the layout, this rank's `LocalGraph`).
     """
     options = dict(options or {})
+    from gcntrain.comm.node import ranks_on_node
+    from gcntrain.schemes.memory_guard import check_rank
+
+    per_node = ranks_on_node(world)  # collective: before the agreement, never inside
 
     def load():
         config.validate()
@@ -120,7 +127,11 @@ def load_rank(
             sc,
             model_layers(config, meta.num_features, meta.num_classes),
         )
-        local = check_classes(src.load(layout.request(world.rank), numbering))
+        req = layout.request(world.rank)
+        widths = [meta.num_features, *config.hidden, meta.num_classes or 2]
+        itemsize = np.dtype(config.dtype).itemsize
+        check_rank(meta, req, widths, itemsize, per_node, max_memory)
+        local = check_classes(src.load(req, numbering))
         return sc, src, layout, local
 
     return agree(world, load)
@@ -156,6 +167,7 @@ def train_with(
     checkpoint_every: int = 1,
     resume=None,
     preempt=None,
+    max_memory: float | None = None,
 ) -> Run:
     """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
     `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
@@ -167,7 +179,7 @@ def train_with(
     t0 = perf_counter()
     start = world.tally.snapshot()
     sc, src, layout, local = load_rank(
-        world, scheme, source, config, options, partition, partition_seed
+        world, scheme, source, config, options, partition, partition_seed, max_memory
     )
     ops = scheme.setup(world, layout, local, support_kind(config.model, config.aggregator))
     # the Ops keep what they need of the loaded rows; the raw adjacency is not held on
@@ -237,6 +249,7 @@ def run_training(
     checkpoint=None,
     checkpoint_every: int = 10,
     resume=None,
+    max_memory: float | None = None,
 ) -> tuple[object, dict]:
     """Train with `scheme` on every rank of `comm` (default: the launcher's job).
 
@@ -258,6 +271,8 @@ def run_training(
     checkpoint, checkpoint_every, resume : a directory to save the training state in every
         `checkpoint_every` epochs (and at the last), and one to resume from
         (`gcntrain.schemes.checkpoint`).
+    max_memory : bytes one rank may use (default: the node's available memory divided by
+        its ranks): a rank whose estimated share exceeds it is refused before loading.
 
     Returns
     -------
@@ -307,6 +322,7 @@ def run_training(
             checkpoint_every=checkpoint_every,
             resume=resume,
             preempt=preempt,
+            max_memory=max_memory,
         )
     finally:
         if preempt is not None:

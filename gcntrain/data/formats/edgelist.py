@@ -9,6 +9,7 @@ import numpy as np
 from gcntrain.data.formats.common import dataset_name, graph_from_coo, read_bytes
 from gcntrain.data.formats.textparse import STATUS_TEXT, parse_edges
 from gcntrain.data.graph import Graph
+from gcntrain.data.memory import check_fits
 from gcntrain.data.preprocess import relabel_compact
 from gcntrain.errors import FormatError
 
@@ -32,6 +33,12 @@ def _edges_to_graph(
             original = None  # ids were already 0..n-1
     else:
         n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
+        # row pointers, degrees and the sort of the entries all scale with n
+        check_fits(
+            24.0 * n + 32.0 * src.size,
+            f"--no-relabel: the largest node id {n - 1} makes a graph of {n} nodes, which",
+            hint="drop --no-relabel to number the nodes 0..n-1",
+        )
     g = graph_from_coo(src, dst, weights, n, name=dataset_name(path), duplicates="max")
     if original is not None:
         g.extra["original_ids"] = original

@@ -34,6 +34,25 @@ def _check_target(out: Path, overwrite: bool) -> None:
             )
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_staging(out: Path) -> None:
+    """Remove staging directories of `out` left by a writer that was killed (SIGKILL, a
+    node failure): ``.NAME.PID.*.tmp`` whose process no longer runs on this host."""
+    for d in out.parent.glob(f".{out.name}.*.tmp"):
+        parts = d.name[len(out.name) + 2 :].split(".")
+        if d.is_dir() and parts and parts[0].isdigit() and not _pid_alive(int(parts[0])):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 @contextmanager
 def atomic_dir(out_dir: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     """Yield a temporary directory beside `out_dir`; rename it to `out_dir` when complete.
@@ -49,8 +68,11 @@ def atomic_dir(out_dir: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     out = Path(out_dir)
     parent = out.parent
     _check_target(out, overwrite)
+    remove_stale_staging(out)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+        tmp = Path(
+            tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
+        )
     except OSError as e:
         raise OutputError(f"cannot create a directory beside it: {e.strerror}", str(out)) from None
     try:

@@ -1,0 +1,127 @@
+"""The bad-input corpus of the reliability issue (cases not covered by test_full_disk,
+test_checkpoint, test_preempt and test_mpi_cli): each was exit 1, a traceback, a kernel
+out-of-memory kill or a leftover before, and is now one line and exit 2 (or a clean stop)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from gcntrain.data.generate import rmat
+from gcntrain.data.shards.outdir import remove_stale_staging
+from gcntrain.data.store import write_graph
+from tests.mpi.launch import gcntrain_exe, mpiexec
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    g = rmat(9, edge_factor=8, seed=6, num_features=32, num_classes=3)
+    path = tmp_path_factory.mktemp("g") / "g.h5"
+    write_graph(path, g)
+    return path
+
+
+def _run(*argv, env=None):
+    return subprocess.run(
+        [*gcntrain_exe(), *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _one_line(res, needle: str) -> None:
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert len(lines) == 1 and needle in lines[0], lines
+    assert lines[0].startswith("gcntrain: error:")
+
+
+def test_a_model_that_cannot_fit_is_refused_before_allocating(graph):
+    """--hidden 2000000 on Cora filled the memory until the kernel killed the process
+    (this graph has fewer features: a wider layer does what that one did)."""
+    res = _run("train", str(graph), "--hidden", "50000000", "--epochs", "1")
+    _one_line(res, "needs about")
+    assert "more than the" in res.stderr and "available memory" in res.stderr
+
+
+def test_max_memory_limits_a_rank(graph):
+    _one_line(_run("train", str(graph), "--epochs", "1", "--max-memory", "64K"), "--max-memory")
+    _one_line(_run("train", str(graph), "--epochs", "1", "--max-memory", "lots"), "--max-memory")
+    assert _run("train", str(graph), "--epochs", "1", "--max-memory", "4G").returncode == 0
+
+
+def test_no_relabel_with_a_huge_node_id_is_refused(tmp_path):
+    """A node id of 10**12 with --no-relabel was a MemoryError (7 TiB), exit 1."""
+    src = tmp_path / "edges.txt"
+    src.write_text("0 1\n1 1000000000000\n")
+    res = _run("convert", str(src), "-o", str(tmp_path / "g.h5"), "--no-relabel")
+    _one_line(res, "--no-relabel")
+    assert not (tmp_path / "g.h5").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_bad_numba_num_threads_is_one_line(graph, value):
+    res = _run("train", str(graph), "--epochs", "1", env={"NUMBA_NUM_THREADS": value})
+    _one_line(res, "NUMBA_NUM_THREADS")
+
+
+@pytest.mark.parametrize("opt,value", [("--lr", "inf"), ("--lr", "nan"), ("--weight-decay", "inf")])
+def test_non_finite_hyperparameters_are_refused_before_training(graph, opt, value):
+    """--lr inf trained, printed RuntimeWarnings, then failed."""
+    res = _run("train", str(graph), "--epochs", "3", opt, value)
+    _one_line(res, "finite")
+    assert "Warning" not in res.stderr
+
+
+def test_staging_left_by_a_killed_shard_is_removed(graph, tmp_path):
+    """SIGKILL during `shard` left a `.store.*.tmp` directory no later run removed."""
+    out = tmp_path / "store"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".store.{dead.pid}.abc123.tmp"
+    stale.mkdir()
+    (stale / "shard-00000.h5").write_bytes(b"partial")
+    live = tmp_path / f".store.{os.getpid()}.def456.tmp"  # a writer still running
+    live.mkdir()
+    remove_stale_staging(out)
+    assert not stale.exists() and live.exists()
+    live.rmdir()
+    res = _run("shard", str(graph), "-o", str(out), "--parts", "2")
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+@pytest.mark.mpi
+def test_ctrl_c_stops_every_rank_without_traceback_or_hang(graph, tmp_path):
+    """SIGINT to the job's process group (a terminal's Ctrl-C) while it trains: every rank
+    ends within 30 s, none hangs, no Python traceback (Numba's SystemError included)."""
+    ck = tmp_path / "ck"
+    proc = subprocess.Popen(
+        [mpiexec(), "-n", "3", *gcntrain_exe(), "train", str(graph), "--scheme", "p2p"]
+        + ["--epochs", "100000", "--early-stopping", "0", "--quiet", "--checkpoint", str(ck)]
+        + ["--checkpoint-every", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    t0 = time.monotonic()
+    while not (ck / "LATEST").exists():  # training is under way
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("the job did not stop within 30 s of Ctrl-C") from None
+    assert proc.returncode != 0
+    assert "Traceback" not in err and "SystemError" not in err, err[-3000:]
