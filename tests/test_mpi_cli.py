@@ -488,7 +488,7 @@ def test_file_refused_serially_is_refused_under_mpi(
     assert errs == serial and "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("scheme", ["p2p", "vertexcut"])
+@pytest.mark.parametrize("scheme", ["p2p"])
 def test_same_seed_same_ranks_give_byte_identical_weights(graph_file, tmp_path, scheme):
     """Two runs at np = 4 with the same seed write byte-identical weights files (p2p adds
     the received blocks in pair order, not arrival order)."""

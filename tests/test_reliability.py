@@ -125,3 +125,14 @@ def test_ctrl_c_stops_every_rank_without_traceback_or_hang(graph, tmp_path):
         raise AssertionError("the job did not stop within 30 s of Ctrl-C") from None
     assert proc.returncode != 0
     assert "Traceback" not in err and "SystemError" not in err, err[-3000:]
+
+
+def test_missing_train_mask_is_named_plainly(tmp_path):
+    """The message read "graph has no a train mask"."""
+    import dataclasses
+
+    g = rmat(7, edge_factor=4, seed=1, num_features=4, num_classes=2)
+    path = tmp_path / "nomask.h5"
+    write_graph(path, dataclasses.replace(g, train_mask=None))
+    res = _run("train", str(path), "--epochs", "1")
+    _one_line(res, "graph has no train mask;")

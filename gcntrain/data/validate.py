@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from gcntrain.errors import FormatError
+from gcntrain.errors import FormatError, InputError
 
 #: Version of every file format gcntrain reads and writes (docs/format.md).
 FORMAT_VERSION = 1
@@ -304,3 +304,19 @@ def validate_partition(part: np.ndarray, n: int, num_parts: int, where: str) -> 
     if part.size and (int(part.min()) < 0 or int(part.max()) >= num_parts):
         bad = int(np.flatnonzero((part < 0) | (part >= num_parts))[0])
         raise FormatError(f"part[{bad}] = {int(part[bad])} is out of range [0, {num_parts})", where)
+
+
+def require_node_data(features, labels, train_mask, where: str) -> None:
+    """Training needs node features, labels and a train mask: `InputError` naming what the
+    graph lacks (e.g. "graph has no labels and no train mask")."""
+    missing = [
+        name
+        for name, a in (("node features", features), ("labels", labels), ("train mask", train_mask))
+        if a is None
+    ]
+    if missing:
+        raise InputError(
+            f"graph has no {' and no '.join(missing)}; training needs node features, "
+            "labels and train/val/test masks",
+            where,
+        )

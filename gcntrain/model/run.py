@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.data.graph import Graph
+from gcntrain.data.validate import require_node_data
 from gcntrain.errors import InputError
 from gcntrain.model.trainer import TrainConfig, TrainResult
 
@@ -21,21 +22,7 @@ def check_trainable(graph: Graph, source: str) -> int:
     int
         The number of classes.
     """
-    missing = [
-        name
-        for name, a in (
-            ("node features", graph.features),
-            ("labels", graph.labels),
-            ("a train mask", graph.train_mask),
-        )
-        if a is None
-    ]
-    if missing:
-        raise InputError(
-            f"graph has no {' and no '.join(missing)}; training needs features, "
-            "labels and train/val/test masks",
-            source,
-        )
+    require_node_data(graph.features, graph.labels, graph.train_mask, source)
     if graph.features.shape[0] != graph.n:
         raise InputError(
             f"features have {graph.features.shape[0]} rows for {graph.n} nodes", source

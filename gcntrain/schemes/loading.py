@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.data.validate import require_node_data
 from gcntrain.errors import InputError
 from gcntrain.partition.csr import keep_entries
 from gcntrain.schemes.layout import renumber
@@ -116,20 +117,6 @@ def graph_structure(source) -> tuple[np.ndarray, np.ndarray]:
         ip = read_dataset(f, "indptr", source.path)
         ix = read_dataset(f, "indices", source.path)
     return np.asarray(ip, np.int64), np.asarray(ix, np.int64)
-
-
-def require_node_data(features, labels, train, where: str) -> None:
-    missing = [
-        k
-        for k, v in (("node features", features), ("labels", labels), ("a train mask", train))
-        if v is None
-    ]
-    if missing:
-        raise InputError(
-            f"graph has no {' and no '.join(missing)}; training needs features, "
-            "labels and train/val/test masks",
-            where,
-        )
 
 
 def _window(indptr, indices, data, cols: tuple[int, int] | None):
