@@ -175,3 +175,44 @@ def test_every_scheme_resumes_bit_identical_under_mpi(nprocs):
     labels = {d["scheme"] for d in verdict["details"]}
     assert {"1d", "p2p", "2d", "3d", "plexus", "vertexcut-cd2", "hier-int4"} <= labels
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_a_signal_on_the_last_epoch_lets_the_run_finish(tmp_path):
+    """A preemption flagged while the last epoch runs: the checkpoint is written and the run
+    finishes (its outputs are written) instead of stopping with nothing left to resume."""
+    from gcntrain.comm.communicator import SelfComm
+    from gcntrain.errors import Preempted
+    from gcntrain.schemes.checkpoint import Checkpointer, PreemptFlag
+
+    flag = PreemptFlag()
+    flag.signum = 15
+    ck = Checkpointer(SelfComm(), str(tmp_path), 10, {"scheme": "serial"}, flag)
+    assert ck.due(3, last=False)
+    with pytest.raises(Preempted, match="stopped by SIGTERM after epoch 3") as got:
+        ck.save(_state(3))
+    assert got.value.status == 128 + 15
+    assert ck.due(8, last=True)
+    ck.save(_state(8))  # no exception: the run ends normally
+    assert ckio.latest(tmp_path)[1]["epoch"] == 8
+
+
+def test_identity_names_partition_seed_file_and_epochs_with_sparse_evaluation():
+    from gcntrain.schemes.checkpoint import differences, run_identity
+
+    cfg = TrainConfig(epochs=10, eval_every=1)
+    a = run_identity("p2p", 2, {}, "random", cfg, "h", partition_seed=1)
+    assert differences(a, run_identity("p2p", 2, {}, "random", cfg, "h", 1)) == []
+    diff = differences(a, run_identity("p2p", 2, {}, "random", cfg, "h", partition_seed=2))
+    assert len(diff) == 1 and "--partition-seed" in diff[0]
+    diff = differences(a, run_identity("p2p", 2, {}, "random", cfg, "h", 1, "abc"))
+    assert len(diff) == 1 and "partition file" in diff[0]
+    # more epochs: fine with evaluation every epoch, refused when the stopping rule would
+    # see the first run's forced last evaluation
+    more = TrainConfig(epochs=20, eval_every=1)
+    assert differences(a, run_identity("p2p", 2, {}, "random", more, "h", 1)) == []
+    sparse = TrainConfig(epochs=10, eval_every=3)
+    b = run_identity("p2p", 2, {}, "random", sparse, "h", 1)
+    diff = differences(
+        b, run_identity("p2p", 2, {}, "random", TrainConfig(epochs=20, eval_every=3), "h", 1)
+    )
+    assert len(diff) == 1 and "--eval-every 1" in diff[0]

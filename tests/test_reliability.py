@@ -12,7 +12,7 @@ import time
 import pytest
 
 from gcntrain.data.generate import rmat
-from gcntrain.data.shards.outdir import remove_stale_staging
+from gcntrain.data.shards.outdir import remove_stale_staging, staging_prefix
 from gcntrain.data.store import write_graph
 from tests.mpi.launch import gcntrain_exe, mpiexec
 
@@ -85,14 +85,17 @@ def test_staging_left_by_a_killed_shard_is_removed(graph, tmp_path):
     out = tmp_path / "store"
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = tmp_path / f".store.{dead.pid}.abc123.tmp"
+    stale = tmp_path / (staging_prefix(out).rsplit("-", 1)[0] + f"-{dead.pid}.abc123.tmp")
     stale.mkdir()
     (stale / "shard-00000.h5").write_bytes(b"partial")
-    live = tmp_path / f".store.{os.getpid()}.def456.tmp"  # a writer still running
+    live = tmp_path / (staging_prefix(out) + "def456.tmp")  # a writer still running
+    other = tmp_path / f".store.7.{dead.pid}.x.tmp"  # the staging of an output "store.7"
+    other.mkdir()
     live.mkdir()
     remove_stale_staging(out)
-    assert not stale.exists() and live.exists()
+    assert not stale.exists() and live.exists() and other.exists()
     live.rmdir()
+    other.rmdir()
     res = _run("shard", str(graph), "-o", str(out), "--parts", "2")
     assert res.returncode == 0, res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
@@ -136,3 +139,31 @@ def test_missing_train_mask_is_named_plainly(tmp_path):
     write_graph(path, dataclasses.replace(g, train_mask=None))
     res = _run("train", str(path), "--epochs", "1")
     _one_line(res, "graph has no train mask;")
+
+
+def test_streamed_content_hash_equals_the_whole_read_and_catches_tampering(graph, tmp_path):
+    """Under MPI rank 0 checks a file's hash by streaming slices (memory of a slice, not of
+    the graph); it must agree with `read_graph`'s whole-array hash, slice size aside."""
+    import shutil
+
+    import h5py
+
+    import gcntrain.data.store as store
+    from gcntrain.errors import FormatError
+
+    store.verify_content_hash(graph)
+    small = store.HASH_CHUNK
+    try:
+        store.HASH_CHUNK = 1000  # many slices
+        store.verify_content_hash(graph)
+    finally:
+        store.HASH_CHUNK = small
+    bad = tmp_path / "bad.h5"
+    shutil.copy(graph, bad)
+    with h5py.File(bad, "r+") as f:
+        f["train_mask"][3] = 1 - f["train_mask"][3]
+    with pytest.raises(FormatError) as streamed:
+        store.verify_content_hash(bad)
+    with pytest.raises(FormatError) as whole:
+        store.read_graph(bad)
+    assert str(streamed.value) == str(whole.value) and "content hash mismatch" in str(whole.value)

@@ -81,18 +81,6 @@ def _quiet_other_ranks() -> None:
         warnings.simplefilter("ignore")
 
 
-def _from_interrupt(exc: BaseException) -> bool:
-    """Whether `exc` was caused by a KeyboardInterrupt (Numba's dispatcher wraps one that
-    arrives inside a kernel in a SystemError)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 #: seconds a rank waits after an interrupt before it leaves the job
 INTERRUPT_GRACE_SECONDS = 0.5
 
@@ -170,6 +158,7 @@ def run(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # internal error: full traceback helps a bug report
+        from gcntrain.comm.agree import _from_interrupt
         from gcntrain.comm.errors import handle_internal_error
 
         if _from_interrupt(e):  # Ctrl-C inside a compiled kernel surfaces as SystemError

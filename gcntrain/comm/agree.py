@@ -22,6 +22,18 @@ from gcntrain.errors import AgreedError, InputError
 T = TypeVar("T")
 
 
+def _from_interrupt(exc: BaseException | None) -> bool:
+    """Whether `exc` was caused by a KeyboardInterrupt (Numba's dispatcher wraps one that
+    arrives inside a kernel in a SystemError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _status_of(exc: BaseException) -> int:
     return 2 if isinstance(exc, InputError) else 1
 
@@ -36,6 +48,8 @@ def agree(comm, fn: Callable[[], T], name_rank: bool = True) -> T:
     except AgreedError:
         raise
     except Exception as e:  # noqa: BLE001 - every failure must reach the agreement
+        if _from_interrupt(e):  # Ctrl-C inside a compiled kernel: an interrupt, not an error
+            raise KeyboardInterrupt from None
         status, err = _status_of(e), e
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         msg = msg.replace("\n", " ")

@@ -5,11 +5,12 @@ renamed; any failure (a full disk, a read-only directory, a quota) removes the t
 raises `OutputError` naming the file and the cause (exit status 2), so no half-written file
 is ever left under a final name, and no temporary either.
 
-HDF5 files are built in memory (`h5_bytes`: h5py on a `BytesIO`) and only their bytes go to
-disk through Python's own I/O: the HDF5 library never writes to the file system, so a full
-disk cannot fail inside HDF5's close (which can crash the process) and every write error
-surfaces as an ordinary ``OSError`` here.  `staged` writes several files as one output: all
-are written first, then renamed; if any write fails none of them appears.
+HDF5 files are written through Python file objects (h5py's file-object driver): `h5_file`
+streams a large file to its temporary, `h5_bytes` builds a small one in memory (to stage
+several files as one output).  Either way the HDF5 library never writes to the file system
+itself, so a full disk cannot fail inside HDF5's close (which crashed the process) and every
+write error surfaces as an ordinary ``OSError`` here.  `staged` writes several files as one
+output: all are written first, then renamed; if any write fails none of them appears.
 """
 
 from __future__ import annotations
@@ -113,6 +114,33 @@ def h5_bytes(build: Callable) -> memoryview:
 def write_h5(path, build: Callable) -> None:
     """An HDF5 file built by ``build(h5py.File)``, written whole or not at all."""
     write_bytes(path, h5_bytes(build))
+
+
+@contextmanager
+def h5_file(path) -> Iterator:
+    """An `h5py.File` to fill inside the block, written to `path` whole or not at all.
+    HDF5 writes through a Python file object (h5py's file-object driver), so a write error
+    is an ordinary ``OSError`` raised here, never a failure inside HDF5's own file driver,
+    and the file streams to disk instead of being held in memory (large graph stores)."""
+    import h5py
+
+    path = Path(path)
+    tmp = temp_name(path)
+    try:
+        with open(tmp, "wb") as fo:
+            with h5py.File(fo, "w") as f:
+                yield f
+            fo.flush()
+            os.fsync(fo.fileno())
+        os.chmod(tmp, _mode_from_umask())
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write: {_cause(e)}", str(path)) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _install(tmp, path)
+    fsync_dir(path.parent)
 
 
 @contextmanager

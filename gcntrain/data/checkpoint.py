@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +47,9 @@ def rank_file(ckpt_dir, rank: int) -> Path:
 
 
 def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory descriptors
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    from gcntrain.data.atomic import fsync_dir
+
+    fsync_dir(path)
 
 
 def _write_whole(path: Path, write) -> None:
@@ -75,18 +71,28 @@ def write_rank(root, epoch: int, rank: int, arrays: dict[str, np.ndarray]) -> Pa
     return path
 
 
-def publish(root, epoch: int, meta: dict) -> Path:
-    """Complete the staged checkpoint of `epoch` (every rank file written): write its
-    metadata, rename it into place, point ``LATEST`` at it, then remove older checkpoints."""
+def publish(root, epoch: int, meta: dict, ranks: int | None = None) -> Path:
+    """Complete the staged checkpoint of `epoch` (every rank file written, `ranks` of them
+    when given): write its metadata, rename it into place, point ``LATEST`` at it, then
+    remove older checkpoints."""
     root = Path(root)
     stage = stage_dir(root, epoch)
     final = root / checkpoint_name(epoch)
+    if ranks is not None:
+        missing = [r for r in range(int(ranks)) if not rank_file(stage, r).is_file()]
+        if missing:
+            raise OutputError(
+                f"checkpoint files of ranks {missing[:8]} are not in {stage} (a directory "
+                "that is not shared by every node?)"
+            )
     text = json.dumps({"format": FORMAT, "epoch": int(epoch), **meta}, indent=1, default=str)
     _write_whole(stage / META, lambda f: f.write(text.encode()))
     _fsync_dir(stage)
     try:
-        if final.exists():
-            shutil.rmtree(final)
+        if final.exists():  # the same epoch again (a new run in the same directory)
+            aside = root / f".{final.name}.{os.getpid()}.old"
+            os.replace(final, aside)
+            shutil.rmtree(aside, ignore_errors=True)
         os.replace(stage, final)
     except OSError as e:
         raise OutputError(f"cannot publish {final}: {e.strerror or e}") from None
@@ -143,5 +149,5 @@ def read_rank(ckpt_dir, rank: int) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
         raise InputError(f"unreadable checkpoint file {path}: {e}") from None

@@ -32,6 +32,11 @@ def _cgroup_free() -> int | None:
         if limit == "max":
             return None
         used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        # the page cache counts in memory.current but is given back on demand
+        for line in Path("/sys/fs/cgroup/memory.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "inactive_file":
+                used -= int(value)
         return max(int(limit) - used, 0)
     except (OSError, ValueError):
         return None

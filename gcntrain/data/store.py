@@ -6,7 +6,6 @@ to `FormatError`, atomic writes (temporary name + rename), and dataset read/writ
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Iterator
@@ -91,20 +90,19 @@ def open_h5(path: str | os.PathLike, what: str = "file") -> Iterator[h5py.File]:
 
 @contextmanager
 def atomic_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
-    """Build an HDF5 file in memory and write it to `path` whole or not at all
-    (`gcntrain.data.atomic`: a full disk is one `OutputError`, nothing left behind).
+    """An HDF5 file written to `path` whole or not at all (`gcntrain.data.atomic.h5_file`:
+    streamed to a temporary, renamed when complete; a full disk is one `OutputError` and
+    nothing is left behind).
 
     The parent directory must exist.
     """
-    from gcntrain.data.atomic import write_bytes
+    from gcntrain.data.atomic import h5_file as atomic_file
 
     target = Path(path)
     if not target.parent.is_dir():
         raise InputError(f"output directory '{target.parent}' does not exist", str(target))
-    buf = io.BytesIO()
-    with h5py.File(buf, "w") as f:
+    with atomic_file(target) as f:
         yield f
-    write_bytes(target, buf.getbuffer())
 
 
 def write_dataset(
@@ -395,6 +393,64 @@ def _plain(value: object) -> object:
     if isinstance(value, np.ndarray):
         return value.tolist()
     return value
+
+
+#: the arrays `Graph.content_hash` covers, in its order
+HASHED = ("indptr", "indices", "data", "features", "labels", *MASK_NAMES)
+#: bytes read per slice when a file's content hash is checked by streaming
+HASH_CHUNK = 64 << 20
+
+
+def verify_content_hash(path: str | os.PathLike) -> None:
+    """Check a graph file's content hash by streaming its arrays in slices (the memory of one
+    slice, not of the graph): the hash `Graph.content_hash` computes on the arrays
+    `read_graph` returns (masks as bool, ids as int64).  `FormatError` with `read_graph`'s
+    message on a missing dataset or a mismatch."""
+    import hashlib
+
+    where = str(path)
+    with open_h5(path, "graph file") as f:
+        check_format(f.attrs, GRAPH_FORMAT, where)
+        int_attr(f.attrs, "n", where)
+        int_attr(f.attrs, "nnz", where)
+        stored = str_attr(f.attrs, "content_hash", where)
+        h = hashlib.sha256()
+        for name in HASHED:
+            h.update(name.encode())
+            if name not in f:
+                if name in ("indptr", "indices"):
+                    raise FormatError(f"missing dataset '{name}'", where)
+                h.update(b"\x00none")
+                continue
+            ds = f[name]
+            if not isinstance(ds, h5py.Dataset):
+                raise FormatError(f"'{name}' is not a dataset", where)
+
+            def convert(a, name=name):
+                a = np.asarray(a)
+                if name in MASK_NAMES:
+                    return a != 0
+                if name in ("indptr", "indices"):
+                    return a.astype(np.int64, copy=False)
+                return a
+
+            shape = ds.shape
+            if not shape:
+                a = convert(ds[()])
+                h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
+                continue
+            out_dtype = convert(np.zeros((0,), dtype=ds.dtype)).dtype
+            h.update(str(out_dtype).encode() + str(shape).encode())
+            row = max(int(np.prod(shape[1:], dtype=np.int64)) * ds.dtype.itemsize, 1)
+            step = max(HASH_CHUNK // row, 1)
+            for lo in range(0, shape[0], step):
+                h.update(np.ascontiguousarray(convert(ds[lo : lo + step])).tobytes())
+    actual = h.hexdigest()
+    if actual != stored:
+        raise FormatError(
+            f"content hash mismatch (attribute {stored[:12]}..., arrays hash to {actual[:12]}...)",
+            where,
+        )
 
 
 def read_meta(path: str | os.PathLike) -> dict:

@@ -30,7 +30,30 @@ from gcntrain.model.state import TrainState
 MAY_CHANGE = ("epochs",)
 
 
-def run_identity(scheme: str, ranks: int, options: dict, partition: str, config, graph_hash):
+def partition_digest(partition) -> str:
+    """A partition file's SHA-256 (its contents, not its path); "" for a method name."""
+    import hashlib
+    import os
+
+    if not isinstance(partition, (str, os.PathLike)) or not os.path.isfile(partition):
+        return ""
+    h = hashlib.sha256()
+    with open(partition, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_identity(
+    scheme: str,
+    ranks: int,
+    options: dict,
+    partition: str,
+    config,
+    graph_hash,
+    partition_seed: int = 0,
+    partition_file: str = "",
+):
     """What a checkpoint must match to be resumed by a run (JSON-ready)."""
     cfg = {k: v for k, v in config.to_dict().items() if k not in MAY_CHANGE}
     ident = {
@@ -38,8 +61,11 @@ def run_identity(scheme: str, ranks: int, options: dict, partition: str, config,
         "ranks": int(ranks),
         "scheme_options": {k: str(v) for k, v in sorted(options.items())},
         "partition": str(partition),
+        "partition_seed": int(partition_seed),
+        "partition_file": str(partition_file),
         "graph_hash": str(graph_hash),
         "config": cfg,
+        "epochs": int(config.epochs),
     }
     return json.loads(json.dumps(ident, default=str))  # as a checkpoint's meta.json reads
 
@@ -47,11 +73,32 @@ def run_identity(scheme: str, ranks: int, options: dict, partition: str, config,
 def differences(saved: dict, wanted: dict) -> list[str]:
     """Human-readable differences between a checkpoint's identity and this run's."""
     out = []
-    for key in ("graph_hash", "scheme", "ranks", "scheme_options", "partition"):
+    names = {
+        "graph_hash": "graph (content hash)",
+        "partition_file": "partition file (contents)",
+        "partition_seed": "--partition-seed",
+    }
+    for key in (
+        "graph_hash",
+        "scheme",
+        "ranks",
+        "scheme_options",
+        "partition",
+        "partition_seed",
+        "partition_file",
+    ):
         if saved.get(key) != wanted[key]:
-            what = "graph (content hash)" if key == "graph_hash" else key.replace("_", " ")
+            what = names.get(key, key.replace("_", " "))
             out.append(f"{what}: checkpoint {saved.get(key)!r}, this run {wanted[key]!r}")
     a, b = saved.get("config", {}), wanted["config"]
+    grows = saved.get("epochs") is not None and saved.get("epochs") != wanted.get("epochs")
+    stops = b.get("early_stopping") or b.get("patience")
+    if grows and int(b.get("eval_every", 1)) > 1 and stops:
+        out.append(
+            "--epochs may change on resume only with --eval-every 1 or without early "
+            "stopping (the last epoch of the first run was evaluated, which changes the "
+            "stopping rule's history)"
+        )
     for k in sorted(set(a) | set(b)):
         if a.get(k) != b.get(k):
             out.append(f"--{k.replace('_', '-')}: checkpoint {a.get(k)!r}, this run {b.get(k)!r}")
@@ -103,8 +150,10 @@ class Checkpointer:
     identity: dict
     flag: PreemptFlag | None = None
     stop_signal: int = 0
+    last: bool = False
 
     def due(self, done: int, last: bool) -> bool:
+        self.last = last
         if self.flag is not None:
             got = np.array([self.flag.signum], dtype=np.int64)
             self.stop_signal = int(self.world.allreduce(got, "control", op="max")[0])
@@ -121,7 +170,7 @@ class Checkpointer:
 
         def publish():
             if world.rank == 0:
-                ckio.publish(root, epoch, {**self.identity})
+                ckio.publish(root, epoch, {**self.identity}, ranks=world.size)
 
         try:
             agree(world, write)
@@ -130,7 +179,7 @@ class Checkpointer:
             if world.rank == 0:
                 ckio.discard(root, epoch)
             raise
-        if self.stop_signal:
+        if self.stop_signal and not self.last:  # on the last epoch the run just finishes
             import signal
 
             name = signal.Signals(self.stop_signal).name

@@ -372,11 +372,12 @@ class FileSource:
         return read_graph(self.path), numbering
 
     def verify(self) -> None:
-        """Every check a whole read makes (structure, node data, the content hash), which a
-        row-selective read cannot: the file as serial training would accept it."""
-        from gcntrain.data.store import read_graph
+        """The check a row-selective read cannot make: the content hash of the whole file,
+        streamed slice by slice (`verify_content_hash`: one slice in memory, not the graph);
+        each rank's read validates the structure and node data of its own rows."""
+        from gcntrain.data.store import verify_content_hash
 
-        read_graph(self.path, validate=True)
+        verify_content_hash(self.path)
 
     def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
         if req.whole:

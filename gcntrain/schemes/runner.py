@@ -131,17 +131,19 @@ def load_rank(
         widths = [meta.num_features, *config.hidden, meta.num_classes or 2]
         itemsize = np.dtype(config.dtype).itemsize
         check_rank(meta, req, widths, itemsize, per_node, max_memory)
-        local = check_classes(src.load(req, numbering))
-        return sc, src, layout, local
+        return sc, src, layout, numbering, req
 
-    return agree(world, load)
+    # every rank measures its memory before any rank loads (one verdict), then all load
+    sc, src, layout, numbering, req = agree(world, load)
+    local = agree(world, lambda: check_classes(src.load(req, numbering)))
+    return sc, src, layout, local
 
 
 def verify_source(world, source) -> None:
-    """On several ranks, rank 0 validates a graph file whole (content hash included) while
-    the others sleep, before any rank reads its rows: row-selective reads cannot check the
-    hash, and a file serial training refuses must be refused under MPI too, with the same
-    line and status on every rank."""
+    """On several ranks, rank 0 checks a graph file's content hash (streamed) while the
+    others sleep, before any rank reads its rows: row-selective reads cannot check the hash,
+    and a file serial training refuses must be refused under MPI too, with the same line
+    and status on every rank."""
     if world.size == 1:
         return
 
@@ -195,6 +197,8 @@ def train_with(
             _partition_label(partition, src, scheme),
             config,
             src.meta().content_hash,
+            partition_seed,
+            ck.partition_digest(partition),
         )
         if resume is not None:
             state, resumed = ck.load_state(world, resume, ident, config.epochs)

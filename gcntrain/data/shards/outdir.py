@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,12 +45,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _host() -> str:
+    return socket.gethostname().replace(".", "_").replace("-", "_") or "host"
+
+
+def staging_prefix(out: Path) -> str:
+    """``.NAME.HOST-PID.``: whose staging directory it is (the host: a shared file system
+    may hold writers of several nodes)."""
+    return f".{out.name}.{_host()}-{os.getpid()}."
+
+
 def remove_stale_staging(out: Path) -> None:
-    """Remove staging directories of `out` left by a writer that was killed (SIGKILL, a
-    node failure): ``.NAME.PID.*.tmp`` whose process no longer runs on this host."""
+    """Remove staging directories of `out` left by a writer on this host that was killed
+    (SIGKILL, an out-of-memory kill): ``.NAME.HOST-PID.RANDOM.tmp`` whose process is gone."""
+    host = _host()
     for d in out.parent.glob(f".{out.name}.*.tmp"):
         parts = d.name[len(out.name) + 2 :].split(".")
-        if d.is_dir() and parts and parts[0].isdigit() and not _pid_alive(int(parts[0])):
+        if len(parts) != 3 or not d.is_dir():  # another output's (e.g. NAME.7) or foreign
+            continue
+        who, _, pid = parts[0].rpartition("-")
+        if who == host and pid.isdigit() and not _pid_alive(int(pid)):
             shutil.rmtree(d, ignore_errors=True)
 
 
