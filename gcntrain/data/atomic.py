@@ -57,22 +57,34 @@ def _mode_from_umask() -> int:
     return 0o666 & ~umask
 
 
-def write_temp(path: Path, write: Callable[[object], None]) -> Path:
-    """``write(fileobj)`` into a new temporary beside `path`, flushed and fsynced; returns
-    the temporary's path (removed, and `OutputError` raised, on any failure)."""
+@contextmanager
+def temporary(path: Path) -> Iterator[Path]:
+    """A temporary name beside `path` for the block to write; on any failure it is removed
+    and an ``OSError`` becomes `OutputError` naming `path`."""
     tmp = temp_name(path)
     try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _mode_from_umask())
+        yield tmp
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise OutputError(f"cannot write: {_cause(e)}", str(path)) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _sync(f) -> None:
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def write_temp(path: Path, write: Callable[[object], None]) -> Path:
+    """``write(fileobj)`` into a new temporary beside `path`, flushed and fsynced; returns
+    the temporary's path (removed, and `OutputError` raised, on any failure)."""
+    with temporary(path) as tmp:
+        with open(tmp, "wb") as f:
+            write(f)
+            _sync(f)
+        os.chmod(tmp, _mode_from_umask())
     return tmp
 
 
@@ -125,20 +137,22 @@ def h5_file(path) -> Iterator:
     import h5py
 
     path = Path(path)
-    tmp = temp_name(path)
-    try:
+    with temporary(path) as tmp:
         with open(tmp, "wb") as fo:
             with h5py.File(fo, "w") as f:
                 yield f
-            fo.flush()
-            os.fsync(fo.fileno())
+            _sync(fo)
         os.chmod(tmp, _mode_from_umask())
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"cannot write: {_cause(e)}", str(path)) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    _install(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_named(path, write: Callable[[str], None]) -> None:
+    """``write(name)`` for a library that writes to a file name (matplotlib): a temporary
+    name beside `path`, renamed when complete, removed on failure (`OutputError`)."""
+    path = Path(path)
+    with temporary(path) as tmp:
+        write(str(tmp))
     _install(tmp, path)
     fsync_dir(path.parent)
 

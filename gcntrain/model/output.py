@@ -49,24 +49,11 @@ def check_out_dir(out_dir) -> None:
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` (a library that writes to a file name: matplotlib) on a
-    temporary name beside `path`, then rename it to `path`; a failure removes it and is an
-    `OutputError` naming `path`."""
-    from gcntrain.data.atomic import fsync_dir, temp_name
-    from gcntrain.errors import OutputError
+    """Call ``write(tmp_path)`` on a temporary name beside `path`, then rename it to `path`
+    (`gcntrain.data.atomic.write_named`)."""
+    from gcntrain.data.atomic import write_named
 
-    path = Path(path)
-    tmp = temp_name(path)
-    try:
-        write(str(tmp))
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"cannot write: {e.strerror or e}", str(path)) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    write_named(path, write)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
