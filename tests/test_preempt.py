@@ -156,3 +156,25 @@ def test_kill_9_of_one_rank_ends_the_job_and_the_checkpoint_resumes(graph, tmp_p
     assert alive == []  # no rank outlives the job
     ckio.remove_stale(ck)  # what the next run does before writing
     _resumed_equals_uninterrupted(graph, ck, tmp_path)
+
+
+def test_kill_9_during_a_checkpoint_write_keeps_the_previous_one(graph, tmp_path):
+    """Rank 1 is killed after staging its file of epoch 6's checkpoint (test hook): the job
+    ends, epoch 4's checkpoint is still the latest and intact, and it resumes bit for bit."""
+    ck = tmp_path / "ck"
+    argv = [str(graph), *BASE, "--epochs", "12", "--checkpoint", str(ck)]
+    os.environ["GCNTRAIN_KILL_IN_CHECKPOINT"] = "1:6"
+    try:
+        proc = _start([*argv, "--checkpoint-every", "2", "--quiet"])
+    finally:
+        del os.environ["GCNTRAIN_KILL_IN_CHECKPOINT"]
+    rc, _, _ = _finish(proc, timeout=60)
+    assert rc != 0
+    ckpt, meta = ckio.latest(ck)
+    assert meta["epoch"] == 4 and ckpt.name == "epoch-000004"
+    assert sorted(p.name for p in ckpt.iterdir()) == [
+        "meta.json",
+        "rank-00000.npz",
+        "rank-00001.npz",
+    ]
+    _resumed_equals_uninterrupted(graph, ck, tmp_path)

@@ -167,3 +167,8 @@ def test_streamed_content_hash_equals_the_whole_read_and_catches_tampering(graph
     with pytest.raises(FormatError) as whole:
         store.read_graph(bad)
     assert str(streamed.value) == str(whole.value) and "content hash mismatch" in str(whole.value)
+
+
+def test_a_width_that_is_not_an_integer_is_a_usage_error(graph):
+    """--hidden 1e11 was exit 1."""
+    _one_line(_run("train", str(graph), "--hidden", "1e11", "--epochs", "1"), "--hidden")

@@ -167,6 +167,7 @@ class Checkpointer:
 
         def write():
             ckio.write_rank(root, epoch, world.rank, arrays)
+            _kill_hook(world.rank, epoch)
 
         def publish():
             if world.rank == 0:
@@ -188,6 +189,18 @@ class Checkpointer:
                 f"continue with the same command and --resume {root}",
                 128 + self.stop_signal,
             )
+
+
+def _kill_hook(rank: int, epoch: int) -> None:
+    """Test hook: ``GCNTRAIN_KILL_IN_CHECKPOINT=R:E`` kills rank R (SIGKILL) right after it
+    staged its file of the checkpoint of epoch E, before that checkpoint is published."""
+    import os
+
+    spec = os.environ.get("GCNTRAIN_KILL_IN_CHECKPOINT")
+    if spec and spec == f"{rank}:{epoch}":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def prepare_root(world, root) -> None:
