@@ -20,6 +20,9 @@ from gcntrain.comm.exchange import Allreduce, Groups, total
 
 #: the runner's collective agreements before training: one int64 pair Allreduce each
 AGREEMENT_ELEMS = 2
+#: agreements of `gcntrain.schemes.runner.load_rank`: the configuration and memory check
+#: (every rank, before any rank loads), then the loading
+LOAD_AGREEMENTS = 2
 
 
 @dataclass
@@ -92,11 +95,11 @@ class PlanTable:
         return np.stack(out) if out else np.zeros((0, self.P, width), dtype=np.int64)
 
 
-def plan_run(scheme, ctx, calls, agreements: int = 1) -> PlanTable:
+def plan_run(scheme, ctx, calls, agreements: int = LOAD_AGREEMENTS) -> PlanTable:
     """The plan of a whole training run of `scheme` (see the module docstring).
 
-    `agreements`: collective agreements the runner makes before setup (1: loading; 2 with an
-    output directory to check).
+    `agreements`: collective agreements the runner makes before setup (`LOAD_AGREEMENTS`:
+    the configuration and memory check, then the loading).
     """
     P = ctx.P
     table = PlanTable(P)

@@ -20,7 +20,7 @@ from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
 from gcntrain.schemes.protocol import PlanContext, check_model_support, check_only_own_options
-from gcntrain.simulate.plan import PlanTable, plan_run
+from gcntrain.simulate.plan import LOAD_AGREEMENTS, PlanTable, plan_run
 from gcntrain.simulate.schedule import record_schedule
 
 #: relative tolerance of the symmetry test of S (the runtime's allclose uses the same)
@@ -99,7 +99,7 @@ def plan_training(
     options: dict | None = None,
     partition=None,
     partition_seed: int = 0,
-    agreements: int = 1,
+    agreements: int = LOAD_AGREEMENTS,
     num_features: int | None = None,
     num_classes: int | None = None,
     support: sp.csr_matrix | None = None,
