@@ -442,3 +442,10 @@ def test_cli_graph_without_labels_is_input_error(tmp_path, capsys, small):
     assert run(["train", str(tmp_path / "missing.h5")]) == 2
     assert run(["train", "--hidden", "0"]) == 2
     assert run(["train", "--dropout", "1.5"]) == 2
+
+
+def test_counts_read_in_the_right_number():
+    from gcntrain.cli.display import count
+
+    assert count(1, "rank") == "1 rank" and count(4, "rank") == "4 ranks"
+    assert count(0, "node") == "0 nodes"

@@ -9,6 +9,11 @@ from gcntrain.comm.env import launcher_rank
 from gcntrain.jsonutil import to_json
 
 
+def count(n: int, noun: str) -> str:
+    """``1 rank``, ``4 ranks``: a count with its noun in the right number."""
+    return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
+
+
 def is_printer(rank: int | None = None) -> bool:
     return (launcher_rank() if rank is None else rank) == 0
 
@@ -120,7 +125,7 @@ def sweep_text(s: dict, top: int) -> str:
             ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
             (
                 "machine",
-                f"{s['machine']}: {s['ranks']} ranks = {s['nodes']} nodes x "
+                f"{s['machine']}: {count(s['ranks'], 'rank')} = {count(s['nodes'], 'node')} x "
                 f"{s['ranks_per_node']} ranks per node"
                 + (f", {mem / 2**30:.0f} GiB per node" if mem else ""),
             ),

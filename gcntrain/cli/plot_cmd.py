@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import emit
+from gcntrain.cli.display import count, emit
 from gcntrain.cli.options import json_option, model_options, train_config, width_options
 from gcntrain.errors import InputError
 
@@ -115,7 +115,7 @@ def breakdown_cmd(graph, ranks, num_features, num_classes, schemes, machine, out
 
 
 def _breakdown_text(rows, ranks, machine, out) -> str:
-    lines = [f"predicted epoch on {ranks} ranks ({machine}), ms:"]
+    lines = [f"predicted epoch on {count(ranks, 'rank')} ({machine}), ms:"]
     for r in rows:
         if "error" in r:
             lines.append(f"  {r['scheme']:<10} refused: {r['error']}")
@@ -151,7 +151,7 @@ def _draw_breakdown(ok, ranks, machine, out) -> None:
             ax.bar(names, h, bottom=bottom, label=part)
             bottom = [b + x for b, x in zip(bottom, h)]
     ax.set_ylabel("predicted epoch time (ms)")
-    ax.set_title(f"{ranks} ranks on {machine}")
+    ax.set_title(f"{count(ranks, 'rank')} on {machine}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     _save(fig, out)
@@ -248,7 +248,7 @@ def measured_cmd(runs, nodes, machine, out, as_json):
         as_json,
         lambda s: (
             "\n".join(
-                f"{r['run']}: {r['scheme']} on {r['ranks']} ranks: measured "
+                f"{r['run']}: {r['scheme']} on {count(r['ranks'], 'rank')}: measured "
                 f"{r['measured_epoch_seconds'] * 1e3:.2f} ms, predicted "
                 f"{r['predicted_epoch_seconds'] * 1e3:.2f} ms ({r['error_percent']:+.1f}%)"
                 for r in rows

@@ -9,6 +9,7 @@ import time
 import click
 
 from gcntrain.cli.display import (
+    count,
     emit,
     grid_choice,
     grid_ranking,
@@ -39,7 +40,7 @@ def _human(s: dict) -> str:
         ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
         (
             "scheme",
-            f"{s['scheme']} on {s['ranks']} ranks"
+            f"{s['scheme']} on {count(s['ranks'], 'rank')}"
             + (f" ({opts})" if opts else "")
             + f", partition {s['partition'] or 'block'}",
         ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import emit, grid_choice, info, rows_table
+from gcntrain.cli.display import count, emit, grid_choice, info, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
@@ -60,7 +60,7 @@ def _human(s: dict) -> str:
         rows.append(
             (
                 "scheme",
-                f"{s['scheme']} on {s['ranks']} ranks"
+                f"{s['scheme']} on {count(s['ranks'], 'rank')}"
                 + (f" ({opts})" if opts else "")
                 + f", partition {s.get('partition')}",
             )
