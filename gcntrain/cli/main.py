@@ -13,7 +13,10 @@ from gcntrain.errors import AgreedError, InputError, Preempted
 #: command name -> "module:attribute"
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("gcntrain.cli.info_cmd:info", "Versions, MPI library, Numba threads, CPU."),
-    "generate": ("gcntrain.cli.generate_cmd:generate", "Synthetic graphs: R-MAT, SBM, grid, the default data set."),
+    "generate": (
+        "gcntrain.cli.generate_cmd:generate",
+        "Synthetic graphs: R-MAT, SBM, grid, the default data set.",
+    ),
     "convert": ("gcntrain.cli.convert_cmd:convert", "Convert Planetoid/SNAP/MTX/NPZ/CSV to HDF5."),
     "inspect": ("gcntrain.cli.inspect_cmd:inspect", "Validate a graph or shard store; counts."),
     "shard": ("gcntrain.cli.shard_cmd:shard", "Write a sharded store (1D row blocks or 2D)."),
