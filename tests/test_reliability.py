@@ -96,6 +96,12 @@ def test_staging_left_by_a_killed_shard_is_removed(graph, tmp_path):
     assert not stale.exists() and live.exists() and other.exists()
     live.rmdir()
     other.rmdir()
+    # the staging directory a writer really makes is one the cleanup recognises
+    from gcntrain.data.shards.outdir import atomic_dir
+
+    with atomic_dir(tmp_path / "probe-store", overwrite=False) as staging:
+        assert staging.name.startswith(staging_prefix(tmp_path / "probe-store"))
+    (tmp_path / "probe-store").rmdir()
     res = _run("shard", str(graph), "-o", str(out), "--parts", "2")
     assert res.returncode == 0, res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]

@@ -85,9 +85,7 @@ def atomic_dir(out_dir: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     _check_target(out, overwrite)
     remove_stale_staging(out)
     try:
-        tmp = Path(
-            tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=parent)
-        )
+        tmp = Path(tempfile.mkdtemp(prefix=staging_prefix(out), suffix=".tmp", dir=parent))
     except OSError as e:
         raise OutputError(f"cannot create a directory beside it: {e.strerror}", str(out)) from None
     try:
