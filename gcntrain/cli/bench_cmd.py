@@ -30,9 +30,9 @@ def bench(out, name, mpiexec):
     in about a minute; use it with `gcntrain simulate --machine OUT`."""
     from pathlib import Path
 
-    from gcntrain.model.output import write_text_atomic
+    from gcntrain.data.atomic import write_text
     from gcntrain.simulate.calibrate import calibrate
 
     text, _ = calibrate(name, mpiexec, log=info)
-    write_text_atomic(Path(out), text)
+    write_text(Path(out), text)
     info(f"wrote {out}")

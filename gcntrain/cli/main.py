@@ -161,10 +161,10 @@ def run(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # internal error: full traceback helps a bug report
-        from gcntrain.comm.agree import _from_interrupt
+        from gcntrain.comm.agree import from_interrupt
         from gcntrain.comm.errors import handle_internal_error
 
-        if _from_interrupt(e):  # Ctrl-C inside a compiled kernel surfaces as SystemError
+        if from_interrupt(e):  # Ctrl-C inside a compiled kernel surfaces as SystemError
             return _interrupted()
         return handle_internal_error(e)
 

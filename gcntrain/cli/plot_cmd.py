@@ -29,13 +29,13 @@ def _save(fig, out: str) -> None:
     """The figure, written whole under a temporary name and renamed (or not at all)."""
     from pathlib import Path
 
-    from gcntrain.model.output import _atomic_write
+    from gcntrain.data.atomic import write_named
 
     fmt = Path(out).suffix.lstrip(".").lower() or "png"
     if fmt not in fig.canvas.get_supported_filetypes():
         raise InputError(f"--out: unknown image format {fmt!r} (png, pdf, svg, ...)", out)
     try:
-        _atomic_write(Path(out), lambda tmp: fig.savefig(tmp, format=fmt, dpi=120))
+        write_named(Path(out), lambda tmp: fig.savefig(tmp, format=fmt, dpi=120))
     except OSError as e:
         raise InputError(f"cannot write the figure: {e.strerror or e}", out) from None
 

@@ -22,7 +22,7 @@ from gcntrain.errors import AgreedError, InputError
 T = TypeVar("T")
 
 
-def _from_interrupt(exc: BaseException | None) -> bool:
+def from_interrupt(exc: BaseException | None) -> bool:
     """Whether `exc` was caused by a KeyboardInterrupt (Numba's dispatcher wraps one that
     arrives inside a kernel in a SystemError)."""
     seen = set()
@@ -48,7 +48,7 @@ def agree(comm, fn: Callable[[], T], name_rank: bool = True) -> T:
     except AgreedError:
         raise
     except Exception as e:  # noqa: BLE001 - every failure must reach the agreement
-        if _from_interrupt(e):  # Ctrl-C inside a compiled kernel: an interrupt, not an error
+        if from_interrupt(e):  # Ctrl-C inside a compiled kernel: an interrupt, not an error
             raise KeyboardInterrupt from None
         status, err = _status_of(e), e
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"

@@ -51,6 +51,25 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def probe_dir(path, keep: bool) -> None:
+    """Really create directory `path` (parents too) and a file in it, then remove the file
+    and, unless `keep`, the directories this made: permissions alone do not tell (/proc,
+    read-only mounts, root).  Raises ``OSError``."""
+    path = Path(path)
+    made = [a for a in (path.absolute(), *path.absolute().parents) if not a.exists()]
+    probe = temp_name(path / "probe")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+    finally:
+        probe.unlink(missing_ok=True)
+        for d in made if not keep else ():  # deepest first
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
 def _mode_from_umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -89,24 +108,35 @@ def write_temp(path: Path, write: Callable[[object], None]) -> Path:
 
 
 def _install(tmp: Path, path: Path) -> None:
+    """Rename a complete temporary to its final name, durably."""
     try:
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise OutputError(f"cannot write: {_cause(e)}", str(path)) from None
+    fsync_dir(path.parent)
 
 
 def write_file(path, write: Callable[[object], None]) -> None:
     """Write one file whole or not at all (see the module docstring)."""
     path = Path(path)
     _install(write_temp(path, write), path)
-    fsync_dir(path.parent)
+
+
+def _bytes_writer(data) -> Callable[[object], None]:
+    """A ``write(fileobj)`` of `data` (bytes or a buffer), in `CHUNK` pieces."""
+    view = memoryview(data).cast("B")
+
+    def write(f) -> None:
+        for i in range(0, len(view), CHUNK):
+            f.write(view[i : i + CHUNK])
+
+    return write
 
 
 def write_bytes(path, data) -> None:
     """`data` (bytes or a buffer) as the whole content of `path`."""
-    view = memoryview(data).cast("B")
-    write_file(path, lambda f: [f.write(view[i : i + CHUNK]) for i in range(0, len(view), CHUNK)])
+    write_file(path, _bytes_writer(data))
 
 
 def write_text(path, text: str) -> None:
@@ -121,11 +151,6 @@ def h5_bytes(build: Callable) -> memoryview:
     with h5py.File(buf, "w") as f:
         build(f)
     return buf.getbuffer()
-
-
-def write_h5(path, build: Callable) -> None:
-    """An HDF5 file built by ``build(h5py.File)``, written whole or not at all."""
-    write_bytes(path, h5_bytes(build))
 
 
 @contextmanager
@@ -144,7 +169,6 @@ def h5_file(path) -> Iterator:
             _sync(fo)
         os.chmod(tmp, _mode_from_umask())
     _install(tmp, path)
-    fsync_dir(path.parent)
 
 
 def write_named(path, write: Callable[[str], None]) -> None:
@@ -154,7 +178,6 @@ def write_named(path, write: Callable[[str], None]) -> None:
     with temporary(path) as tmp:
         write(str(tmp))
     _install(tmp, path)
-    fsync_dir(path.parent)
 
 
 @contextmanager
@@ -165,12 +188,7 @@ def staged(paths: list) -> Iterator[Callable[[Path, object], None]]:
     temps: dict[Path, Path] = {}
 
     def put(path, data) -> None:
-        path = Path(path)
-        view = memoryview(data).cast("B")
-        temps[path] = write_temp(
-            path,
-            lambda f: [f.write(view[i : i + CHUNK]) for i in range(0, len(view), CHUNK)],
-        )
+        temps[Path(path)] = write_temp(Path(path), _bytes_writer(data))
 
     try:
         yield put
@@ -179,8 +197,6 @@ def staged(paths: list) -> Iterator[Callable[[Path, object], None]]:
             raise ValueError(f"staged output never written: {missing}")
         for path, tmp in temps.items():
             _install(tmp, path)
-        for parent in {p.parent for p in temps}:
-            fsync_dir(parent)
     except BaseException:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)

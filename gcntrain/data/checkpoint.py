@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gcntrain.data.atomic import fsync_dir, probe_dir, write_file
 from gcntrain.errors import InputError, OutputError
 
 #: version of the checkpoint layout
@@ -46,19 +47,6 @@ def rank_file(ckpt_dir, rank: int) -> Path:
     return Path(ckpt_dir) / f"rank-{int(rank):05d}.npz"
 
 
-def _fsync_dir(path: Path) -> None:
-    from gcntrain.data.atomic import fsync_dir
-
-    fsync_dir(path)
-
-
-def _write_whole(path: Path, write) -> None:
-    """`write(fileobj)` to ``path`` whole or not at all (`gcntrain.data.atomic`)."""
-    from gcntrain.data.atomic import write_file
-
-    write_file(path, write)
-
-
 def write_rank(root, epoch: int, rank: int, arrays: dict[str, np.ndarray]) -> Path:
     """Stage this rank's arrays of the checkpoint of `epoch`."""
     stage = stage_dir(root, epoch)
@@ -67,7 +55,7 @@ def write_rank(root, epoch: int, rank: int, arrays: dict[str, np.ndarray]) -> Pa
     except OSError as e:
         raise OutputError(f"cannot create {stage}: {e.strerror or e}") from None
     path = rank_file(stage, rank)
-    _write_whole(path, lambda f: np.savez(f, **arrays))
+    write_file(path, lambda f: np.savez(f, **arrays))
     return path
 
 
@@ -86,8 +74,8 @@ def publish(root, epoch: int, meta: dict, ranks: int | None = None) -> Path:
                 "that is not shared by every node?)"
             )
     text = json.dumps({"format": FORMAT, "epoch": int(epoch), **meta}, indent=1, default=str)
-    _write_whole(stage / META, lambda f: f.write(text.encode()))
-    _fsync_dir(stage)
+    write_file(stage / META, lambda f: f.write(text.encode()))
+    fsync_dir(stage)
     try:
         if final.exists():  # the same epoch again (a new run in the same directory)
             aside = root / f".{final.name}.{os.getpid()}.old"
@@ -96,8 +84,8 @@ def publish(root, epoch: int, meta: dict, ranks: int | None = None) -> Path:
         os.replace(stage, final)
     except OSError as e:
         raise OutputError(f"cannot publish {final}: {e.strerror or e}") from None
-    _write_whole(root / LATEST, lambda f: f.write((final.name + "\n").encode()))
-    _fsync_dir(root)
+    write_file(root / LATEST, lambda f: f.write((final.name + "\n").encode()))
+    fsync_dir(root)
     for old in root.glob("epoch-*"):
         if old.name != final.name and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
@@ -118,12 +106,14 @@ def remove_stale(root) -> None:
 def check_root(root) -> None:
     """The checkpoint root exists (created if needed) and is a writable directory."""
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise InputError(f"the checkpoint directory {root} is not a directory")
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        probe_dir(root, keep=True)
     except OSError as e:
-        raise InputError(f"cannot create the checkpoint directory {root}: {e.strerror}") from None
-    if not root.is_dir() or not os.access(root, os.W_OK | os.X_OK):
-        raise InputError(f"the checkpoint directory {root} is not a writable directory")
+        raise InputError(
+            f"the checkpoint directory {root} is not writable ({e.strerror or e})"
+        ) from None
 
 
 def latest(root) -> tuple[Path, dict]:

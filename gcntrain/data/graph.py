@@ -8,6 +8,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+#: the arrays `Graph.content_hash` covers, in its order (also streamed from a file by
+#: `gcntrain.data.store.verify_content_hash`)
+HASHED_ARRAYS = (
+    "indptr",
+    "indices",
+    "data",
+    "features",
+    "labels",
+    "train_mask",
+    "val_mask",
+    "test_mask",
+)
+
 
 @dataclass
 class Graph:
@@ -81,16 +94,7 @@ class Graph:
     def content_hash(self) -> str:
         """SHA-256 over structure and node data; stored in files, checked by consumers."""
         h = hashlib.sha256()
-        for name in (
-            "indptr",
-            "indices",
-            "data",
-            "features",
-            "labels",
-            "train_mask",
-            "val_mask",
-            "test_mask",
-        ):
+        for name in HASHED_ARRAYS:
             a = getattr(self, name)
             h.update(name.encode())
             if a is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from gcntrain.data.graph import Graph
+from gcntrain.data.graph import HASHED_ARRAYS, Graph
 from gcntrain.data.validate import (
     FORMAT_VERSION,
     MASK_NAMES,
@@ -395,8 +395,6 @@ def _plain(value: object) -> object:
     return value
 
 
-#: the arrays `Graph.content_hash` covers, in its order
-HASHED = ("indptr", "indices", "data", "features", "labels", *MASK_NAMES)
 #: bytes read per slice when a file's content hash is checked by streaming
 HASH_CHUNK = 64 << 20
 
@@ -415,7 +413,7 @@ def verify_content_hash(path: str | os.PathLike) -> None:
         int_attr(f.attrs, "nnz", where)
         stored = str_attr(f.attrs, "content_hash", where)
         h = hashlib.sha256()
-        for name in HASHED:
+        for name in HASHED_ARRAYS:
             h.update(name.encode())
             if name not in f:
                 if name in ("indptr", "indices"):

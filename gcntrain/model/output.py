@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5")
 
 def check_out_dir(out_dir) -> None:
     """Fail early (before training) when `out_dir` cannot become an output directory."""
-    from gcntrain.data.atomic import temp_name
+    from gcntrain.data.atomic import probe_dir
     from gcntrain.errors import InputError
 
     p = Path(out_dir)
@@ -30,36 +30,10 @@ def check_out_dir(out_dir) -> None:
     parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
     if parent is None or not os.access(parent, os.W_OK | os.X_OK):
         raise InputError("--out is not writable", str(p))
-    # permissions do not tell everything (/proc, read-only mounts, root): really create the
-    # directory and a file in it, then remove what this check made
-    made = [a for a in (p.absolute(), *p.absolute().parents) if not a.exists()]
-    probe = temp_name(p / "probe")
     try:
-        p.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
+        probe_dir(p, keep=False)
     except OSError as e:
         raise InputError(f"--out is not writable ({e.strerror or e})", str(p)) from None
-    finally:
-        probe.unlink(missing_ok=True)
-        for d in made:  # deepest first
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-
-
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` on a temporary name beside `path`, then rename it to `path`
-    (`gcntrain.data.atomic.write_named`)."""
-    from gcntrain.data.atomic import write_named
-
-    write_named(path, write)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    from gcntrain.data.atomic import write_text
-
-    write_text(path, text)
 
 
 def metrics_text(history: Iterable) -> str:
@@ -69,10 +43,6 @@ def metrics_text(history: Iterable) -> str:
         for r in history
     ]
     return "".join(line + "\n" for line in lines)
-
-
-def write_metrics(path: Path, history: Iterable) -> None:
-    write_text_atomic(path, metrics_text(history))
 
 
 def weights_bytes(weights: list[dict[str, np.ndarray]], layers: list[dict] | None = None):
@@ -90,15 +60,6 @@ def weights_bytes(weights: list[dict[str, np.ndarray]], layers: list[dict] | Non
                 g.attrs[k] = v
 
     return h5_bytes(build)
-
-
-def write_weights(
-    path: Path, weights: list[dict[str, np.ndarray]], layers: list[dict] | None = None
-) -> None:
-    """`weights_bytes` written to `path` whole or not at all."""
-    from gcntrain.data.atomic import write_bytes
-
-    write_bytes(path, weights_bytes(weights, layers))
 
 
 def predictions_bytes(
@@ -124,15 +85,6 @@ def predictions_bytes(
         f.create_dataset("label", data=lab)
 
     return h5_bytes(build)
-
-
-def write_predictions(
-    path: Path, node_ids: np.ndarray, predictions: np.ndarray, labels: np.ndarray | None = None
-) -> None:
-    """`predictions_bytes` written to `path` whole or not at all."""
-    from gcntrain.data.atomic import write_bytes
-
-    write_bytes(path, predictions_bytes(node_ids, predictions, labels))
 
 
 def write_outputs(

@@ -423,7 +423,7 @@ def fit(
         # a stopping rule that fired before the checkpoint ends the run there
         stopped = resume.stopped and first < config.epochs
         ops.load_state(resume.scheme, phase=Phase("control"))
-    for epoch in range(first, first if resume is not None and resume.stopped else config.epochs):
+    for epoch in range(first, first if stopped else config.epochs):
         t0 = perf_counter()
         tops.reset()
         ctx = Phase("epoch", epoch=epoch)

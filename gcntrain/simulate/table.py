@@ -33,9 +33,9 @@ def write_table(path, phases: dict[str, np.ndarray]) -> None:
     """Write `table_text` atomically (temporary name, then rename)."""
     from pathlib import Path
 
-    from gcntrain.model.output import write_text_atomic
+    from gcntrain.data.atomic import write_text
 
-    write_text_atomic(Path(path), table_text(phases))
+    write_text(Path(path), table_text(phases))
 
 
 def read_table(path) -> dict[tuple[int, str], tuple[int, int, int, int]]:
