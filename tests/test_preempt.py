@@ -54,15 +54,20 @@ def _wait_for_epochs(proc: subprocess.Popen, ck, timeout: float = 120) -> None:
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of every process below `pid`."""
-    rows = subprocess.run(
-        ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    table = [
-        (int(r.split(None, 2)[0]), int(r.split(None, 2)[1]), r.split(None, 2)[2])
-        for r in rows
-        if len(r.split(None, 2)) == 3
-    ]
+    """(pid, full command line) of every process below `pid`, read from /proc (not `ps`,
+    whose output is cut at 80 columns when piped: a long checkout path hid the arguments)."""
+    table = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                args = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        table.append((int(d), ppid, args))
     out, frontier = [], {pid}
     while frontier:
         kids = [(p, a) for p, pp, a in table if pp in frontier]
