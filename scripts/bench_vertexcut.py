@@ -98,7 +98,7 @@ def main() -> int:
             ]
             res, base = runs[0], runs[0]["0"]
             print(
-                f"\n{name}: {base['num_nodes']} nodes, {base['num_edges']} entries, "
+                f"\n{name}: {base['num_nodes']} nodes, {base['nnz']} entries, "
                 f"{args.model}, {args.epochs} epochs, {args.ranks} ranks, {args.seeds} seeds, "
                 f"replication factor {base['replication_factor']:.3f}"
             )

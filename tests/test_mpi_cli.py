@@ -264,6 +264,7 @@ def test_distributed_outputs_cover_every_node_once(
     d = train_json(nprocs, [str(graph_file), "--scheme", scheme, *extra, *ARGS, "-o", str(out)])
     assert sorted(p.name for p in out.iterdir()) == [
         "config.json",
+        "config.toml",
         "metrics.jsonl",
         "predictions.h5",
         "weights.h5",

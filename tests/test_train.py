@@ -388,11 +388,8 @@ def test_cli_human_output_and_progress(capsys):
     assert run(["train", "--epochs", "20", "--model", "sage", "--dtype", "float64"]) == 0
     cap = capsys.readouterr()
     assert "test acc" in cap.out and "sage" in cap.out
-    assert [ln.split()[1] for ln in cap.err.splitlines() if ln.startswith("epoch")] == [
-        "1",
-        "10",
-        "20",
-    ]
+    shown = [ln.split()[1] for ln in cap.err.splitlines() if ln.startswith("epoch")]
+    assert shown[0] == "1/20" and shown[-1] == "20/20"  # the rate: tests/test_progress.py
 
 
 def test_cli_out_writes_the_four_files(tmp_path, capsys, small):

@@ -78,6 +78,31 @@ def write_and_report(g: Graph, out: str, as_json: bool, summary: dict, t_build: 
     help="Split (row of 2-D mask arrays) to use for npz inputs.",
 )
 @click.option("--name", default=None, help="Data set name stored in the file.")
+@click.option(
+    "--features",
+    "num_features",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="F",
+    help="For a graph without node data (a SNAP edge list): add F standard-normal features, "
+    "uniform random labels of --classes classes and a random 60/20/20 split, drawn from "
+    "--seed (for timing and communication studies; the accuracy means nothing).",
+)
+@click.option(
+    "--classes",
+    "num_classes",
+    type=click.IntRange(min=2),
+    default=None,
+    metavar="C",
+    help="Classes of the synthetic labels (with --features).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the synthetic node data.",
+)
 @json_option
 def convert(
     source: str,
@@ -88,6 +113,9 @@ def convert(
     no_relabel: bool,
     split: int,
     name: str | None,
+    num_features: int | None,
+    num_classes: int | None,
+    seed: int,
     as_json: bool,
 ) -> None:
     """Convert SOURCE (a file, or a Planetoid prefix like data/ind.cora) to an HDF5 graph.
@@ -96,7 +124,10 @@ def convert(
     (Matrix Market), npz (edges + node_features/node_labels/*_masks), csv (src,dst[,weight]).
     """
     from gcntrain.data.convert import convert_source
+    from gcntrain.errors import InputError
 
+    if (num_features is None) != (num_classes is None):
+        raise InputError("--features and --classes go together (synthetic node data)")
     t0 = time.perf_counter()
     g = convert_source(
         source,
@@ -108,6 +139,10 @@ def convert(
     )
     if name:
         g.name = name
+    if num_features is not None:
+        from gcntrain.data.generate import random_node_data
+
+        g = random_node_data(g, num_features, num_classes, seed)
     summary = graph_summary(g)
     summary["format"] = g.extra.get("format")
     write_and_report(g, out, as_json, summary, time.perf_counter() - t0)

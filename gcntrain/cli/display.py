@@ -122,7 +122,10 @@ def sweep_text(s: dict, top: int) -> str:
     mem = s["node_memory_bytes"]
     head = rows_table(
         [
-            ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
+            (
+                "graph",
+                f"{s['graph']} ({s['num_nodes']} nodes, {s['nnz']} stored adjacency entries)",
+            ),
             (
                 "machine",
                 f"{s['machine']}: {count(s['ranks'], 'rank')} = {count(s['nodes'], 'node')} x "

@@ -37,12 +37,28 @@ def _finish(make, out: str, as_json: bool, **params) -> None:
     show_default=True,
     help="Generated edges per vertex (before de-duplication).",
 )
-@click.option("-a", "a", type=float, default=0.57, show_default=True)
-@click.option("-b", "b", type=float, default=0.19, show_default=True)
-@click.option("-c", "c", type=float, default=0.19, show_default=True)
+@click.option(
+    "-a", "a", type=float, default=0.57, show_default=True, help="R-MAT quadrant probability a."
+)
+@click.option("-b", "b", type=float, default=0.19, show_default=True, help="Quadrant b.")
+@click.option(
+    "-c", "c", type=float, default=0.19, show_default=True, help="Quadrant c (d = 1 - a - b - c)."
+)
 @click.option("--directed", is_flag=True, help="Do not symmetrize.")
-@click.option("--features", type=int, default=32, show_default=True)
-@click.option("--classes", type=int, default=4, show_default=True)
+@click.option(
+    "--features",
+    type=int,
+    default=32,
+    show_default=True,
+    help="Feature width (standard-normal features).",
+)
+@click.option(
+    "--classes",
+    type=int,
+    default=4,
+    show_default=True,
+    help="Classes (uniform random labels; random 60/20/20 split).",
+)
 @seed_option
 @json_option
 def rmat_cmd(out, scale, edge_factor, a, b, c, directed, features, classes, seed, as_json) -> None:
@@ -135,8 +151,8 @@ def sbm_cmd(
 
 @generate.command("grid")
 @out_option
-@click.option("--rows", type=int, required=True)
-@click.option("--cols", type=int, required=True)
+@click.option("--rows", type=int, required=True, help="Grid rows.")
+@click.option("--cols", type=int, required=True, help="Grid columns.")
 @click.option(
     "--p-delete",
     type=float,

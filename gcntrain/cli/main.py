@@ -27,7 +27,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Plan a run on P ranks: bytes, messages, flops, memory, predicted time.",
     ),
     "bench": ("gcntrain.cli.bench_cmd:bench", "Measure this machine into a simulator profile."),
-    "plot": ("gcntrain.cli.plot_cmd:plot", "Figures of predicted epoch times (matplotlib)."),
+    "plot": (
+        "gcntrain.cli.plot_cmd:plot",
+        "Figures of runs and predictions: phase breakdown, curves, scaling (matplotlib).",
+    ),
+    "jobscript": (
+        "gcntrain.cli.jobscript_cmd:jobscript",
+        "Render a Slurm or Fugaku PJM batch script for a training run.",
+    ),
+    "config": (
+        "gcntrain.cli.config_cmd:config",
+        "Show the configuration a --config file resolves to.",
+    ),
 }
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -42,7 +53,11 @@ class LazyGroup(click.Group):
             return None
         target, _ = COMMANDS[name]
         mod, attr = target.split(":")
-        return getattr(importlib.import_module(mod), attr)
+        command = getattr(importlib.import_module(mod), attr)
+        from gcntrain.cli.options import attach_config_option
+
+        attach_config_option(command)  # --config FILE.toml on every command with options
+        return command
 
     def format_commands(self, ctx, formatter):
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]

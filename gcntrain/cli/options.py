@@ -366,3 +366,39 @@ def machine_options(f):
         help="Predict epoch times on this machine profile: fugaku, abci, local, or a TOML "
         "file (`gcntrain bench --out FILE` measures this machine).",
     )(f)
+
+
+def _config_callback(ctx, param, value):
+    from gcntrain.cli.config_file import apply_config
+
+    return apply_config(ctx, param, value)
+
+
+def attach_config_option(command: click.Command) -> None:
+    """Give `command` (every subcommand of a group) the ``--config FILE.toml`` option: its
+    table of the file sets the defaults of the command's parameters (docs/config.md).
+    Idempotent; a command with no parameters, or one declaring its own ``--config``, is
+    left alone."""
+    from gcntrain.cli.config_file import PARAM_NAME
+
+    if any("--config" in getattr(p, "opts", ()) for p in command.params):
+        return
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            attach_config_option(sub)
+        return
+    if not command.params:
+        return
+    command.params.append(
+        click.Option(
+            ["--config", PARAM_NAME],
+            type=click.Path(dir_okay=False),
+            default=None,
+            metavar="FILE.toml",
+            is_eager=True,
+            expose_value=False,
+            callback=_config_callback,
+            help="Take option defaults from this TOML file's table for this command "
+            "(e.g. [train]); options on the command line override it.",
+        )
+    )

@@ -37,7 +37,7 @@ def _mb(b: float) -> str:
 def _human(s: dict) -> str:
     opts = ", ".join(f"{k} {v}" for k, v in (s.get("scheme_options") or {}).items())
     rows = [
-        ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
+        ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['nnz']} stored adjacency entries)"),
         (
             "scheme",
             f"{s['scheme']} on {count(s['ranks'], 'rank')}"
@@ -216,7 +216,7 @@ def _sweep(graph, config, ranks, place, scheme, options, partition, seed, widths
     return {
         "graph": res.meta.name,
         "num_nodes": res.meta.n,
-        "num_edges": res.meta.nnz,
+        "nnz": res.meta.nnz,
         "ranks": ranks,
         "machine": m.name,
         "machine_file": m.path,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import count, emit, grid_choice, info, rows_table
+from gcntrain.cli.display import count, emit, grid_choice, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
@@ -14,28 +14,35 @@ from gcntrain.cli.options import (
     scheme_options,
     train_config,
 )
+from gcntrain.cli.progress import Progress
 from gcntrain.errors import InputError
-
-#: progress line every this many epochs (human mode)
-PROGRESS_EVERY = 10
 
 
 def _fmt(v) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
-def _progress(rec) -> None:
-    if rec.epoch == 1 or rec.epoch % PROGRESS_EVERY == 0:
-        info(
-            f"epoch {rec.epoch:4d}  loss {rec.loss:.4f}  train_acc {rec.train_acc:.4f}  "
-            f"val_loss {_fmt(rec.val_loss)}  val_acc {_fmt(rec.val_acc)}  "
-            f"test_acc {_fmt(rec.test_acc)}  {rec.seconds * 1e3:.1f} ms"
-        )
+#: parameters written inactive (as comments) in config.toml: a rerun writes elsewhere
+RERUN_NOTES = {
+    "out_dir": "this run's output directory (a rerun takes its own -o)",
+    "resume": "this run resumed from it",
+}
+
+
+def _config_toml(out_dir: str) -> str:
+    """This invocation's resolved [train] table (config.toml of ``-o``)."""
+    from gcntrain.cli.config_file import command_toml
+    from gcntrain.comm.env import launcher_size
+
+    n = launcher_size()
+    rerun = f"{f'mpiexec -n {n} ' if n > 1 else ''}gcntrain train --config {out_dir}/config.toml"
+    header = [f"written by gcntrain train -o on {count(n, 'rank')}; the same run: {rerun}"]
+    return command_toml(click.get_current_context(), RERUN_NOTES, header)
 
 
 def _human(s: dict) -> str:
     rows = [
-        ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['num_edges']} stored edges)"),
+        ("graph", f"{s['graph']} ({s['num_nodes']} nodes, {s['nnz']} stored adjacency entries)"),
         (
             "model",
             s["model"]
@@ -74,6 +81,18 @@ def _human(s: dict) -> str:
         )
         cs = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in s["comm_seconds_max"].items())
         rows.append(("comm time / epoch", f"{cs or 'none'} ms (max over ranks)"))
+    b = s.get("epoch_breakdown")
+    if b:
+        parts = ", ".join(
+            f"{k} {v * 1e3:.2f}" for k, v in b.items() if k not in ("epoch", "critical_rank")
+        )
+        rows.append(
+            (
+                "epoch breakdown",
+                f"{parts} ms (epoch {b['epoch']}, slowest rank {b['critical_rank']}; "
+                "per phase: --json comm_phases, metrics.jsonl)",
+            )
+        )
     if "held_bytes_max" in s:
         rows.append(
             (
@@ -184,7 +203,12 @@ def _human(s: dict) -> str:
     help="Memory one rank may use (e.g. 8G); a rank whose estimated share is larger is "
     "refused before loading [default: the node's available memory / its ranks].",
 )
-@click.option("--quiet", is_flag=True, help="No per-epoch progress lines.")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help="No progress on stderr (per-epoch lines with an ETA, compiling, notes; shown with "
+    "--json too, whose stdout stays one JSON object).",
+)
 def train(
     graph,
     out_dir,
@@ -211,7 +235,7 @@ def train(
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
-    callback = None if (quiet or as_json) else _progress
+    progress = None if quiet else Progress(config.epochs)
     try:
         _, summary = run_training(
             graph,
@@ -221,7 +245,8 @@ def train(
             partition,
             partition_seed,
             out_dir=out_dir,
-            callback=callback,
+            callback=progress,
+            on_start=None if progress is None else progress.start,
             threads=threads,
             per_rank=per_rank,
             machine=machine,
@@ -229,7 +254,11 @@ def train(
             checkpoint_every=checkpoint_every,
             resume=resume,
             max_memory=None if max_memory is None else parse_size(max_memory),
+            config_toml=None if out_dir is None else _config_toml(out_dir),
         )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower --lr") from None
+    finally:
+        if progress is not None:
+            progress.close()
     emit(summary, as_json, _human)

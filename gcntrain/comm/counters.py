@@ -10,7 +10,7 @@ from gcntrain.comm.volume import FIELDS
 
 
 class Tally:
-    """bytes/messages per phase plus seconds per collective kind.
+    """bytes/messages per phase, seconds per collective kind and per phase.
 
     `phases[name]` is an int64 array laid out as `volume.FIELDS`.  A plan is a `Tally` built
     without MPI; the runtime fills one through the counted communicator; equality of the two
@@ -21,6 +21,7 @@ class Tally:
         self.phases: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4, dtype=np.int64))
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self.phase_seconds: dict[str, float] = defaultdict(float)
 
     def add(
         self,
@@ -34,6 +35,7 @@ class Tally:
         if kind is not None:
             self.seconds[kind] += seconds
             self.calls[kind] += times
+            self.phase_seconds[phase] += seconds
 
     def total(self, prefix: str | None = None, exclude: tuple[str, ...] = ()) -> np.ndarray:
         out = np.zeros(4, dtype=np.int64)
@@ -57,6 +59,7 @@ class Tally:
             t.phases[k] = v.copy()
         t.seconds.update(self.seconds)
         t.calls.update(self.calls)
+        t.phase_seconds.update(self.phase_seconds)
         return t
 
     def since(self, snap: Tally | None = None) -> Tally:
@@ -71,7 +74,13 @@ class Tally:
             t.seconds[k] = v - snap.seconds.get(k, 0.0)
         for k, v in self.calls.items():
             t.calls[k] = v - snap.calls.get(k, 0)
+        for k, v in self.phase_seconds.items():
+            t.phase_seconds[k] = v - snap.phase_seconds.get(k, 0.0)
         return t
+
+    def comm_seconds(self) -> float:
+        """Seconds spent in counted communication (every kind, waiting included)."""
+        return float(sum(self.seconds.values()))
 
     def merged(self, other: Tally) -> Tally:
         t = Tally()

@@ -161,6 +161,33 @@ def rmat(
     )
 
 
+def random_node_data(g: Graph, num_features: int, num_classes: int, seed: int = 0) -> Graph:
+    """`g` with synthetic node data, for graphs that have none (SNAP edge lists): as for
+    R-MAT, standard-normal float32 features, uniform random labels and a random 60/20/20
+    split, all drawn from `seed`.  Such data make timing and communication studies possible;
+    the accuracy they reach means nothing.
+
+    Raises
+    ------
+    InputError
+        If `g` already has features or labels, or the sizes are too small.
+    """
+    _check(
+        g.features is None and g.labels is None,
+        f"{g.name} already has node features or labels; synthetic node data is for graphs "
+        "without them",
+    )
+    _check(num_features >= 1 and num_classes >= 2, "need features >= 1 and classes >= 2")
+    rng = np.random.default_rng(seed)
+    n = g.n
+    g.features = rng.standard_normal((n, num_features), dtype=np.float32)
+    g.labels = rng.integers(0, num_classes, n).astype(np.int64)
+    g.train_mask, g.val_mask, g.test_mask = random_split(n, rng)
+    g.num_classes = num_classes
+    g.extra = {**g.extra, "node_data": "synthetic", "node_data_seed": seed}
+    return g
+
+
 # ---------------------------------------------------------------------------------------
 # planted partition (stochastic block model)
 

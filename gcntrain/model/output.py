@@ -1,4 +1,5 @@
-"""Training outputs: metrics.jsonl, config.json, weights.h5, predictions.h5.
+"""Training outputs: metrics.jsonl, config.json, weights.h5, predictions.h5, and
+config.toml (the command's resolved ``[train]`` table, when the caller gives it).
 
 Each file is written to a temporary name in the output directory and renamed when complete,
 so a reader never sees a partial file.
@@ -16,7 +17,7 @@ import numpy as np
 
 from gcntrain.jsonutil import json_default
 
-FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5")
+FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5", "config.toml")
 
 
 def check_out_dir(out_dir) -> None:
@@ -96,8 +97,9 @@ def write_outputs(
     node_ids: np.ndarray,
     labels: np.ndarray | None = None,
     layers: list[dict] | None = None,
+    config_toml: str | None = None,
 ) -> dict[str, str]:
-    """Write the four output files into `out_dir` (created if missing).
+    """Write the output files into `out_dir` (created if missing).
 
     Parameters
     ----------
@@ -108,6 +110,8 @@ def write_outputs(
     predictions, node_ids : predicted class per node and the node's global id.
     labels : true labels of those nodes (-1 unlabeled), optional.
     layers : per-layer descriptions stored as attributes in weights.h5, optional.
+    config_toml : the command's resolved configuration as TOML (`gcntrain.cli.config_file`),
+        written as config.toml; without it (an API call) config.toml is not written.
 
     Returns
     -------
@@ -122,15 +126,17 @@ def write_outputs(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputError(f"cannot create the output directory: {e.strerror}", str(out)) from None
-    paths = {name: out / name for name in FILES}
+    paths = {n: out / n for n in FILES if n != "config.toml" or config_toml is not None}
     config_text = json.dumps(config_dict, default=json_default, indent=2, sort_keys=True) + "\n"
-    # the four files are one output: all written, then all renamed (none on a failure)
+    # the files are one output: all written, then all renamed (none on a failure)
     try:
         with staged(list(paths.values())) as put:
             put(paths["metrics.jsonl"], metrics_text(history).encode())
             put(paths["config.json"], config_text.encode())
             put(paths["weights.h5"], weights_bytes(weights, layers))
             put(paths["predictions.h5"], predictions_bytes(node_ids, predictions, labels))
+            if config_toml is not None:
+                put(paths["config.toml"], config_toml.encode())
     except BaseException:
         if created:  # leave no trace of a failed output
             shutil.rmtree(out, ignore_errors=True)

@@ -68,3 +68,173 @@ def gather_phases(world, tally: Tally) -> dict[str, np.ndarray] | None:
         for k, v in part.items():
             out.setdefault(k, np.zeros((world.size, 4), dtype=np.int64))[r] = v
     return out
+
+
+#: keys of each phase's entry in ``comm`` (metrics.jsonl) and ``comm_phases`` (--json)
+PHASE_KEYS = (
+    "bytes_max",
+    "bytes_mean",
+    "messages_max",
+    "messages_mean",
+    "seconds_max",
+    "seconds_mean",
+)
+
+
+def _phase_names(world, tallies: list[Tally]) -> list[str]:
+    """The communication phases any rank used in any epoch, sorted (one counted
+    Allgatherv of the encoded names, phase "report")."""
+    import json
+
+    mine = sorted(
+        {k for t in tallies for k, v in t.phases.items() if v.any()}
+        | {k for t in tallies for k, v in t.phase_seconds.items() if v > 0}
+    )
+    text = np.frombuffer(json.dumps(mine).encode(), dtype=np.uint8)
+    counts = world.allgatherv(np.array([text.size], dtype=np.int64), [1] * world.size, "report")
+    got = world.allgatherv(text, counts, "report")
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    names: set[str] = set()
+    for r in range(world.size):
+        names.update(json.loads(bytes(got[bounds[r] : bounds[r + 1]]).decode()))
+    return sorted(names - {"report"})
+
+
+def breakdown_parts(
+    epoch_seconds: np.ndarray,
+    t_aggregation: np.ndarray,
+    t_dense: np.ndarray,
+    inside: np.ndarray,
+    kind_seconds: np.ndarray,
+) -> np.ndarray:
+    """Per-epoch split of one rank's epoch time into (aggregation, dense, each of `KINDS`,
+    other), shape (E, 3 + len(KINDS)).
+
+    Aggregation and dense are the trainer's graph and dense product times with the
+    communication inside them (`inside`, (E, 2)) removed; each collective kind is its
+    communication seconds in the epoch; other is the rest (the loss, the optimizer,
+    evaluation outside products), never negative, so the parts sum to the epoch time up to
+    clock granularity.
+    """
+    agg = np.maximum(t_aggregation - inside[:, 0], 0.0)
+    dense = np.maximum(t_dense - inside[:, 1], 0.0)
+    other = np.maximum(epoch_seconds - agg - dense - kind_seconds.sum(axis=1), 0.0)
+    return np.column_stack([agg, dense, kind_seconds, other])
+
+
+def epoch_comm(world, tallies: list[Tally], inside: list[dict], history: list) -> dict:
+    """Per-epoch and per-phase communication figures of the whole job.
+
+    Adds to each of the last ``len(tallies)`` records of `history` (the epochs this run
+    trained) ``epoch_breakdown`` (the epoch of the rank with the longest epoch split into
+    aggregation, dense, each collective kind that took time, and other: `breakdown_parts`),
+    ``comm`` (per phase: bytes and messages sent and seconds, max and mean over ranks) and
+    ``collectives`` (per kind: seconds max / mean, calls max).  Returns the summary keys
+    ``epoch_breakdown`` (of the median epoch by its longest rank, the first epoch excluded
+    when there are more), ``comm_phases`` and ``comm_collectives`` (each rank's median over
+    epochs, then max / mean over ranks).  Collective: every rank calls it (phase "report").
+    """
+    names = _phase_names(world, tallies)
+    E, F, K, P = len(tallies), len(names), len(KINDS), world.size
+    hist = history[len(history) - E :] if E else []
+    secs = np.array([r.seconds for r in hist], dtype=np.float64)
+    kind_s = np.array([[t.seconds.get(k, 0.0) for k in KINDS] for t in tallies]).reshape(E, K)
+    calls = np.array([[t.calls.get(k, 0) for k in KINDS] for t in tallies], np.float64)
+    calls = calls.reshape(E, K)
+    ins = np.array([[d["graph"], d["dense"]] for d in inside], dtype=np.float64).reshape(E, 2)
+    parts = breakdown_parts(
+        secs,
+        np.array([r.t_aggregation for r in hist], dtype=np.float64),
+        np.array([r.t_dense for r in hist], dtype=np.float64),
+        ins,
+        kind_s,
+    )
+    ph = np.zeros((E, F, 3), dtype=np.float64)  # bytes sent, messages sent, seconds
+    for e, t in enumerate(tallies):
+        for f, name in enumerate(names):
+            v = t.phases.get(name)
+            if v is not None:
+                ph[e, f, 0], ph[e, f, 1] = v[0], v[2]
+            ph[e, f, 2] = t.phase_seconds.get(name, 0.0)
+    med_ph = np.median(ph, axis=0) if E else np.zeros((F, 3))
+    med_kind = np.median(np.stack([kind_s, calls], axis=2), axis=0) if E else np.zeros((K, 2))
+    flat = np.concatenate(
+        [secs, ph.ravel(), kind_s.ravel(), calls.ravel(), med_ph.ravel(), med_kind.ravel()]
+    )
+    mx = world.allreduce(flat, "report", op="max")
+    sm = world.allreduce(flat, "report", op="sum")
+    # the rank with the longest epoch (the lowest such rank), and its parts
+    longest = mx[:E]
+    mine = np.where(secs >= longest, float(world.rank), float(P))
+    crit = world.allreduce(mine, "report", op="min").astype(np.int64)
+    crit_parts = world.allreduce(parts * (crit == world.rank)[:, None], "report", op="sum")
+
+    def cut(a, start, shape):
+        n = int(np.prod(shape))
+        return a[start : start + n].reshape(shape), start + n
+
+    o = E
+    ph_mx, o2 = cut(mx, o, (E, F, 3))
+    ph_sm, _ = cut(sm, o, (E, F, 3))
+    ks_mx, o3 = cut(mx, o2, (E, K))
+    ks_sm, _ = cut(sm, o2, (E, K))
+    ca_mx, o4 = cut(mx, o3, (E, K))
+    mp_mx, o5 = cut(mx, o4, (F, 3))
+    mp_sm, _ = cut(sm, o4, (F, 3))
+    mk_mx, _ = cut(mx, o5, (K, 2))
+    mk_sm, _ = cut(sm, o5, (K, 2))
+    used = [k for i, k in enumerate(KINDS) if ks_mx[:, i].any() or ca_mx[:, i].any()]
+    labels = ["aggregation", "dense", *KINDS, "other"]
+    keep = [i for i, k in enumerate(labels) if k not in KINDS or k in used]
+
+    def breakdown(e: int) -> dict:
+        out: dict = {"critical_rank": int(crit[e])}
+        out.update({labels[i]: float(crit_parts[e, i]) for i in keep})
+        return out
+
+    def phase_entry(vmax, vsum) -> dict:
+        return {
+            "bytes_max": int(round(vmax[0])),
+            "bytes_mean": float(vsum[0] / P),
+            "messages_max": int(round(vmax[1])),
+            "messages_mean": float(vsum[1] / P),
+            "seconds_max": float(vmax[2]),
+            "seconds_mean": float(vsum[2] / P),
+        }
+
+    for e, rec in enumerate(hist):
+        rec.extra["epoch_breakdown"] = breakdown(e)
+        rec.extra["comm"] = {
+            name: phase_entry(ph_mx[e, f], ph_sm[e, f])
+            for f, name in enumerate(names)
+            if ph_mx[e, f].any()
+        }
+        rec.extra["collectives"] = {
+            k: {
+                "seconds_max": float(ks_mx[e, i]),
+                "seconds_mean": float(ks_sm[e, i] / P),
+                "calls_max": int(ca_mx[e, i]),
+            }
+            for i, k in enumerate(KINDS)
+            if k in used and (ks_mx[e, i] > 0 or ca_mx[e, i] > 0)
+        }
+    summary: dict = {
+        "comm_phases": {
+            name: phase_entry(mp_mx[f], mp_sm[f]) for f, name in enumerate(names) if mp_mx[f].any()
+        },
+        "comm_collectives": {
+            k: {
+                "seconds_max": float(mk_mx[i, 0]),
+                "seconds_mean": float(mk_sm[i, 0] / P),
+                "calls_max": int(round(mk_mx[i, 1])),
+            }
+            for i, k in enumerate(KINDS)
+            if k in used
+        },
+    }
+    if E:
+        steady = np.arange(1 if E > 1 else 0, E)
+        order = steady[np.argsort(longest[steady], kind="stable")]
+        e = int(order[(len(order) - 1) // 2])
+        summary["epoch_breakdown"] = {"epoch": int(hist[e].epoch), **breakdown(e)}
+    return summary

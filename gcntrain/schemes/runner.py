@@ -20,28 +20,40 @@ from gcntrain.comm.counters import Tally
 from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads
 from gcntrain.model.normalize import support_kind
+from gcntrain.model.ops import PROTOCOL
 from gcntrain.model.run import model_summary, result_summary
 from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
 from gcntrain.schemes.protocol import check_model_support, check_only_own_options
-from gcntrain.schemes.report import gather_phases, summarize_ranks
+from gcntrain.schemes.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.simulate.autogrid import rank_grids, wants_auto
 
 
 class EpochMarks(OpsProxy):
-    """Snapshots the communicator's tally at every ``begin_epoch`` and ``end_epoch``."""
+    """Snapshots the communicator's tally at every ``begin_epoch`` and ``end_epoch``, and
+    measures, per epoch, the communication seconds spent inside graph products and inside
+    dense products (``inside``: one {"graph": s, "dense": s} per epoch), so that the
+    trainer's aggregation and dense times can be split into compute and communication."""
 
     def __init__(self, inner, tally: Tally):
         super().__init__(inner)
         self.tally = tally
         self.begins: list[Tally] = []
         self.ends: list[Tally] = []
+        self.inside: list[dict[str, float]] = []
 
     def _call(self, name, fn, args, kwargs):
         if name == "begin_epoch":
             self.begins.append(self.tally.snapshot())
+            self.inside.append({"graph": 0.0, "dense": 0.0})
+        cat = PROTOCOL[name]
+        if cat in ("graph", "dense") and self.inside:
+            c0 = self.tally.comm_seconds()
+            out = fn(*args, **kwargs)
+            self.inside[-1][cat] += self.tally.comm_seconds() - c0
+            return out
         out = fn(*args, **kwargs)
         if name == "end_epoch":
             self.ends.append(self.tally.snapshot())
@@ -72,6 +84,7 @@ class Run:
     tally_final: Tally  # final evaluation and parameter gathering
     setup_seconds: float
     agreements: int = 1
+    epoch_inside: list = field(default_factory=list)  # EpochMarks.inside
     extra: dict = field(default_factory=dict)
 
     def phases(self) -> Tally:
@@ -170,6 +183,7 @@ def train_with(
     resume=None,
     preempt=None,
     max_memory: float | None = None,
+    on_start=None,
 ) -> Run:
     """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
     `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
@@ -207,6 +221,8 @@ def train_with(
             ck.prepare_root(world, checkpoint)
             saver = ck.Checkpointer(world, checkpoint, int(checkpoint_every), ident, preempt)
             agreements += 1
+    if on_start is not None:
+        on_start()
     result = fit(
         marks,
         local.features,
@@ -233,6 +249,7 @@ def train_with(
         tally_final=end.since(marks.ends[-1]),
         setup_seconds=setup_s,
         agreements=agreements + 1,
+        epoch_inside=marks.inside[: len(epochs)],
         extra={"resumed_from": resumed} if resumed else {},
     )
 
@@ -254,6 +271,8 @@ def run_training(
     checkpoint_every: int = 10,
     resume=None,
     max_memory: float | None = None,
+    on_start=None,
+    config_toml: str | None = None,
 ) -> tuple[object, dict]:
     """Train with `scheme` on every rank of `comm` (default: the launcher's job).
 
@@ -277,6 +296,11 @@ def run_training(
         (`gcntrain.schemes.checkpoint`).
     max_memory : bytes one rank may use (default: the node's available memory divided by
         its ranks): a rank whose estimated share exceeds it is refused before loading.
+    on_start : called on every rank once the data are loaded and the scheme set up, right
+        before the first epoch, with {"ranks_per_node", "threads_per_rank", "node_cores",
+        "epochs"} (progress: the oversubscription note, watching Numba compile).
+    config_toml : the command's resolved configuration as TOML, written to `out_dir` as
+        config.toml beside config.json (`gcntrain.cli.config_file.command_toml`).
 
     Returns
     -------
@@ -287,6 +311,15 @@ def run_training(
     world = sch.world(comm)
     t0 = time.perf_counter()
     nthreads = auto_threads(world, threads)
+    from gcntrain.comm.node import ranks_on_node
+
+    per_node = ranks_on_node(world)
+    node = {
+        "ranks_per_node": per_node,
+        "threads_per_rank": nthreads,
+        "node_cores": os.cpu_count() or 1,
+        "epochs": config.epochs,
+    }
     recommendation = None
     if scheme == registry.AUTO_NAME and size > 1:
         recommendation = _recommend(
@@ -327,6 +360,7 @@ def run_training(
             resume=resume,
             preempt=preempt,
             max_memory=max_memory,
+            on_start=None if on_start is None else (lambda: on_start(node)),
         )
     finally:
         if preempt is not None:
@@ -334,6 +368,7 @@ def run_training(
     res, local = run.result, run.local
     held = world.allgatherv(np.array([held_data(run)], dtype=np.int64), [1] * world.size, "report")
     scheme_report = epoch_stats(world, run)
+    comm_report = epoch_comm(world, run.epoch_tallies, run.epoch_inside, res.history)
     stats = summarize_ranks(
         world,
         run.epoch_tallies,
@@ -348,18 +383,21 @@ def run_training(
         "scheme_options": run.config,
         "partition": _partition_label(partition, run.source, sch),
         "threads_per_rank": nthreads,
+        "ranks_per_node": per_node,
+        "node_cores": node["node_cores"],
         **stats,
         "total_seconds": time.perf_counter() - t0,
         **model_summary(config),
         "graph": local.name,
         "source": DEFAULT_SOURCE if source is None else run.source.label,
         "num_nodes": local.n,
-        "num_edges": local.nnz,
+        "nnz": local.nnz,
         "num_features": local.num_features,
         "num_classes": local.num_classes,
         "held_bytes_max": int(held.max()),
         "held_bytes_mean": float(held.mean()),
         **scheme_report,
+        **comm_report,
     }
     if checkpoint is not None:
         summary["checkpoint"] = os.fspath(checkpoint)
@@ -383,7 +421,7 @@ def run_training(
         agree(world, write_table, name_rank=False)
         summary["per_rank"] = os.fspath(per_rank)
     if out_dir is not None:
-        _write_outputs(world, run, config, summary, out_dir)
+        _write_outputs(world, run, config, summary, out_dir, config_toml)
         summary["out"] = os.fspath(out_dir)
     return res, summary
 
@@ -487,8 +525,11 @@ def _partition_label(partition, source, scheme) -> str:
     return partition if isinstance(partition, str) else "vector"
 
 
-def _write_outputs(world, run: Run, config, summary: dict, out_dir) -> None:
-    """Gather the predictions of the canonical rows to rank 0, which writes every file."""
+def _write_outputs(
+    world, run: Run, config, summary: dict, out_dir, config_toml: str | None = None
+) -> None:
+    """Gather the predictions of the canonical rows to rank 0, which writes every file
+    (config.toml too when `config_toml` is given)."""
     from gcntrain.model.output import write_outputs
 
     res, local = run.result, run.local
@@ -527,6 +568,7 @@ def _write_outputs(world, run: Run, config, summary: dict, out_dir) -> None:
             g[:, 0],
             labels=g[:, 2],
             layers=res.layers,
+            config_toml=config_toml,
         )
 
     agree(world, write, name_rank=False)

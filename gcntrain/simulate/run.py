@@ -209,7 +209,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
         "partition": partition if isinstance(partition, str) or partition is None else "vector",
         "graph": meta.name,
         "num_nodes": meta.n,
-        "num_edges": meta.nnz,
+        "nnz": meta.nnz,
         "num_features": sim.num_features,
         "num_classes": classes,
         **model_summary(config),

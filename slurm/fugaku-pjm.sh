@@ -1,0 +1,25 @@
+#!/bin/bash
+# Rendered by `gcntrain jobscript` (render again rather than edit):
+# gcntrain jobscript --scheduler pjm --nodes 16 --ranks-per-node 4 --cores-per-node 48 --time 02:00:00 --account GROUPNAME --job-name gcn-fugaku -- train --scheme 1.5d --replication 4 -o run-fugaku
+#PJM --name "gcn-fugaku"
+#PJM -L "node=16"
+#PJM -L "rscgrp=small"
+#PJM -L "elapse=02:00:00"
+#PJM --mpi "max-proc-per-node=4"
+#PJM -g GROUPNAME
+# threads: 12 per rank = 48 cores per node // 4 ranks per node
+# estimated memory: 0.000588 GiB per rank, 0.00235 GiB per node (gcntrain simulate)
+# Data or software on a /vol000N volume: add "#PJM -x PJM_LLIO_GFSCACHE=/vol000N" above.
+
+# Environment (adapt): Python and mpi4py built on Fujitsu MPI for the A64FX, e.g. from
+# Fugaku's Spack instance, then the environment gcntrain is installed in:
+#   . /vol0004/apps/oss/spack/share/spack/setup-env.sh
+#   spack load py-mpi4py
+#   . "$HOME/gcntrain/.venv/bin/activate"
+
+export OMP_NUM_THREADS=12
+export NUMBA_NUM_THREADS=12
+# no empty per-rank output files (only rank 0 prints)
+export PLE_MPI_STD_EMPTYFILE=off
+
+mpiexec -n 64 -stdout-proc ./output.%j/%/1000r/stdout -stderr-proc ./output.%j/%/1000r/stderr gcntrain train --scheme 1.5d --replication 4 -o run-fugaku

@@ -1,0 +1,31 @@
+#!/bin/bash
+# Rendered by `gcntrain jobscript` (render again rather than edit):
+# gcntrain jobscript --scheduler slurm --nodes 4 --ranks-per-node 4 --cores-per-node 32 --time 04:00:00 --partition preempt --job-name gcn-ck --requeue -- train --scheme 1d --checkpoint ck --checkpoint-every 10
+#SBATCH --job-name=gcn-ck
+#SBATCH --nodes=4
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=8
+#SBATCH --time=04:00:00
+#SBATCH --partition=preempt
+#SBATCH --signal=USR1@120
+#SBATCH --requeue
+# threads: 8 per rank = 32 cores per node // 4 ranks per node
+# estimated memory: 0.000573 GiB per rank, 0.00229 GiB per node (gcntrain simulate)
+
+# Environment (adapt): the site's MPI, and the environment gcntrain is installed in;
+# mpi4py must use the MPI library that srun starts the ranks with, e.g.
+#   module load openmpi
+#   . "$HOME/gcntrain/.venv/bin/activate"
+
+export OMP_NUM_THREADS=8
+export NUMBA_NUM_THREADS=8
+
+# Checkpoints: ck every 10 epochs and at the last.
+# 120 s before the time limit Slurm sends SIGUSR1 to every rank (--signal):
+# gcntrain finishes the epoch, writes a checkpoint and exits with status 138;
+# continue with the same train arguments plus `--resume ck`.
+# --requeue: a requeued job (preempted, a node failure) runs this script again and
+# resumes from the newest checkpoint in ck.
+resume=()
+if [ -f ck/LATEST ]; then resume=(--resume ck); fi
+srun --cpu-bind=cores --cpus-per-task=8 gcntrain train --scheme 1d --checkpoint ck --checkpoint-every 10 "${resume[@]}"

@@ -1,0 +1,286 @@
+"""`gcntrain jobscript`: rendered Slurm and PJM scripts against golden files, user
+templates, the checks made before rendering (exit 2, one line), the examples in slurm/,
+and the scripts themselves run by bash with stand-ins for srun and mpiexec."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gcntrain.cli.main import run
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = Path(__file__).parent / "golden" / "jobscript"
+EXAMPLES = sorted((ROOT / "slurm").glob("*.sh"))
+
+#: the golden files and the commands that render them
+GOLDEN_COMMANDS = {
+    "slurm.sh": [
+        *("--scheduler slurm --nodes 2 --ranks-per-node 2 --cores-per-node 8").split(),
+        *("--account proj --partition cpu --job-name golden").split(),
+        *("-- train --scheme 2d --grid 2x2 --epochs 3 --checkpoint").split(),
+        "ck dir",
+    ],
+    "pjm.sh": [
+        *("--scheduler pjm --nodes 2 --ranks-per-node 4 --threads 12 --time 00:30:00").split(),
+        *("-- train missing/graph.h5 --scheme 1d --checkpoint ck").split(),
+    ],
+}
+
+
+@pytest.fixture(autouse=True)
+def elsewhere(tmp_path, monkeypatch):
+    """Render in an empty directory: graph paths in the train arguments are not here."""
+    monkeypatch.chdir(tmp_path)
+
+
+def render(capsys, args: list[str]) -> str:
+    code = run(["jobscript", *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert err == ""
+    return out
+
+
+def refused(capsys, args: list[str], *needles: str) -> str:
+    """Run `args`; it must exit 2 with exactly one stderr line holding every needle."""
+    code = run(["jobscript", *args])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("gcntrain: error: ")
+    for needle in needles:
+        assert needle in lines[0]
+    return lines[0]
+
+
+def bash_syntax_ok(path: Path) -> None:
+    res = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+def stub(directory: Path, name: str) -> None:
+    """An executable `name` in `directory` that prints its arguments, one per line."""
+    p = directory / name
+    p.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    p.chmod(0o755)
+
+
+def run_script(script: Path, stubs: Path, cwd: Path) -> list[str]:
+    """The arguments the script's launcher receives (bash, with a stub launcher)."""
+    env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}"}
+    res = subprocess.run(
+        ["bash", str(script)], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return res.stdout.splitlines()
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_COMMANDS))
+def test_rendering_equals_golden(capsys, tmp_path, name):
+    out = render(capsys, GOLDEN_COMMANDS[name])
+    assert out == (GOLDEN / name).read_text()
+    fresh = tmp_path / name
+    fresh.write_text(out)
+    bash_syntax_ok(fresh)
+
+
+def test_memory_estimate_is_the_simulators(capsys):
+    """The golden Slurm script's estimate is `simulate`'s memory_bytes_max for that run
+    (planned over its 3 epochs there, one epoch in jobscript)."""
+    code = run("simulate --ranks 4 --scheme 2d --grid 2x2 --epochs 3 --json".split())
+    out, _ = capsys.readouterr()
+    assert code == 0
+    mem = json.loads(out)["memory_bytes_max"]
+    line = (
+        f"# estimated memory: {mem / 2**30:.3g} GiB per rank, "
+        f"{2 * mem / 2**30:.3g} GiB per node (gcntrain simulate)\n"
+    )
+    assert line in (GOLDEN / "slurm.sh").read_text()
+
+
+def test_skipped_estimates_say_why(capsys):
+    out = render(capsys, "--scheduler slurm --nodes 1 --ranks-per-node 4 -- train".split())
+    assert "# estimated memory: skipped, --scheme auto chooses the scheme" in out
+    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 -- train g.h5 --scheme 1d"
+    assert "# estimated memory: skipped, g.h5 is not on this machine" in render(
+        capsys, args.split()
+    )
+
+
+def test_golden_scripts_pass_their_arguments(tmp_path):
+    """Run by bash with stub launchers, each golden script hands the launcher exactly the
+    placement and the train arguments it was rendered with ('ck dir' stays one word)."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    stub(stubs, "srun")
+    stub(stubs, "mpiexec")
+    got = run_script(GOLDEN / "slurm.sh", stubs, tmp_path)
+    train = GOLDEN_COMMANDS["slurm.sh"][GOLDEN_COMMANDS["slurm.sh"].index("--") + 1 :]
+    assert got == ["--cpu-bind=cores", "--cpus-per-task=4", "gcntrain", *train]
+    got = run_script(GOLDEN / "pjm.sh", stubs, tmp_path)
+    train = GOLDEN_COMMANDS["pjm.sh"][GOLDEN_COMMANDS["pjm.sh"].index("--") + 1 :]
+    assert got[:2] == ["-n", "8"]
+    assert got[-len(train) - 1 :] == ["gcntrain", *train]
+
+
+def test_requeued_job_resumes_from_its_checkpoint(capsys, tmp_path):
+    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 --requeue -- train --scheme 1d"
+    script = tmp_path / "job.sh"
+    script.write_text(render(capsys, [*args.split(), "--checkpoint", "my ck"]))
+    text = script.read_text()
+    assert "#SBATCH --requeue\n" in text and "#SBATCH --signal=USR1@120\n" in text
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    stub(stubs, "srun")
+    train = ["train", "--scheme", "1d", "--checkpoint", "my ck"]
+    assert run_script(script, stubs, tmp_path)[2:] == ["gcntrain", *train]
+    (tmp_path / "my ck").mkdir()
+    (tmp_path / "my ck" / "LATEST").write_text("epoch-000010\n")
+    got = run_script(script, stubs, tmp_path)
+    assert got[2:] == ["gcntrain", *train, "--resume", "my ck"]
+
+
+def test_without_checkpoint_no_signal(capsys):
+    out = render(capsys, "--scheduler slurm --nodes 1 --ranks-per-node 2 -- train".split())
+    assert "--signal" not in out and "resume" not in out
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_examples_equal_their_render(capsys, example):
+    """Each slurm/ example equals a fresh render of the command in its header comment."""
+    text = example.read_text()
+    header = [ln for ln in text.splitlines() if ln.startswith("# gcntrain jobscript ")]
+    assert len(header) == 1
+    argv = shlex.split(header[0][2:])
+    assert argv[:2] == ["gcntrain", "jobscript"]
+    assert render(capsys, argv[2:]) == text
+    bash_syntax_ok(example)
+    assert os.access(example, os.X_OK)
+
+
+def test_examples_cover_the_brief():
+    names = {p.name for p in EXAMPLES}
+    assert {"smoke-1node.sh", "2d-16nodes.sh", "fugaku-pjm.sh", "preemptible.sh"} <= names
+    assert "--grid 8x8" in (ROOT / "slurm" / "2d-16nodes.sh").read_text()
+    assert "#PJM" in (ROOT / "slurm" / "fugaku-pjm.sh").read_text()
+
+
+def test_out_file_is_executable_and_complete(capsys, tmp_path):
+    args = "--scheduler pjm --nodes 1 --ranks-per-node 4 -- train --scheme 1d".split()
+    printed = render(capsys, args)
+    target = tmp_path / "job.sh"
+    code = run(["jobscript", "-o", str(target), "--json", *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    s = json.loads(out)
+    assert target.read_text() == printed == s["script"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    assert sorted(os.listdir(tmp_path)) == ["job.sh"]
+    assert (s["scheduler"], s["nodes"], s["ranks"], s["threads"], s["out"]) == (
+        "pjm",
+        1,
+        4,
+        1,
+        str(target),
+    )
+    assert s["memory_bytes_per_rank"] > 0
+
+
+def test_user_template_overrides(capsys, tmp_path):
+    d = tmp_path / "templates"
+    d.mkdir()
+    (d / "slurm.sh").write_text(
+        "#!/bin/sh\n#X nodes=${nodes} ranks=${ranks} t=${threads} cost $$5\n${preemption}\n"
+        "launch ${train}\n"
+    )
+    args = f"--scheduler slurm --nodes 3 --ranks-per-node 2 --template-dir {d}"
+    out = render(capsys, [*args.split(), "--", "train", "--scheme", "1d", "--lr", "0.1"])
+    assert (
+        out
+        == "#!/bin/sh\n#X nodes=3 ranks=6 t=1 cost $5\nlaunch gcntrain train --scheme 1d --lr 0.1\n"
+    )
+
+
+def test_user_scheduler_from_template_dir(capsys, tmp_path):
+    d = tmp_path / "abci"
+    d.mkdir()
+    (d / "pbs.sh").write_text(
+        "#!/bin/bash\n#PBS -l select=${nodes}:mpiprocs=${ranks_per_node}:ompthreads=${threads}\n"
+        "#PBS -l walltime=${time}\n#PBS -P ${account}\n"
+        "mpiexec -n ${ranks} -ppn ${ranks_per_node} ${train}\n"
+    )
+    args = (
+        f"--scheduler pbs --nodes 2 --ranks-per-node 4 --threads 2 --account grp --template-dir {d}"
+    )
+    out = render(capsys, [*args.split(), "--", "train", "--scheme", "1d"])
+    assert out == (
+        "#!/bin/bash\n#PBS -l select=2:mpiprocs=4:ompthreads=2\n#PBS -l walltime=01:00:00\n"
+        "#PBS -P grp\nmpiexec -n 8 -ppn 4 gcntrain train --scheme 1d\n"
+    )
+
+
+def test_unknown_placeholder_is_one_line(capsys, tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "slurm.sh").write_text("#!/bin/bash\n#SBATCH --nodes=${nodes}\necho ${walltime}\n")
+    args = f"--scheduler slurm --nodes 1 --ranks-per-node 1 --template-dir {d} -- train"
+    refused(capsys, args.split(), "unknown placeholder ${walltime}", "slurm.sh:3")
+    (d / "slurm.sh").write_text("#!/bin/bash\necho $(date) ${nodes}\n")
+    refused(capsys, args.split(), "slurm.sh:2", "$$")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (
+            "--nodes 1 --ranks-per-node 3 -- train --scheme 2d --grid 2x2",
+            ("grid 2x2 needs 4 ranks", "has 3"),
+        ),
+        (  # a graph that is not here: no planning, the scheme's own check refuses
+            "--nodes 1 --ranks-per-node 3 -- train far/away.h5 --scheme 2d --grid 2x2",
+            ("grid 2x2 needs 4 ranks", "has 3"),
+        ),
+        (
+            "--nodes 2 --ranks-per-node 2 -- train --scheme 1.5d --replication 3",
+            ("--replication 3",),
+        ),
+        ("--nodes 2 --ranks-per-node 2 -- train --scheme serial", ("--scheme serial",)),
+        (
+            "--nodes 1 --ranks-per-node 4 --threads 4 --cores-per-node 12 -- train",
+            ("16 exceeds --cores-per-node 12",),
+        ),
+        ("--nodes 1 --ranks-per-node 4 --cores-per-node 2 -- train", ("--cores-per-node 2",)),
+        ("--nodes 1 --ranks-per-node 1 --time 1:00 -- train", ("--time", "'1:00'")),
+        ("--nodes 1 --ranks-per-node 1 --time 01:60:00 -- train", ("--time",)),
+        ("--nodes 1 --ranks-per-node 1 --time 00:00:00 -- train", ("--time",)),
+        ("--nodes 0 --ranks-per-node 1 -- train", ("--nodes must be >= 1",)),
+        ("--nodes 1 --ranks-per-node 1 --rscgrp small -- train", ("--rscgrp",)),
+        ("--nodes 1 --ranks-per-node 1 -- train --no-such-option", ("--no-such-option",)),
+        ("--nodes 1 --ranks-per-node 1", ("-- train",)),
+    ],
+)
+def test_invalid_requests_are_one_line(capsys, args, needles):
+    refused(capsys, ["--scheduler", "slurm", *args.split()], *needles)
+
+
+def test_unknown_scheduler_and_pjm_only_options(capsys):
+    refused(capsys, "--scheduler lsf --nodes 1 --ranks-per-node 1 -- train".split(), "'lsf'")
+    args = "--scheduler pjm --nodes 1 --ranks-per-node 1 --requeue -- train"
+    refused(capsys, args.split(), "--requeue")
+
+
+def test_threads_default_and_grid_auto(capsys):
+    args = "--scheduler pjm --nodes 1 --ranks-per-node 4 --cores-per-node 48"
+    out = render(capsys, [*args.split(), "--", "train", "--scheme", "2d", "--grid", "auto"])
+    assert "export OMP_NUM_THREADS=12\nexport NUMBA_NUM_THREADS=12\n" in out
+    assert '#PJM --mpi "max-proc-per-node=4"\n' in out
+    assert "mpiexec -n 4 " in out
+    assert "# estimated memory: skipped" not in out
