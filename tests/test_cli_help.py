@@ -37,3 +37,10 @@ def test_top_level_help_lists_every_command(capsys):
     out = capsys.readouterr().out
     for name, (_, summary) in COMMANDS.items():
         assert any(ln.split()[:1] == [name] and summary[:30] in ln for ln in out.splitlines())
+
+
+def test_a_group_without_a_subcommand_prints_its_help(capsys):
+    for group in ("plot", "generate", "config"):
+        assert run([group]) == 0
+        cap = capsys.readouterr()
+        assert cap.out.startswith(f"Usage: gcntrain {group}") and cap.err == ""

@@ -71,11 +71,10 @@ def _refused(capsys, graph, scheme, ranks) -> bool:
 def test_figures_are_written_in_the_asked_format(graph_file, tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="the plot extra is not installed")
     png, pdf = tmp_path / "b.png", tmp_path / "s.pdf"
-    assert (
-        run(["plot", "breakdown", str(graph_file), "-P", "2", "--machine", MACHINE, "-o", str(png)])
-        == 0
-    )
-    argv = ["plot", "scaling", str(graph_file), "--ranks", "1,2", "--machine", MACHINE]
+    two = ["--scheme", "1d", "--scheme", "2d"]  # the figure, not every scheme, is tested here
+    argv = ["plot", "breakdown", str(graph_file), "-P", "2", "--machine", MACHINE, *two]
+    assert run([*argv, "-o", str(png)]) == 0
+    argv = ["plot", "scaling", str(graph_file), "--ranks", "1,2", "--machine", MACHINE, *two]
     assert run([*argv, "-o", str(pdf)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pdf.read_bytes()[:5] == b"%PDF-"
@@ -127,3 +126,206 @@ def test_missing_matplotlib_is_one_line(graph_file, tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'gcntrain[plot]'" in err[0]
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# `gcntrain plot RUN_DIR...`: figures of finished `train -o` runs
+
+
+def _records(run_dir) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x]
+
+
+def _time(rec: dict) -> float:
+    """The epoch time on the critical rank: the sum of its breakdown (rank 0's seconds in a
+    run without one)."""
+    b = rec.get("epoch_breakdown")
+    return sum(v for k, v in b.items() if k != "critical_rank") if b else rec["seconds"]
+
+
+def _median_steady(recs: list[dict]) -> dict:
+    """The test's own reading of the documented rule: epochs 2..N, the epoch with the median
+    time, the lower middle one of an even count."""
+    steady = sorted(recs[1:], key=_time)
+    return steady[(len(steady) - 1) // 2]
+
+
+def _phases(run_dir) -> dict:
+    b = dict(_median_steady(_records(run_dir))["epoch_breakdown"])
+    b.pop("critical_rank")
+    return b
+
+
+@pytest.fixture(scope="module")
+def runs(graph_file, tmp_path_factory):
+    """Real runs of one graph and scheme on 1 and 2 ranks; each run's `train --json` is kept
+    in DIR.json beside DIR."""
+    from tests.mpi.launch import gcntrain_exe, run_mpi
+
+    base = tmp_path_factory.mktemp("runs")
+    argv = ["train", str(graph_file), "--scheme", "1d", "--epochs", "4", "--quiet", "--json"]
+    for p in (1, 2):
+        res = run_mpi(p, [*gcntrain_exe(), *argv, "-o", str(base / f"np{p}")], timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        (base / f"np{p}.json").write_text(json.dumps(res.json()))
+    return base / "np1", base / "np2"
+
+
+def _axes(fig) -> dict:
+    return {ax.get_label(): ax for ax in fig.axes}
+
+
+def test_runs_legend_has_every_phase_in_its_colour(runs, tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from matplotlib.colors import to_rgba
+
+    from gcntrain.cli.plot_runs import load_run, phase_color, run_figure
+
+    want = set(_phases(runs[0])) | set(_phases(runs[1]))
+    assert {"aggregation", "dense", "other"} <= want
+    fig = run_figure([load_run(runs[0]), load_run(runs[1])])
+    legend = _axes(fig)["breakdown"].get_legend()
+    got = {t.get_text(): h for t, h in zip(legend.get_texts(), legend.legend_handles)}
+    assert set(got) == want
+    for phase, handle in got.items():
+        assert handle.get_facecolor() == to_rgba(phase_color(phase)), phase
+    assert len({phase_color(p) for p in got}) == len(got)  # one colour per phase
+    # the files really are PNG / PDF, written through the default subcommand
+    png, pdf = tmp_path / "r.png", tmp_path / "r.pdf"
+    assert run(["plot", str(runs[0]), str(runs[1]), "-o", str(png)]) == 0
+    assert run(["plot", "runs", str(runs[0]), "-o", str(pdf)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert f"wrote {png}" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.pdf", "r.png"]
+
+
+def test_runs_json_numbers_are_the_metrics_files(runs, capsys):
+    d = _json(capsys, ["plot", str(runs[0]), str(runs[1]), "--json"])
+    assert d == _json(capsys, ["plot", "runs", str(runs[0]), str(runs[1]), "--json"])
+    for row, run_dir in zip(d["runs"], runs):
+        recs = _records(run_dir)
+        med = _median_steady(recs)
+        cfg = json.loads((run_dir / "config.json").read_text())
+        assert row["ranks"] == cfg["ranks"] and row["scheme"] == cfg["scheme"] == "1d"
+        assert row["epochs"] == len(recs) == 4
+        assert row["median_epoch"] == med["epoch"]
+        assert row["epoch_seconds"] == pytest.approx(_time(med), rel=1e-12)
+        assert row["breakdown"] == _phases(run_dir)
+        assert row["critical_rank"] == med["epoch_breakdown"]["critical_rank"]
+        # the same epoch as `train --json` reports as its median epoch
+        trained = json.loads(run_dir.with_suffix(".json").read_text())["epoch_breakdown"]
+        assert row["median_epoch"] == trained["epoch"]
+        assert row["curves"]["loss"] == [r["loss"] for r in recs]
+        assert row["curves"]["val_acc"] == [r["val_acc"] for r in recs]
+        assert row["final"]["test_acc"] == recs[-1]["test_acc"]
+    (group,) = d["scaling"]
+    assert [p[0] for p in group["points"]] == [1, 2]
+    assert [p[1] for p in group["points"]] == pytest.approx(
+        [_time(_median_steady(_records(r))) for r in runs], rel=1e-12
+    )
+
+
+def test_runs_with_machine_put_the_prediction_beside(runs, capsys):
+    d = _json(capsys, ["plot", str(runs[1]), "--machine", MACHINE, "--json"])
+    (m,) = _json(capsys, ["plot", "measured", str(runs[1]), "--machine", MACHINE, "--json"])["runs"]
+    (row,) = d["runs"]
+    assert d["machine"] == MACHINE
+    assert row["predicted_epoch_seconds"] == m["predicted_epoch_seconds"]
+    measured = _time(_median_steady(_records(runs[1])))
+    assert row["error_percent"] == pytest.approx(
+        100 * (m["predicted_epoch_seconds"] / measured - 1)
+    )
+
+
+def test_several_runs_give_one_scaling_point_per_run(runs, tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    import shutil
+
+    from gcntrain.cli.plot_runs import load_run, run_figure
+
+    again = tmp_path / "np1-again"
+    shutil.copytree(runs[0], again)
+    dirs = [runs[1], runs[0], again]
+    assert "scaling" not in _axes(run_figure([load_run(runs[0]), load_run(again)]))
+    ax = _axes(run_figure([load_run(d) for d in dirs]))["scaling"]
+    measured = [ln for ln in ax.lines if ln.get_marker() == "o"]
+    assert len(measured) == 1
+    pts = sorted(zip(measured[0].get_xdata(), measured[0].get_ydata()))
+    want = sorted(
+        (
+            json.loads((d / "config.json").read_text())["ranks"],
+            1e3 * _time(_median_steady(_records(d))),
+        )
+        for d in dirs
+    )
+    assert [x for x, _ in pts] == [x for x, _ in want]
+    assert [y for _, y in pts] == pytest.approx([y for _, y in want], rel=1e-12)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+
+
+def test_old_run_falls_back_to_t_fields_and_says_so(runs, tmp_path, capsys):
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(runs[0], old)
+    recs = _records(old)
+    for r in recs:
+        del r["epoch_breakdown"]
+    (old / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (row,) = _json(capsys, ["plot", str(old), "--json"])["runs"]
+    med = _median_steady(recs)  # by rank 0's seconds now
+    assert row["breakdown_source"] == "t_fields"
+    assert row["median_epoch"] == med["epoch"] and row["epoch_seconds"] == med["seconds"]
+    assert row["breakdown"] == {
+        "aggregation": med["t_aggregation"],
+        "dense": med["t_dense"],
+        "other": med["t_other"],
+    }
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from gcntrain.cli.plot_runs import load_run, run_figure
+
+    legend = _axes(run_figure([load_run(old)]))["breakdown"].get_legend()
+    assert "t_aggregation" in legend.get_title().get_text()
+    assert {t.get_text() for t in legend.get_texts()} == {"aggregation", "dense", "other"}
+
+
+def _bad_run(tmp_path, runs, what: str):
+    import shutil
+
+    d = tmp_path / "bad"
+    if what == "absent":
+        return d, "no such run directory"
+    shutil.copytree(runs[0], d)
+    if what == "no-metrics":
+        (d / "metrics.jsonl").unlink()
+        return d, "no metrics.jsonl"
+    if what == "no-config":
+        (d / "config.json").unlink()
+        return d, "no config.json"
+    if what == "empty":
+        (d / "metrics.jsonl").write_text("")
+        return d, "no epochs"
+    if what == "not-json":
+        (d / "metrics.jsonl").write_text('{"epoch": 1\n')
+        return d, "line 1 is not JSON"
+    recs = _records(d)
+    for r in recs:
+        for k in ("epoch_breakdown", "t_aggregation", "t_dense", "t_other"):
+            r.pop(k)
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return d, "no epoch_breakdown"
+
+
+@pytest.mark.parametrize(
+    "what", ["absent", "no-metrics", "no-config", "empty", "not-json", "no-breakdown"]
+)
+def test_bad_run_dir_is_one_line_exit_2(what, runs, tmp_path, capsys):
+    bad, needle = _bad_run(tmp_path, runs, what)
+    fig = tmp_path / "fig.png"
+    capsys.readouterr()
+    assert run(["plot", str(runs[0]), str(bad), "-o", str(fig)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"gcntrain: error: {bad}: "), err
+    assert needle in err[0], err
+    assert not fig.exists()

@@ -155,6 +155,9 @@ def run(argv: list[str] | None = None) -> int:
         return int(e.exit_code)
     except click.exceptions.Abort:
         return _interrupted()
+    except click.exceptions.NoArgsIsHelpError as e:  # `gcntrain plot`: the group's help
+        click.echo(e.ctx.get_help())
+        return 0
     except click.ClickException as e:
         _error_line(e.format_message().replace("\n", " "))
         return 2

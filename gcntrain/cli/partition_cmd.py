@@ -56,9 +56,11 @@ def _human(rep: dict) -> str:
 @click.option(
     "--vweights",
     type=click.Choice(["none", "degree", "train"]),
-    default="none",
+    default="degree",
     show_default=True,
-    help="METIS vertex weights (train: SuperGCN-style).",
+    help="METIS vertex weights: degree (the row's nonzeros: balances the SpMM work, as "
+    "train --partition metis does), none (unit: balances rows), train (SuperGCN-style: "
+    "nonzeros plus training vertices).",
 )
 @click.option(
     "--grid",

@@ -1,5 +1,7 @@
-"""`gcntrain plot` (the plot extra: matplotlib): figures of the simulator's predictions.
+"""`gcntrain plot` (the plot extra: matplotlib): figures of measured runs and of the
+simulator's predictions.
 
+gcntrain plot RUN_DIR... -o runs.png            (the default subcommand `runs`)
 gcntrain plot breakdown GRAPH -P 64 --machine fugaku -o breakdown.png
 gcntrain plot scaling GRAPH --ranks 4,16,64,256 --machine fugaku -o scaling.png
 gcntrain plot measured RUN_DIR... --machine local -o measured.png
@@ -40,6 +42,32 @@ def _save(fig, out: str) -> None:
         raise InputError(f"cannot write the figure: {e.strerror or e}", out) from None
 
 
+def _out_format(ctx, param, value: str | None) -> str | None:
+    """-o FIG: refuse an image format matplotlib cannot write before any work is done."""
+    if value is None:
+        return None
+    from pathlib import Path
+
+    from gcntrain.cli.plot_runs import figure_class
+
+    fmt = Path(value).suffix.lstrip(".").lower() or "png"
+    if fmt not in figure_class()().canvas.get_supported_filetypes():
+        raise InputError(f"--out: unknown image format {fmt!r} (png, pdf, svg, ...)", value)
+    return value
+
+
+def _out_option(f):
+    return click.option(
+        "--out",
+        "-o",
+        default=None,
+        type=click.Path(dir_okay=False),
+        callback=_out_format,
+        help="Image file (.png, .pdf, .svg; written whole or not at all) [default: no "
+        "figure, print the data only (no matplotlib needed)].",
+    )(f)
+
+
 def _schemes(names: tuple[str, ...], ranks: int) -> list[str]:
     from gcntrain.schemes import registry
 
@@ -49,14 +77,7 @@ def _schemes(names: tuple[str, ...], ranks: int) -> list[str]:
 
 
 def _common(f):
-    f = click.option(
-        "--out",
-        "-o",
-        default=None,
-        type=click.Path(dir_okay=False),
-        help="Image file (.png, .pdf, .svg; written whole or not at all) [default: no "
-        "figure, print the data only (no matplotlib needed)].",
-    )(f)
+    f = _out_option(f)
     f = click.option(
         "--machine",
         required=True,
@@ -77,9 +98,26 @@ def _graph_options(f):
     return model_options(f)
 
 
-@click.group("plot")
+class DefaultGroup(click.Group):
+    """A group whose first argument, when it is not a subcommand (nor help), starts the
+    default subcommand: `gcntrain plot runA runB` is `gcntrain plot runs runA runB`."""
+
+    default_command = "runs"
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("plot", cls=DefaultGroup)
 def plot():
-    """Figures of predicted epoch times (matplotlib: pip install 'gcntrain[plot]')."""
+    """Figures of finished runs and of predicted epoch times (matplotlib: pip install
+    'gcntrain[plot]').
+
+    `gcntrain plot RUN_DIR... -o fig.png` draws `train -o` runs (the `runs` subcommand; a run
+    directory named like a subcommand needs `plot runs DIR` or `./DIR`).
+    """
 
 
 @plot.command("breakdown")
@@ -132,8 +170,10 @@ def _breakdown_text(rows, ranks, machine, out) -> str:
 
 
 def _draw_breakdown(ok, ranks, machine, out) -> None:
+    from gcntrain.cli.plot_runs import phase_color, phase_order
+
     plt = _pyplot()
-    parts = sorted({k for r in ok for k in (*r["compute_parts"], *r["comm_parts"])})
+    parts = phase_order(k for r in ok for k in (*r["compute_parts"], *r["comm_parts"]))
     fig, ax = plt.subplots(figsize=(1.2 * len(ok) + 3, 4))
     bottom = [0.0] * len(ok)
     names = [r["scheme"] for r in ok]
@@ -148,7 +188,7 @@ def _draw_breakdown(ok, ranks, machine, out) -> None:
             for r in ok
         ]
         if any(h):
-            ax.bar(names, h, bottom=bottom, label=part)
+            ax.bar(names, h, bottom=bottom, label=part, color=phase_color(part))
             bottom = [b + x for b, x in zip(bottom, h)]
     ax.set_ylabel("predicted epoch time (ms)")
     ax.set_title(f"{count(ranks, 'rank')} on {machine}")
@@ -280,3 +320,80 @@ def _draw_measured(rows, machine, out) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     _save(fig, out)
+
+
+@plot.command("runs")
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@_out_option
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME|PROFILE.toml",
+    help="Add the simulator's prediction of each run beside its measured epoch "
+    "(fugaku, abci, local, or a file).",
+)
+@click.option(
+    "--nodes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Nodes the runs used, for --machine [default: one].",
+)
+@json_option
+def runs_cmd(runs, out, machine, nodes, as_json):
+    """Finished `train -o DIR` runs: epoch time by phase (median steady epoch), loss and
+    accuracy curves, strong scaling where one graph and scheme ran at several rank counts,
+    and with --machine the simulator's prediction beside each measured epoch."""
+    from gcntrain.cli.plot_runs import load_run, run_figure, scaling_groups, summary
+
+    loaded = [load_run(r) for r in runs]
+    predictions = None
+    prof_name = None
+    if machine is not None:
+        from gcntrain.simulate.figures import measured
+        from gcntrain.simulate.machine import load_machine
+
+        prof = load_machine(machine)
+        prof_name = prof.name
+        predictions = {r.path: measured(r.path, prof, nodes=nodes) for r in loaded}
+    rows = [summary(r, predictions and predictions[r.path]) for r in loaded]
+    groups = scaling_groups(loaded)
+    if out:
+        _save(run_figure(loaded, predictions, prof_name), out)
+    emit(
+        {"out": out, "machine": prof_name, "runs": rows, "scaling": groups},
+        as_json,
+        lambda s: _runs_text(rows, groups, prof_name, out),
+    )
+
+
+def _runs_text(rows, groups, machine, out) -> str:
+    lines = []
+    for r in rows:
+        b = r["breakdown"]
+        parts = ", ".join(f"{k} {1e3 * b[k]:.2f}" for k in b)
+        old = ""
+        if r["breakdown_source"] != "epoch_breakdown":
+            old = " (t_* fields: run predates epoch_breakdown)"
+        lines.append(
+            f"{r['run']}: {r['graph']}, {r['scheme']} on {count(r['ranks'], 'rank')}, "
+            f"{count(r['epochs'], 'epoch')}"
+        )
+        ms = 1e3 * r["epoch_seconds"]
+        crit = "" if r["critical_rank"] is None else f", critical rank {r['critical_rank']}"
+        lines.append(f"  median steady epoch {r['median_epoch']}: {ms:.2f} ms{crit}")
+        lines.append(f"  by phase, ms: {parts}{old}")
+        fin = ", ".join(
+            f"{k.replace('_', ' ')} {v:.4f}" for k, v in r["final"].items() if v is not None
+        )
+        lines.append(f"  last epoch: {fin}")
+        if "predicted_epoch_seconds" in r:
+            lines.append(
+                f"  predicted on {machine}: {1e3 * r['predicted_epoch_seconds']:.2f} ms "
+                f"({r['error_percent']:+.1f}%)"
+            )
+    for g in groups:
+        pts = ", ".join(f"{count(p, 'rank')} {1e3 * t:.2f} ms" for p, t, _ in g["points"])
+        lines.append(f"strong scaling, {g['graph']} {g['scheme']}: {pts}")
+    if out:
+        lines.append(f"wrote {out}")
+    return "\n".join(lines)

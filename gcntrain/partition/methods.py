@@ -11,7 +11,7 @@ from gcntrain.partition.basic import block_partition, check_parts, random_partit
 from gcntrain.partition.csr import check_csr
 from gcntrain.partition.hypergraph import DEFAULT_INIT, resolve_options, run_hypergraph
 from gcntrain.partition.libra import libra_partition
-from gcntrain.partition.metis import metis_partition
+from gcntrain.partition.metis import DEFAULT_VWEIGHTS, metis_partition
 from gcntrain.partition.mvc import mvc_split
 from gcntrain.partition.permute import (
     double_permutation,
@@ -94,7 +94,7 @@ def run_method(
     seed: int = 0,
     imbalance: float | None = None,
     threads: int | None = None,
-    vweights: str | None = None,
+    vweights: str | None = DEFAULT_VWEIGHTS,
     train_mask: np.ndarray | None = None,
     grid: tuple[int, int] | None = None,
     base: str | np.ndarray = "metis",
@@ -112,7 +112,10 @@ def run_method(
     seed : random seed
     imbalance : allowed imbalance eps (metis, hypergraph; default `DEFAULT_IMBALANCE`)
     threads : threads for Mt-KaHyPar
-    vweights : "none", "degree" or "train" (metis)
+    vweights : METIS vertex weights: "degree" (default, `DEFAULT_VWEIGHTS`: the row's
+        nonzeros, which balances the SpMM work), "none" or None (unit: balances rows), or
+        "train" (see `gcntrain.partition.metis.vertex_weights`); hypergraph takes "degree"
+        (its only model) and accepts "none" as the same
     train_mask : training vertices for ``vweights="train"``
     grid : (r, c) for double-perm (default: the most square factorisation of P)
     base : for mvc: a vertex partition (int array) or a name from `BASE_METHODS`

@@ -5,8 +5,10 @@ a directed or unsymmetric input is replaced by the pattern of ``A + A^T`` minus 
 (the graph model of the hypergraph-partitioning GCN paper, section 4.3.1).  Edge weights are
 unit; vertex weights encode the computational load:
 
-* ``None`` / ``"none"``: unit weights (balance rows),
-* ``"degree"``: the row's nonzero count in the matrix used by the SpMM (at least 1),
+* ``None`` / ``"none"``: unit weights (balance rows; `metis_partition`'s default),
+* ``"degree"``: the row's nonzero count in the matrix used by the SpMM (at least 1); the
+  default of the partitions made for training (`DEFAULT_VWEIGHTS`, see
+  `gcntrain.partition.methods.run_method`),
 * ``"train"``: SuperGCN (section 6, "node weights based on in-degree of nodes and training
   masks"): pymetis exposes no multi-constraint weights, so both are folded into one weight
   ``w_i = nnz_i + lam * train_i`` with ``lam = round(nnz / n_train)``; training vertices then
@@ -24,6 +26,11 @@ from gcntrain.partition.csr import check_csr, symmetrized_without_loops
 
 #: allowed names for `vertex_weights`
 VWEIGHT_CHOICES = ("none", "degree", "train")
+#: vertex weights of every METIS run made for training (`gcntrain partition -m metis`,
+#: ``--partition metis`` at start-up, METIS bases of mvc): the row's nonzeros, i.e. the SpMM
+#: work, so that the busiest rank does not multiply several times the mean.  `metis_partition`
+#: itself keeps unit weights unless told otherwise.
+DEFAULT_VWEIGHTS = "degree"
 
 
 def vertex_weights(

@@ -51,6 +51,15 @@ def mvc_summary(mvc: dict[str, np.ndarray] | MvcSplit, P: int) -> dict:
     return out
 
 
+def _vertex_weights_of(params: dict) -> str | None:
+    """The vertex weights a weighted partitioner balanced ("none", "degree", "train"), from
+    the result's params (an mvc result: its base's), or None (block, random, a file)."""
+    if "vweights" in params:
+        return str(params["vweights"])
+    base = params.get("base_params")
+    return _vertex_weights_of(base) if isinstance(base, dict) else None
+
+
 def build_report(indptr: np.ndarray, indices: np.ndarray, result: PartitionResult) -> dict:
     """Quality report of `result` on the matrix (indptr, indices) it was computed for.
 
@@ -59,7 +68,10 @@ def build_report(indptr: np.ndarray, indices: np.ndarray, result: PartitionResul
     and back, see `vertex_cut_comm`); a 2D permutation adds ``grid`` and
     ``nnz_max_mean_{original,single,double_uniform,double}`` (single / double_uniform: uniform
     random permutations with the result's seed; double: the stored permutations); an MVC
-    split adds ``{pre,post,hybrid}_total`` and ``..._max_send`` / ``..._max_recv``.
+    split adds ``{pre,post,hybrid}_total`` and ``..._max_send`` / ``..._max_recv``; a vertex
+    partition by metis or hypergraph (or mvc on one) adds ``vweights``, the vertex weights
+    it balanced.  ``nnz_imbalance`` (max / mean of the parts' nonzeros, the SpMM work) and
+    ``size_imbalance`` (max / mean of their rows) are both always given.
     """
     P = int(result.parts)
     n = len(indptr) - 1
@@ -74,6 +86,9 @@ def build_report(indptr: np.ndarray, indices: np.ndarray, result: PartitionResul
             rep[k] = vol[k]
         rep["nnz_imbalance"] = vol["nnz_imbalance"]
         rep["size_imbalance"] = vol["size_imbalance"]
+        weights = _vertex_weights_of(result.params or {})
+        if weights is not None:
+            rep["vweights"] = weights
         if result.mvc is not None:
             rep.update(mvc_summary(result.mvc, P))
     elif kind == "vertex-cut":

@@ -8,8 +8,23 @@ per destination that needs it, multiplies the local diagonal block while the mes
 flight, and adds each source's contribution as its message arrives (Waitany).  The rows sent
 per aggregation equal the connectivity-1 metric of the column-net hypergraph of the partition.
 
+``S^T @ G`` (the backward product) moves, between each pair of ranks p and q, either
+
+* the *fetch* exchange: the rows of G that the rows of S^T need (S^T's own pattern, a second
+  request exchange at setup), or
+* the *reverse* exchange (the paper's Algorithm 2): p multiplies the transposed columns of its
+  rows of S that q owns by its rows of G and sends those partial sums back along the forward
+  pattern reversed (what p received from q in the forward product it now sends to q), where
+  they are added to the owner's rows,
+
+whichever moves fewer rows between the two ranks (both directions together; a tie keeps the
+fetch exchange).  Both ranks of a pair know the four row counts without communicating, so no
+collective decides.  On a symmetric pattern the two exchanges move the same rows on every pair:
+the backward product is then exactly today's fetch (on a symmetric S, the forward exchange).
+
 Who needs which rows is `gcntrain.schemes.layout.needed_pairs`, evaluated on a rank's own rows
-at run time and on all rows by the plan.
+at run time and on all rows by the plan; the backward choice is `backward_exchange`, applied to
+a rank's own pairs at run time and to all pairs by the plan.
 """
 
 from __future__ import annotations
@@ -26,8 +41,12 @@ from gcntrain.schemes.base import (
     as_dtype,
     csr_apply,
     entry_blocks,
+    spmm_work,
 )
-from gcntrain.schemes.layout import needed_pairs, owner_of
+from gcntrain.schemes.layout import block_pair_counts, needed_pairs, owner_of
+
+#: `plan_notes` values of the backward product
+FETCH, REVERSE, MIXED = "fetch", "reverse", "mixed"
 
 
 def halo_pairs(ctx, which: str):
@@ -43,14 +62,67 @@ def halo_pairs(ctx, which: str):
     return ctx.cached(key, make)
 
 
-class _Exchange:
-    """Send/receive lists and split matrices of one product (S or S^T) on one rank."""
+def backward_exchange(P: int, fwd, fetch):
+    """The pairs of the backward product ``S^T @ G``: per pair of ranks, the reverse exchange
+    or the fetch exchange, whichever moves fewer rows between the two.
 
-    def __init__(self, comm, offsets, indptr, indices, data, phase="setup"):
+    Parameters
+    ----------
+    P : ranks
+    fwd : (src, dst, rows) of the forward exchange (rows `src` sends `dst` for ``S @ X``)
+    fetch : (src, dst, rows) of the fetch exchange (rows `src` sends `dst` for ``S^T @ G``
+        with S^T's own pattern)
+
+    Both hold, for every pair of ranks they mention, both directions: a rank's own pairs (the
+    ones it sends or receives) at run time, all pairs in a plan, so both give the same choice.
+
+    Returns
+    -------
+    (src, dst, rows, reverse)
+        The ordered pairs of the backward product sorted by (dst, src), the rows each moves,
+        and whether it carries partial sums (reverse: the forward pair dst -> src turned
+        round) or rows of G (fetch).  Rank pair {p, q} uses the reverse exchange when its
+        forward rows p -> q and q -> p sum to fewer than its fetch rows p -> q and q -> p.
+    """
+    fs, fd, fr = (np.asarray(a, dtype=np.int64) for a in fwd)
+    ts, td, tr = (np.asarray(a, dtype=np.int64) for a in fetch)
+
+    def pair_key(s, d):
+        return np.minimum(s, d) * P + np.maximum(s, d)
+
+    kf, kt = pair_key(fs, fd), pair_key(ts, td)
+    keys = np.unique(np.concatenate([kf, kt]))
+    jf, jt = np.searchsorted(keys, kf), np.searchsorted(keys, kt)
+    fsum = np.bincount(jf, weights=fr, minlength=keys.size)
+    tsum = np.bincount(jt, weights=tr, minlength=keys.size)
+    rev = fsum < tsum
+    rf, keep_t = rev[jf], ~rev[jt]
+    src = np.concatenate([fd[rf], ts[keep_t]])
+    dst = np.concatenate([fs[rf], td[keep_t]])
+    rows = np.concatenate([fr[rf], tr[keep_t]])
+    reverse = np.concatenate([np.ones(int(rf.sum()), bool), np.zeros(int(keep_t.sum()), bool)])
+    order = np.lexsort((src, dst))
+    return src[order], dst[order], rows[order], reverse[order]
+
+
+class _Exchange:
+    """Send/receive lists and split matrices of one product (S or S^T) on one rank.
+
+    ``sources``: the ranks whose rows this rank requests (None: every rank it needs rows
+    from); the entries in other ranks' columns are left out (the reverse exchange brings
+    their contributions)."""
+
+    def __init__(self, comm, offsets, indptr, indices, data, phase="setup", sources=None):
         me, P = comm.rank, comm.size
         lo, hi = int(offsets[me]), int(offsets[me + 1])
         m = hi - lo
         cols = np.asarray(indices, dtype=np.int64)
+        own = owner_of(cols, offsets)
+        row = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+        vals = np.asarray(data, dtype=np.float64)
+        if sources is not None:
+            use = (own == me) | np.isin(own, np.asarray(sorted(sources), dtype=np.int64))
+            cols, own, row, vals = cols[use], own[use], row[use], vals[use]
         src, _, ptr, need = needed_pairs(me, cols, offsets)
         counts = np.zeros(P, dtype=np.int64)
         counts[src] = np.diff(ptr)
@@ -68,9 +140,6 @@ class _Exchange:
             np.concatenate([np.diff(ptr), send_counts[sends]]).astype(np.int64),
             kind="p2p",
         )
-        own = owner_of(cols, offsets)
-        row = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
-        vals = np.asarray(data, dtype=np.float64)
         loc = own == me
         self.local = sp.csr_matrix((vals[loc], (row[loc], cols[loc] - lo)), shape=(m, m))
         self.local.sort_indices()
@@ -93,6 +162,57 @@ class _Exchange:
         return self._typed[key]
 
 
+def fetch_sends(me: int, offsets: np.ndarray, indptr, indices) -> tuple:
+    """(src, dst, rows) of the fetch exchange this rank would send: for every other rank q,
+    its rows with an entry in a column q owns (the rows of G that q's rows of S^T need),
+    from its own rows of S (`needed_pairs` with the roles of rows and columns swapped)."""
+    cols = np.asarray(indices, dtype=np.int64)
+    m = int(offsets[me + 1] - offsets[me])
+    rows = np.repeat(np.arange(m, dtype=np.int64) + int(offsets[me]), np.diff(indptr))
+    src, dst, ptr, _ = needed_pairs(owner_of(cols, offsets), rows, offsets)
+    return src, dst, np.diff(ptr)
+
+
+class _Backward:
+    """The backward product of one rank when S is not symmetric (`backward_exchange` on its
+    own pairs): the fetch exchange's lists (`_Exchange` of S^T's rows, requesting from the
+    fetch sources only) and, for the reverse destinations, the transposed columns of its rows
+    of S that each owns."""
+
+    def __init__(self, comm, offsets, fwd_ex: _Exchange, fwd, bwd):
+        me, P = comm.rank, comm.size
+        fp = fwd_ex.pairs
+        # the fetch exchange's pairs of this rank: what its rows of S^T need from each
+        # rank, and what each rank's rows of S^T need from it
+        rs, rd, rptr, _ = needed_pairs(me, np.asarray(bwd[1], dtype=np.int64), offsets)
+        ss, sd, srows = fetch_sends(me, offsets, fwd[0], fwd[1])
+        fetch = (
+            np.concatenate([rs, ss]),
+            np.concatenate([rd, sd]),
+            np.concatenate([np.diff(rptr), srows]),
+        )
+        src, dst, rows, rev = backward_exchange(P, (fp.src, fp.dst, fp.nbytes), fetch)
+        self.pairs = Pairs(P, src, dst, rows, kind="p2p")
+        self.reverse = rev
+        sources = {int(q) for q, d, r in zip(src, dst, rev) if d == me and not r}
+        self.fetch = _Exchange(comm, offsets, *bwd, sources=sources)
+        self.forward = fwd_ex
+        self.partial = {}
+        for q, d, r in zip(src, dst, rev):
+            if r and q == me:
+                T = fwd_ex.remote[int(d)].T.tocsr()
+                T.sort_indices()
+                self.partial[int(d)] = T
+        self._typed: dict = {}
+
+    def typed_partial(self, dtype) -> dict:
+        key = np.dtype(dtype).str
+        if key not in self._typed:
+            qs = list(self.partial)
+            self._typed[key] = dict(zip(qs, as_dtype([self.partial[q] for q in qs], dtype)))
+        return self._typed[key]
+
+
 class P2POps(RowOps):
     """Runtime of the point-to-point scheme for one rank."""
 
@@ -100,9 +220,16 @@ class P2POps(RowOps):
         super().__init__(world, world, rows, int(layout.offsets[-1]))
         self.layout = layout
         self._ex = {"f": _Exchange(world, layout.offsets, *fwd)}
-        self._ex["t"] = self._ex["f"] if bwd is None else _Exchange(world, layout.offsets, *bwd)
+        self._ex["t"] = self._ex["f"]
+        #: the backward product's exchange; None: S is symmetric (the forward exchange)
+        self._bwd = None
+        if bwd is not None:
+            self._bwd = _Backward(world, layout.offsets, self._ex["f"], fwd, bwd)
+            self._ex["t"] = self._bwd.fetch
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
+        if which == "t" and self._bwd is not None:
+            return self._backward(X, phase)
         ex = self._ex[which]
         local, remote = ex.typed(X.dtype)
         pairs = ex.pairs
@@ -126,6 +253,44 @@ class P2POps(RowOps):
         )
         return result["out"]
 
+    def _backward(self, G: np.ndarray, phase: str) -> np.ndarray:
+        """Local rows of ``S^T @ G``: per pair, partial sums sent to (and added at) the
+        owner of their rows, or rows of G fetched for S^T's rows; contributions are added in
+        pair order."""
+        bw = self._bwd
+        pairs, rev = bw.pairs, bw.reverse
+        local, remote = bw.fetch.typed(G.dtype)
+        partial = bw.typed_partial(G.dtype)
+        f = G.shape[1]
+        result = {}
+
+        def send_buf(k: int) -> np.ndarray:
+            q = int(pairs.dst[k])
+            if rev[k]:
+                return csr_apply(partial[q], G)
+            return np.ascontiguousarray(G[bw.fetch.send[q]])
+
+        def work() -> None:
+            result["out"] = csr_apply(local, G)
+
+        def consume(k: int, buf: np.ndarray) -> None:
+            p = int(pairs.src[k])
+            if rev[k]:
+                result["out"][bw.forward.send[p]] += buf
+            else:
+                csr_apply(remote[p], buf, result["out"], accumulate=True)
+
+        pairs.run_p2p(
+            self.world,
+            self.world.rank,
+            send_buf=send_buf,
+            recv_buf=lambda k: np.empty((int(pairs.nbytes[k]), f), dtype=G.dtype),
+            local_work=work,
+            consume=consume,
+            phase=phase,
+        )
+        return result["out"]
+
 
 class P2P(RowScheme):
     name = "p2p"
@@ -137,32 +302,104 @@ class P2P(RowScheme):
         """Local rows are multiplied while the messages travel (`Pairs.run_p2p`)."""
         return True
 
-    def _product_steps(self, ctx, call, which: str) -> list:
-        src, dst, rows = halo_pairs(ctx, which)
-        row_bytes = call.shape(0)[1] * call.itemsize(0)
-        return [Pairs(ctx.P, src, dst, rows * row_bytes, kind="p2p")]
+    def backward_pairs(self, ctx):
+        """(src, dst, rows, reverse) of the backward product for all ranks
+        (`backward_exchange`; on a symmetric S the forward pairs, all fetch)."""
+
+        def make():
+            if ctx.symmetric:
+                src, dst, rows = halo_pairs(ctx, "f")
+                return src, dst, rows, np.zeros(src.shape[0], dtype=bool)
+            return backward_exchange(ctx.P, halo_pairs(ctx, "f"), halo_pairs(ctx, "t"))
+
+        return ctx.cached("p2p_backward", make)
 
     def steps_aggregate(self, ctx, call) -> list:
-        return self._product_steps(ctx, call, "f")
+        src, dst, rows = halo_pairs(ctx, "f")
+        return [Pairs(ctx.P, src, dst, rows * self._row_bytes(call), kind="p2p")]
 
     def steps_aggregate_t(self, ctx, call) -> list:
-        return self._product_steps(ctx, call, "t")
+        src, dst, rows, _ = self.backward_pairs(ctx)
+        return [Pairs(ctx.P, src, dst, rows * self._row_bytes(call), kind="p2p")]
+
+    @staticmethod
+    def _row_bytes(call) -> int:
+        return call.shape(0)[1] * call.itemsize(0)
 
     def setup_steps(self, ctx) -> list:
-        """Row setup, then per product (S, and S^T when it differs) the request exchange:
-        an Alltoall of counts and an Alltoallv of the needed row ids (needing rank -> owner)."""
+        """Row setup, then the request exchanges (an Alltoall of counts and an Alltoallv of
+        the needed row ids, needing rank -> owner): S's, and when S is not symmetric S^T's,
+        from the fetch sources of the backward product only."""
         out = super().setup_steps(ctx)
-        for which in ("f",) if ctx.symmetric else ("f", "t"):
-            src, dst, rows = halo_pairs(ctx, which)
+        src, dst, rows = halo_pairs(ctx, "f")
+        out.append(("setup", Uniform(Groups.world(ctx.P), COUNT_BYTES)))
+        out.append(("setup", Pairs(ctx.P, dst, src, rows * COUNT_BYTES)))
+        if not ctx.symmetric:
+            src, dst, rows, rev = self.backward_pairs(ctx)
+            fetch = ~rev
             out.append(("setup", Uniform(Groups.world(ctx.P), COUNT_BYTES)))
-            out.append(("setup", Pairs(ctx.P, dst, src, rows * COUNT_BYTES)))
+            out.append(("setup", Pairs(ctx.P, dst[fetch], src[fetch], rows[fetch] * COUNT_BYTES)))
+        return out
+
+    def plan_notes(self, ctx) -> dict:
+        """How the backward product moves its rows (`simulate --json` ``plan_notes``):
+        ``backward`` is ``fetch`` (S^T's rows fetched; on a symmetric S the forward
+        exchange), ``reverse`` (partial sums sent back along the forward pattern) or
+        ``mixed`` (per pair of ranks), with the rows per product of each way."""
+        src, dst, rows, rev = self.backward_pairs(ctx)
+        live = src != dst
+        pair = np.unique(np.minimum(src, dst)[live] * ctx.P + np.maximum(src, dst)[live])
+        rpair = np.unique(np.minimum(src, dst)[rev] * ctx.P + np.maximum(src, dst)[rev])
+        mode = FETCH if rpair.size == 0 else REVERSE if rpair.size == pair.size else MIXED
+        return {
+            "backward": mode,
+            "backward_rows": int(rows.sum()),
+            "forward_rows": int(halo_pairs(ctx, "f")[2].sum()),
+            "fetch_rows": int(halo_pairs(ctx, "t")[2].sum()),
+            "rank_pairs": int(pair.size),
+            "reverse_rank_pairs": int(rpair.size),
+        }
+
+    # -- compute and memory ----------------------------------------------------------------
+    def backward_nnz(self, ctx) -> np.ndarray:
+        """(P,) stored entries each rank multiplies per backward product: its diagonal block,
+        the blocks of its rows in the columns of its reverse destinations (partial sums) and
+        the blocks of its fetch sources' rows in its columns (S^T's rows)."""
+
+        def make():
+            if ctx.symmetric:
+                return self.block_nnz(ctx, "f")
+            offsets = ctx.layout.offsets
+            bs, bd, cnt = ctx.cached(
+                "entry_pairs",
+                lambda: block_pair_counts(*entry_blocks(ctx.support, offsets), offsets),
+            )
+            P = ctx.P
+            diag = bs == bd
+            out = np.bincount(bs[diag], weights=cnt[diag], minlength=P)
+            src, dst, _, rev = self.backward_pairs(ctx)
+            # every pair of the backward product is a nonempty block (src's rows, dst's
+            # columns); block_pair_counts lists the blocks sorted by bs * P + bd
+            nnz = cnt[np.searchsorted(bs * P + bd, src * P + dst)]
+            out += np.bincount(np.where(rev, src, dst), weights=nnz, minlength=P)
+            return out.astype(np.int64)
+
+        return ctx.cached("p2p_backward_nnz", make)
+
+    def work_aggregate_t(self, ctx, call) -> np.ndarray:
+        return spmm_work(self.backward_nnz(ctx), call.shape(0)[1])
+
+    def footprint(self, ctx) -> dict:
+        out = super().footprint(ctx)
+        if not ctx.symmetric:
+            out["adjacency"] = self.block_nnz(ctx, "f") + self.backward_nnz(ctx)
         return out
 
     def buffer_rows(self, ctx) -> np.ndarray:
         """Every row received from other ranks in one product (all receives are posted)."""
         src, dst, rows = halo_pairs(ctx, "f")
-        out = np.bincount(dst, weights=rows, minlength=ctx.P).astype(np.int64)
+        out = np.bincount(dst, weights=rows, minlength=ctx.P)
         if not ctx.symmetric:
-            src, dst, rows = halo_pairs(ctx, "t")
+            src, dst, rows, _ = self.backward_pairs(ctx)
             out = np.maximum(out, np.bincount(dst, weights=rows, minlength=ctx.P))
         return out.astype(np.int64)

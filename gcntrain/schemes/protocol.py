@@ -338,6 +338,12 @@ class Scheme:
         reports as ``replication_factor``); None where the scheme has none."""
         return None
 
+    def plan_notes(self, ctx: PlanContext) -> dict:
+        """Choices the plan made from the graph that the options do not show (p2p: how the
+        backward product moves its rows), for `simulate --json` ``plan_notes``; empty by
+        default."""
+        return {}
+
     def footprint(self, ctx: PlanContext) -> dict:
         """Per-rank sizes the memory estimate needs (`gcntrain.simulate.work.memory`):
         int64 (P,) arrays "rows" (local rows of node-wise matrices), "adjacency" (stored

@@ -233,6 +233,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
             else {"held_bytes_max": int(held.max()), "held_bytes_mean": float(held.mean())}
         ),
         **({} if rf is None else {"replication_factor": rf}),
+        "plan_notes": sim.scheme.plan_notes(ctx),
         "symmetric": ctx.symmetric,
         "simulate_seconds": seconds,
         "peak_rss_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
