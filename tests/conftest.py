@@ -17,3 +17,11 @@ def one_numba_thread():
     numba.set_num_threads(1)
     yield
     numba.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def worker_batches(request):
+    """MPI worker cases run one launch per rank count (tests/mpi/batch.py)."""
+    from tests.mpi.batch import WorkerBatches
+
+    return WorkerBatches(request.session.items)

@@ -1,5 +1,6 @@
 """`gcntrain simulate`: the plan equals what `mpiexec ... gcntrain train` measures, key by key
-and on every rank and phase; the dense words follow CAGNET's leading terms at P = 4096."""
+and on every rank and phase (the training commands of one rank count run in one mpiexec
+launch, tests/mpi/batch.py); the dense words follow CAGNET's leading terms at P = 4096."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from gcntrain.simulate.autogrid import rank_grids
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.summary import TRAFFIC_KEYS
 from gcntrain.simulate.table import read_table
-from tests.mpi.launch import gcntrain_exe, run_mpi
+from tests.mpi.batch import CliBatches
 
 ARGS = ["--epochs", "3", "--early-stopping", "0", "--seed", "2", "--dtype", "float64"]
 
@@ -66,29 +67,38 @@ CASES = [
 ]
 
 
+def _train_argv(graph_file, measured, scheme, extra) -> list[str]:
+    return ["train", str(graph_file), "--scheme", scheme, *extra, *ARGS, "--json"] + [
+        "--per-rank",
+        str(measured),
+    ]
+
+
+@pytest.fixture(scope="module")
+def trained(graph_file, tmp_path_factory):
+    """The distributed runs of CASES, one mpiexec launch per rank count
+    (tests/mpi/batch.py); each writes its measured table to its own file."""
+    out = tmp_path_factory.mktemp("measured")
+    batches = CliBatches()
+    for i, (nprocs, scheme, extra) in enumerate(CASES):
+        if nprocs > 1:
+            argv = _train_argv(graph_file, out / f"case{i}.csv", scheme, extra)
+            batches.add(str(i), nprocs, argv)
+    return batches, out
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,scheme,extra", CASES)
-def test_simulate_equals_measured_counters(graph_file, tmp_path, capsys, nprocs, scheme, extra):
+def test_simulate_equals_measured_counters(graph_file, trained, capsys, nprocs, scheme, extra):
     """Every rank and phase of the measured table equals the plan; so do the --json keys."""
-    measured, planned = tmp_path / "measured.csv", tmp_path / "planned.csv"
-    res = run_mpi(
-        nprocs,
-        [
-            *gcntrain_exe(),
-            "train",
-            str(graph_file),
-            "--scheme",
-            scheme,
-            *extra,
-            *ARGS,
-            "--json",
-            "--per-rank",
-            str(measured),
-        ],
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    train = res.json()
+    batches, out = trained
+    i = CASES.index((nprocs, scheme, extra))
+    measured, planned = out / f"case{i}.csv", out / f"case{i}-planned.csv"
+    if nprocs == 1:  # serial: no MPI job
+        assert run(_train_argv(graph_file, measured, scheme, extra)) == 0
+        train = json.loads(capsys.readouterr().out)
+    else:
+        train = batches.result(str(i)).json()
     argv = ["simulate", str(graph_file), "--ranks", str(nprocs), "--scheme", scheme, *extra]
     assert run([*argv, *ARGS, "--json", "--per-rank", str(planned)]) == 0
     sim = json.loads(capsys.readouterr().out)
@@ -96,6 +106,7 @@ def test_simulate_equals_measured_counters(graph_file, tmp_path, capsys, nprocs,
     assert m == p
     if nprocs > 1:
         assert len({r for r, _ in m}) == nprocs and any(v[0] > 0 for v in m.values())
+    assert train["ranks"] == nprocs and train["scheme"] == scheme
     for key in TRAFFIC_KEYS:
         assert sim[key] == pytest.approx(train[key], rel=0, abs=1e-9), key
 
