@@ -50,26 +50,32 @@ def paper_graph(name: str, scale: float = 1.0, seed: int = 0) -> tuple[Graph, in
     rng = np.random.default_rng(seed)
     bits = int(np.ceil(np.log2(n)))
     perm = rng.permutation(n)
-    rows = []
-    have = 0
     a, b, cc = 0.57, 0.19, 0.19
-    while have < nnz:
-        m = int((nnz - have) * 0.6) + 1024
-        s = np.zeros(m, np.int64)
-        d = np.zeros(m, np.int64)
-        for level in range(bits):
-            rb = rng.random(m) > a + b
-            cb = rng.random(m) > np.where(rb, cc / (1 - a - b), a / (a + b))
-            s |= rb.astype(np.int64) << level
-            d |= cb.astype(np.int64) << level
-        keep = (s < n) & (d < n) & (s != d)
-        rows.append(perm[s[keep]] * n + perm[d[keep]])
-        key = np.unique(np.concatenate(rows))
-        lo, hi = np.minimum(key // n, key % n), np.maximum(key // n, key % n)
-        key = np.unique(lo * n + hi)
-        rows = [key]
-        have = 2 * key.size
-    key = rows[0][: nnz // 2]
+    want = nnz // 2  # distinct unordered pairs
+    key = np.empty(0, np.int64)
+    draw = int(want * 1.3) + 1024  # R-MAT repeats pairs: draw more than needed at once
+    while key.size < want:
+        parts = []
+        for lo_i in range(0, draw, 1 << 24):  # in batches: bounded temporary memory
+            m = min(1 << 24, draw - lo_i)
+            s = np.zeros(m, np.int64)
+            d = np.zeros(m, np.int64)
+            for level in range(bits):
+                rb = rng.random(m) > a + b
+                cb = rng.random(m) > np.where(rb, cc / (1 - a - b), a / (a + b))
+                s |= rb.astype(np.int64) << level
+                d |= cb.astype(np.int64) << level
+            keep = (s < n) & (d < n) & (s != d)
+            u, v = perm[s[keep]], perm[d[keep]]
+            parts.append(np.minimum(u, v) * n + np.maximum(u, v))
+        # one sort of the new pairs with the kept ones (not of every draw so far each round)
+        before = key.size
+        key = np.unique(np.concatenate([key, *parts]))
+        # the next draw from this round's yield of new pairs (R-MAT repeats its hot pairs)
+        yield_ = max((key.size - before) / draw, 1e-3)
+        draw = int((want - key.size) / yield_ * 1.2) + 1024
+    # keep a uniformly random subset of the distinct pairs (not the smallest ids)
+    key = np.sort(rng.choice(key, want, replace=False)) if key.size > want else key
     lo, hi = key // n, key % n
     A = sp.coo_matrix((np.ones(2 * key.size, np.float32), (np.r_[lo, hi], np.r_[hi, lo])), (n, n))
     A = A.tocsr()
