@@ -12,7 +12,6 @@ details.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from gcntrain.comm.communicator import Comm  # noqa: E402
 from gcntrain.comm.counters import Tally  # noqa: E402
 from gcntrain.data.convert import convert_source  # noqa: E402
 from gcntrain.data.generate import random_node_data, rmat  # noqa: E402
@@ -158,23 +156,7 @@ def case_directed(world):
 CASES = {"gemat11": case_gemat11, "directed": case_directed}
 
 
-def main() -> int:
-    case = sys.argv[1]
-    world = Comm()
-    try:
-        ok, details = CASES[case](world)
-    except Exception as e:  # a local failure must not hang the others: abort the job
-        from gcntrain.comm.errors import handle_internal_error
-
-        return handle_internal_error(e)
-    verdict = world.allreduce(np.array([1 if ok else 0], dtype=np.int64), "report", op="min")
-    texts = world.comm.gather(json.dumps(details, default=float), root=0)
-    if world.rank == 0:
-        merged = [d for t in texts for d in json.loads(t)]
-        out = {"case": case, "ranks": world.size, "ok": bool(verdict[0]), "details": merged}
-        print(json.dumps(out), flush=True)
-    return 0 if verdict[0] else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from tests.mpi.worker import main  # the one verdict-reducing main of the MPI workers
+
+    sys.exit(main(CASES))
