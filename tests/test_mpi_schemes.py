@@ -1,7 +1,8 @@
 """Distributed schemes under MPI at np = 1..4: Ops equal to SerialOps op by op, training
 equal to serial, measured traffic equal to the plan on every rank and phase, exact volumes.
 
-The cases are those of `tests/mpi/worker.py`; all the cases of one rank count run in one
+The cases are those of `tests/mpi/worker.py` (the full matrix: scripts/check_mpi_acceptance.py)
+and the reduced ones of `tests/mpi/worker_fast.py`; all the cases of one rank count run in one
 mpiexec launch of `tests/mpi/worker_fast.py` (killed after a wall-clock limit; see
 tests/mpi/batch.py), which reduces every rank's verdict, so a failure on any rank fails the test.
 """
@@ -12,6 +13,7 @@ import pytest
 
 from gcntrain.comm.grid import factorizations
 from tests.mpi.batch import worker_case
+from tests.mpi.cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS
 
 NPROCS = [1, 2, 3, 4]
 
@@ -26,48 +28,52 @@ def _check(batches, nprocs: int, case: str) -> dict:
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
-@worker_case("equiv")
+@worker_case("equivfast")
 def test_weights_equal_serial_and_traffic_equals_plan(worker_batches, nprocs):
-    """Cora and R-MAT, float64 (1e-5) and float32 (1e-4): 1d, 1.5d, p2p block/random/METIS."""
-    verdict = _check(worker_batches, nprocs, "equiv")
+    """Cora in float64 (1e-5), R-MAT in float64 (1e-5) and float32 (1e-4): 1d, 1.5d, p2p
+    block/random/METIS, 2d on 1 x P, P x 1 (and 2 x 2).  Cora in float32 is the 20-epoch
+    case at np = 4 (`test_cora_at_np4_equals_serial_epoch_by_epoch`)."""
+    verdict = _check(worker_batches, nprocs, "equivfast")
     labels = {(d["graph"], d["dtype"], d["scheme"]) for d in verdict["details"]}
     c = 2 if nprocs == 4 else 1
     grids = {f"2d-1x{nprocs}", f"2d-{nprocs}x1"} | ({"2d-2x2"} if nprocs == 4 else set())
-    for g in ("cora", "rmat-509"):
-        for dt in ("float64", "float32"):
-            for s in ("1d", f"1.5d-c{c}", "p2p-block", "p2p-random", "p2p-metis", *grids):
-                assert (g, dt, s) in labels
+    for g, dt in EQUIV_RUNS:
+        for s in ("1d", f"1.5d-c{c}", "p2p-block", "p2p-random", "p2p-metis", *grids):
+            assert (g, dt, s) in labels
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
-@worker_case("equiv3d")
+@worker_case("equiv3dfast")
 def test_split_3d_weights_equal_serial_and_traffic_equals_plan(worker_batches, nprocs):
-    """Every ordered X x Y x Z = P (2 x 2 x 2 at np = 8: `test_3d_and_plexus_on_2x2x2`), Cora
-    and an R-MAT graph with n = 509 (divisible by no grid dimension), GCN and GraphSAGE,
-    float64 within 1e-5."""
-    verdict = _check(worker_batches, nprocs, "equiv3d")
+    """Every ordered X x Y x Z = P (2 x 2 x 2 at np = 8: `test_3d_and_plexus_on_2x2x2`) for an
+    R-MAT graph with n = 509 (divisible by no grid dimension), GCN and GraphSAGE, and for
+    Cora (GCN) on the grids of `CORA_GRIDS`; float64 within 1e-5."""
+    verdict = _check(worker_batches, nprocs, "equiv3dfast")
     labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
     grids = ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
-    for g, m in (("cora", "gcn"), ("rmat-509", "gcn"), ("rmat-509", "sage")):
+    for m in ("gcn", "sage"):
         for grid in grids:
-            assert (g, m, f"3d-{grid}") in labels
+            assert ("rmat-509", m, f"3d-{grid}") in labels
+    cora = {s for g, _, s in labels if g == "cora"}
+    assert cora == {f"3d-{grid}" for grid in CORA_GRIDS[nprocs]}
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
-@worker_case("equivplexus")
+@worker_case("equivplexusfast")
 def test_plexus_weights_equal_serial_and_traffic_equals_plan(worker_batches, nprocs):
-    """Every ordered X x Y x Z = P (2 x 2 x 2 at np = 8: `test_3d_and_plexus_on_2x2x2`): Cora
-    GCN and R-MAT n = 509 GraphSAGE with both evaluation orders in one model, on every grid;
-    R-MAT GCN, --permute double and --block-rows on the last; float64 within 1e-5, measured
-    traffic equal to the plan."""
-    verdict = _check(worker_batches, nprocs, "equivplexus")
+    """Every ordered X x Y x Z = P (2 x 2 x 2 at np = 8: `test_3d_and_plexus_on_2x2x2`): R-MAT
+    n = 509 GraphSAGE with both evaluation orders in one model on every grid, Cora GCN on the
+    grids of `CORA_GRIDS`; R-MAT GCN, --permute double and --block-rows on the last grid;
+    float64 within 1e-5, measured traffic equal to the plan."""
+    verdict = _check(worker_batches, nprocs, "equivplexusfast")
     labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
     grids = ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
     for grid in grids:
-        assert ("cora", "gcn", f"plexus-{grid}") in labels
         assert ("rmat-509", "sage", f"plexus-{grid}") in labels
+    for grid in CORA_GRIDS[nprocs]:
+        assert ("cora", "gcn", f"plexus-{grid}") in labels
     last = grids[-1]
     for g, m, extra in (
         ("cora", "gcn", "-double"),
@@ -85,8 +91,9 @@ def test_plexus_weights_equal_serial_and_traffic_equals_plan(worker_batches, npr
 def test_3d_and_plexus_on_2x2x2(worker_batches, nprocs):
     """np = 8, the one grid with every dimension > 1: split-3D (R-MAT n = 509, GCN and
     GraphSAGE) and Plexus (R-MAT GraphSAGE and GCN, --permute double, --block-rows; an n = 8
-    graph with empty row and column chunks on 8-long axes) equal serial (float64, 1e-5) with
-    measured traffic equal to the plan.  Cora runs on every grid at np = 1..4 above."""
+    graph with empty row and column chunks on 8-long axes, every grid and order, each with
+    both models between them) equal serial (float64, 1e-5) with measured traffic equal to the
+    plan.  Cora runs at np = 1..4 above."""
     verdict = _check(worker_batches, nprocs, "equiv8")
     labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
     for m in ("gcn", "sage"):
@@ -95,21 +102,25 @@ def test_3d_and_plexus_on_2x2x2(worker_batches, nprocs):
             assert ("rmat-509", m, f"plexus-2x2x2{extra}") in labels
         assert ("tiny-8", m, "plexus-1x8x1-double") in labels  # widths 2..5 over 8 ranks
     assert ("rmat-509", "sage", "plexus-2x2x2-blocks") in labels
+    tiny = {s for g, _, s in labels if g == "tiny-8"}
+    grids = ("1x1x8", "8x1x1", "1x8x1", "2x4x1")
+    assert tiny == {f"plexus-{g}-{p}" for g in grids for p in ("none", "double")}
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
 @worker_case("equivvertexcut")
 def test_vertexcut_weights_equal_serial_and_traffic_equals_plan(worker_batches, nprocs):
-    """Libra vertex cut, cd-0: Cora and R-MAT n = 509, GCN and GraphSAGE, float64 within 1e-5,
-    measured traffic equal to the plan on every rank and phase (a Libra partition file too);
-    cd-2 and 0c: traffic equal to the plan, drift from serial reported."""
+    """Libra vertex cut, cd-0: R-MAT n = 509 with GCN and GraphSAGE, Cora with the model of
+    `CORA_VERTEXCUT_MODEL` (each model at two rank counts), float64 within 1e-5, measured
+    traffic equal to the plan on every rank and phase (a Libra partition file too); cd-2
+    and 0c: traffic equal to the plan, drift from serial reported."""
     verdict = _check(worker_batches, nprocs, "equivvertexcut")
     labels = {(d["graph"], d["model"], d["scheme"]) for d in verdict["details"]}
-    for g in ("cora", "rmat-509"):
-        for m in ("gcn", "sage"):
-            for s in ("vertexcut-cd0", "vertexcut-delay-2", "vertexcut-delay-none"):
-                assert (g, m, s) in labels
+    runs = [("rmat-509", "gcn"), ("rmat-509", "sage"), ("cora", CORA_VERTEXCUT_MODEL[nprocs])]
+    for g, m in runs:
+        for s in ("vertexcut-cd0", "vertexcut-delay-2", "vertexcut-delay-none"):
+            assert (g, m, s) in labels
     assert ("rmat-509", "gcn", "vertexcut-cd0-file") in labels
     drift = [d["drift_rel_err"] for d in verdict["details"] if "drift_rel_err" in d]
     assert all(x == 0.0 for x in drift) if nprocs == 1 else max(drift) > 0
@@ -195,7 +206,8 @@ def test_cora_at_np4_equals_serial_epoch_by_epoch(worker_batches):
     """Cora, reference hyperparameters (float32), 20 epochs at np = 4 under every kind of
     scheme: each epoch's loss (1e-4) and accuracies, the final test accuracy and every row's
     prediction equal serial's.  The 200-epoch accuracy run of every scheme is
-    scripts/check_cora_accuracy_mpi.py; the serial accuracy is tests/test_kipf.py."""
+    `scripts/check_mpi_acceptance.py --case accuracy`; the serial accuracy is
+    tests/test_kipf.py."""
     verdict = _check(worker_batches, 4, "accuracy20")
     labels = {d["scheme"] for d in verdict["details"]}
     assert labels == {

@@ -17,6 +17,7 @@ import pytest
 from gcntrain.data import checkpoint as ckio
 from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
+from tests.mpi.batch import CliBatches
 from tests.mpi.launch import gcntrain_exe, mpiexec
 
 pytestmark = pytest.mark.mpi
@@ -93,11 +94,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 60):
     return proc.returncode, out, err
 
 
-def _train_weights(graph, out, epochs: int, *extra) -> dict:
-    argv = [str(graph), *BASE, "--epochs", str(epochs), "-o", str(out), "--quiet", *extra]
-    proc = _start(argv)
-    rc, _, err = _finish(proc, 300)
-    assert rc == 0, err[-2000:]
+def _weights(out) -> dict:
     import h5py
 
     with h5py.File(out / "weights.h5", "r") as f:
@@ -107,10 +104,19 @@ def _train_weights(graph, out, epochs: int, *extra) -> dict:
 
 
 def _resumed_equals_uninterrupted(graph, ck, tmp_path) -> None:
+    """Resume from the newest checkpoint, then train uninterrupted: one mpiexec launch at
+    np = 2 runs both commands (tests/mpi/batch.py), the resumed one first, in fresh
+    processes as after a preemption; the weights are bit-identical."""
     done = ckio.latest(ck)[1]["epoch"]
     n = done + 3
-    ref = _train_weights(graph, tmp_path / "ref", n)
-    res = _train_weights(graph, tmp_path / "res", n, "--resume", str(ck))
+    batch = CliBatches(timeout=300)
+    for name, extra in (("res", ["--resume", str(ck)]), ("ref", [])):
+        argv = [str(graph), *BASE, "--epochs", str(n), "-o", str(tmp_path / name), "--quiet"]
+        batch.add(name, 2, ["train", *argv, *extra])
+    for name in ("res", "ref"):
+        got = batch.result(name)
+        assert got.rcs == [0, 0], got.stderr[-2000:]
+    ref, res = _weights(tmp_path / "ref"), _weights(tmp_path / "res")
     assert ref.keys() == res.keys() and all(np.array_equal(ref[k], res[k]) for k in ref)
     lines = (tmp_path / "res" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["epoch"] for x in lines] == list(range(1, n + 1))

@@ -1,0 +1,319 @@
+"""Several MPI test cases in one job: `mpiexec -n P python tests/mpi/worker_fast.py CASE...`.
+
+Runs the cases of `tests/mpi/worker.py` (and the few defined here) one after another in one
+launch, so Python, mpi4py and the Numba cache load once per rank count instead of once per
+case.  After each case rank 0 prints that case's verdict line as `worker.py` prints it
+(``{"case", "ranks", "ok", "details", "sizes"}``, plus the case's ``seconds``); verdicts are
+reduced over all ranks, so a failure on any rank fails the case.  An exception escaping a case
+aborts the whole job (one rank's error cannot be agreed while the others wait in a
+collective); the caller reports every case without a verdict line as failed, with the job's
+stderr.
+
+Two things are shared within the job, neither changing what a case checks:
+
+- the serial reference of a (graph, configuration, masks) is trained once, by rank 0, and
+  broadcast (every rank trained the same model before, all at once on the shared cores);
+- Cora is read from its Planetoid files once per job (each case gets its own copy).
+
+What the suite runs less of than `worker.py` (whose full matrix is
+scripts/check_mpi_acceptance.py): the cases defined here (`equivfast`, `equiv3dfast`,
+`equivplexusfast`, `equiv8`, `accuracy20`; each docstring says what it leaves out), and
+`case_equivvertexcut` trains Cora with one model per rank count (`vertexcut_runs`; R-MAT
+keeps both).
+
+Driven by `tests/mpi/batch.py` (tests/test_mpi_schemes.py, tests/test_checkpoint.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import worker as W  # noqa: E402  (tests/mpi/worker.py, beside this file)
+from cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS  # noqa: E402
+
+from gcntrain.comm.communicator import Comm  # noqa: E402
+from gcntrain.model.trainer import TrainConfig  # noqa: E402
+
+_plain_serial_fit = W.serial_fit
+_plain_cora = W.cora
+_serial_cache: dict[str, object] = {}
+_cora_cache: list = []
+
+
+def _key(g, cfg, masks) -> str:
+    """Identity of a serial reference: graph contents and name, configuration, masks."""
+    h = hashlib.sha256()
+    h.update(g.name.encode())
+    h.update(g.content_hash().encode())
+    h.update(repr(cfg).encode())
+    for name, m in sorted((masks or {}).items()):
+        h.update(name.encode())
+        h.update(b"-" if m is None else np.packbits(np.asarray(m, dtype=bool)).tobytes())
+    return h.hexdigest()
+
+
+def shared_serial_fit(g, cfg, masks=None):
+    """`worker.serial_fit`, trained on rank 0 once per job and broadcast to every rank."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    key = _key(g, cfg, masks) if world.Get_rank() == 0 else None
+    key = world.bcast(key, root=0)
+    if key not in _serial_cache:
+        res = _plain_serial_fit(g, cfg, masks) if world.Get_rank() == 0 else None
+        _serial_cache[key] = world.bcast(res, root=0)
+    return _serial_cache[key]
+
+
+def shared_cora():
+    """Cora, read once per job; every call gets its own copy."""
+    if not _cora_cache:
+        _cora_cache.append(_plain_cora())
+    return copy.deepcopy(_cora_cache[0])
+
+
+_plain_vertexcut_runs = W.vertexcut_runs
+
+
+def vertexcut_runs():
+    """`worker.vertexcut_runs` with Cora in one model per rank count
+    (`CORA_VERTEXCUT_MODEL`): what `worker.case_equivvertexcut` runs here."""
+    from mpi4py import MPI
+
+    model = CORA_VERTEXCUT_MODEL[MPI.COMM_WORLD.Get_size()]
+    return [r for r in _plain_vertexcut_runs() if r[0] != "cora" or r[2] == model]
+
+
+W.serial_fit = shared_serial_fit
+W.cora = shared_cora
+W.vertexcut_runs = vertexcut_runs
+
+
+def case_equivfast(world):
+    """`worker.case_equiv` on the runs of `EQUIV_RUNS` (Cora in float64, R-MAT n = 509 in
+    float64 and float32): 1D, 1.5D, p2p on block, random and METIS partitions, 2D on every
+    grid of `grids_2d`; weights after 5 epochs equal serial (1e-5 in float64, 1e-4 in
+    float32) and measured bytes/messages equal the plan."""
+    details, ok = [], True
+    graphs = {
+        "cora": W.cora(),
+        "rmat-509": W.rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4),
+    }
+    for gname, dtype in EQUIV_RUNS:
+        g, tol = graphs[gname], {"float64": 1e-5, "float32": 1e-4}[dtype]
+        cfg = TrainConfig(epochs=5, seed=3, dtype=dtype, early_stopping=0)
+        cases = W.scheme_cases(g, world.size)
+        good, det = W.check_cases(world, g, cfg, cases, tol, {"graph": gname, "dtype": dtype})
+        ok &= good
+        details += det
+    return ok, details
+
+
+def case_equiv3dfast(world):
+    """`worker.case_equiv3d` with Cora (GCN) on the grids of `CORA_GRIDS` only: split-3D on
+    every grid of `grids_3d` for R-MAT n = 509, GCN and GraphSAGE; weights after 5 epochs
+    equal serial (float64, 1e-5), measured bytes/messages equal the plan."""
+    details, ok = [], True
+    rm = W.rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
+    cases = [(f"3d-{grid}", "3d", {"grid": grid}, None) for grid in W.grids_3d(world.size)]
+    on_cora = [c for c in cases if c[2]["grid"] in CORA_GRIDS[world.size]]
+    runs = [("cora", W.cora(), "gcn", on_cora)]
+    runs += [("rmat-509", rm, m, cases) for m in ("gcn", "sage")]
+    for gname, g, model, todo in runs:
+        cfg = TrainConfig(epochs=5, seed=3, dtype="float64", early_stopping=0, model=model)
+        good, det = W.check_cases(world, g, cfg, todo, 1e-5, {"graph": gname, "model": model})
+        ok &= good
+        details += det
+    return ok, details
+
+
+def case_equivplexusfast(world):
+    """`worker.case_equivplexus` at np <= 4 with Cora (GCN: product first in layer 0) on the
+    grids of `CORA_GRIDS` and --permute double on the last grid; R-MAT n = 509 GraphSAGE (a
+    hidden layer wider than the input: both orders) on every grid, with --permute double and
+    --block-rows on the last; R-MAT GCN on the last grid, plain and double.  Weights after 5
+    epochs equal serial (float64, 1e-5), measured bytes/messages equal the plan."""
+    details, ok = [], True
+    rm = W.rmat_odd(9, edge_factor=8, seed=11, num_features=12, num_classes=4)
+    grids = W.grids_3d(world.size)
+    cases = [(f"plexus-{grid}", "plexus", {"grid": grid}, None) for grid in grids]
+    last = grids[-1]
+    double = (f"plexus-{last}-double", "plexus", {"grid": last, "permute": "double"}, None)
+    blocks = (f"plexus-{last}-blocks", "plexus", {"grid": last, "block_rows": 50}, None)
+    if world.size == 4:  # 2D loading blocks of the graph file
+        blocks[2]["load_grid"] = "2x2"
+    on_cora = [c for c in cases if c[2]["grid"] in CORA_GRIDS[world.size]]
+    runs = [
+        ("cora", W.cora(), "gcn", (16,), on_cora + [double]),
+        ("rmat-509", rm, "sage", (20, 6), cases + [double, blocks]),
+        ("rmat-509", rm, "gcn", (20, 6), [cases[-1], double]),
+    ]
+    for gname, g, model, hidden, todo in runs:
+        cfg = TrainConfig(
+            epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden
+        )
+        good, det = W.check_cases(world, g, cfg, todo, 1e-5, {"graph": gname, "model": model})
+        ok &= good
+        details += det
+    return ok, details
+
+
+def case_equiv8(world):
+    """`worker.case_equiv3d` and `case_equivplexus` at np = 8 without Cora (Cora runs at
+    np = 1..4): split-3D 2 x 2 x 2 on R-MAT n = 509 GCN and GraphSAGE; Plexus 2 x 2 x 2 on
+    R-MAT GraphSAGE and GCN (plain, --permute double, --block-rows); the n = 8 graph whose
+    row and column chunks are empty on 8-long axes, every grid and order once per model (GCN
+    on the plain orders and 1x8x1 double, GraphSAGE on the double ones); weights after 5
+    epochs equal serial (float64, 1e-5), measured bytes/messages equal the plan."""
+    assert world.size == 8, "equiv8 is the np = 8 case"
+    details, ok = [], True
+    rm = W.rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
+    for model in ("gcn", "sage"):
+        cfg = TrainConfig(epochs=5, seed=3, dtype="float64", early_stopping=0, model=model)
+        cases = [("3d-2x2x2", "3d", {"grid": "2x2x2"}, None)]
+        good, det = W.check_cases(
+            world, rm, cfg, cases, 1e-5, {"graph": "rmat-509", "model": model}
+        )
+        ok &= good
+        details += det
+    rm12 = W.rmat_odd(9, edge_factor=8, seed=11, num_features=12, num_classes=4)
+    plain = ("plexus-2x2x2", "plexus", {"grid": "2x2x2"}, None)
+    double = ("plexus-2x2x2-double", "plexus", {"grid": "2x2x2", "permute": "double"}, None)
+    blocks = ("plexus-2x2x2-blocks", "plexus", {"grid": "2x2x2", "block_rows": 50}, None)
+    tiny = W.rmat(3, edge_factor=2, seed=4, num_features=3, num_classes=3)
+    more = [
+        (f"plexus-{grid}-{p}", "plexus", {"grid": grid, "permute": p, "block_rows": 1}, None)
+        for grid in ("1x1x8", "8x1x1", "1x8x1", "2x4x1")
+        for p in ("none", "double")
+    ]
+    runs = [
+        ("rmat-509", rm12, "sage", (20, 6), [plain, double, blocks]),
+        ("rmat-509", rm12, "gcn", (20, 6), [plain, double]),
+        # every grid and order with each model, the two models taking turns
+        ("tiny-8", tiny, "gcn", (2, 5), more[0::2] + [more[5]]),
+        ("tiny-8", tiny, "sage", (2, 5), more[1::2]),
+    ]
+    for gname, g, model, hidden, cases in runs:
+        cfg = TrainConfig(
+            epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden
+        )
+        good, det = W.check_cases(world, g, cfg, cases, 1e-5, {"graph": gname, "model": model})
+        ok &= good
+        details += det
+    return ok, details
+
+
+#: (label, scheme, options, partition) of `case_accuracy20`: every kind of scheme at np = 4
+ACCURACY_CASES = [
+    ("1d", "1d", {}, None),
+    ("1.5d-c2", "1.5d", {"replication": 2}, None),
+    ("p2p-metis", "p2p", {}, "metis"),
+    ("2d-2x2", "2d", {"grid": "2x2"}, None),
+    ("3d-1x2x2", "3d", {"grid": "1x2x2"}, None),
+    ("plexus-2x1x2", "plexus", {"grid": "2x1x2"}, None),
+    ("plexus-2x2x1-double", "plexus", {"grid": "2x2x1", "permute": "double"}, None),
+    ("vertexcut", "vertexcut", {}, "libra"),
+]
+
+
+def case_accuracy20(world):
+    """Cora with the reference hyperparameters (float32, dropout, weight decay, the early
+    stopping rule evaluated every epoch) for 20 epochs under every kind of scheme: each
+    epoch's training loss and accuracies, the final test accuracy and every local row's
+    predicted class equal the serial run's.  (The full 200-epoch run at np = 4 is
+    `scripts/check_mpi_acceptance.py --case accuracy`; the serial accuracy itself is
+    tests/test_kipf.py.)"""
+    assert world.size == 4, "accuracy20 is the np = 4 case"
+    from gcntrain.partition.metis import metis_partition
+
+    g = W.cora()
+    cfg = TrainConfig(seed=123, dtype="float32", epochs=20)
+    ser = W.serial_fit(g, cfg)
+    ok, details = True, []
+    for label, scheme, opts, part in ACCURACY_CASES:
+        if part == "metis":
+            part = metis_partition(g.indptr, g.indices, world.size, seed=0)
+        run = W.run_scheme(world, g, scheme, opts, part, cfg).result
+        hist, shist = run.history, ser.history
+        loss_err = max(
+            (abs(a.loss - b.loss) / abs(b.loss) for a, b in zip(hist, shist)), default=1.0
+        )
+        same_acc = all(
+            (a.train_acc, a.val_acc, a.test_acc) == (b.train_acc, b.val_acc, b.test_acc)
+            for a, b in zip(hist, shist)
+        )
+        same_pred = bool(np.array_equal(run.predictions, ser.predictions[run.rows]))
+        good = (
+            len(hist) == len(shist) == 20
+            and loss_err <= 1e-4
+            and same_acc
+            and same_pred
+            and run.final["test_acc"] == ser.final["test_acc"]
+        )
+        ok &= good
+        if not good or world.rank == 0:
+            details.append(
+                {
+                    "scheme": label,
+                    "rank": world.rank,
+                    "epochs": len(hist),
+                    "loss_rel_err": loss_err,
+                    "same_accuracies": same_acc,
+                    "same_predictions": same_pred,
+                    "test_acc": run.final["test_acc"],
+                    "serial_test_acc": ser.final["test_acc"],
+                }
+            )
+    return ok, details
+
+
+CASES = {
+    **W.CASES,
+    "equivfast": case_equivfast,
+    "equiv3dfast": case_equiv3dfast,
+    "equivplexusfast": case_equivplexusfast,
+    "equiv8": case_equiv8,
+    "accuracy20": case_accuracy20,
+}
+
+
+def run_case(world, case: str) -> None:
+    """Run one case and print its verdict line (rank 0); an escaping exception aborts."""
+    t0 = time.perf_counter()
+    try:
+        ok, details = CASES[case](world)
+    except Exception as e:  # a local failure must not hang the others: abort the job
+        from gcntrain.comm.errors import handle_internal_error
+
+        sys.stderr.write(f"worker_fast: case {case} raised on rank {world.rank}\n")
+        sys.exit(handle_internal_error(e))
+    verdict = world.comm.allreduce(1 if ok else 0, op=world.MPI.MIN)
+    text = json.dumps(details, default=float)
+    lens = world.comm.allgather(len(text))
+    allt = world.comm.gather(text, root=0)
+    if world.rank == 0:
+        merged = [d for t in allt for d in json.loads(t)]
+        line = {"case": case, "ranks": world.size, "ok": bool(verdict), "details": merged}
+        seconds = time.perf_counter() - t0
+        print(json.dumps({**line, "sizes": lens, "seconds": seconds}), flush=True)
+
+
+def main() -> int:
+    world = Comm()
+    for case in sys.argv[1:]:
+        run_case(world, case)
+        world.comm.Barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
