@@ -55,6 +55,11 @@ def format_table(obj: dict, indent: int = 0) -> str:
     return "\n".join(lines)
 
 
+def optional(v: float | None) -> str:
+    """A figure that may be missing (no validation mask): 4 decimals, or "-"."""
+    return "-" if v is None else f"{v:.4f}"
+
+
 def info(msg: str, rank: int | None = None) -> None:
     """Progress text to stderr (rank 0 only), so stdout stays machine-readable."""
     if is_printer(rank):

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from time import monotonic
 
-from gcntrain.cli.display import count, info
+from gcntrain.cli.display import count, info, optional
 
 #: at most one epoch line per this many seconds (the first and the last are always shown)
 EVERY_SECONDS = 2.0
 #: ETA from the median of this many most recent epochs
 ETA_WINDOW = 10
-
-
-def _fmt(v) -> str:
-    return "-" if v is None else f"{v:.4f}"
 
 
 def _duration(s: float) -> str:
@@ -92,8 +88,8 @@ class Progress:
         eta = f"  ETA {_duration(per * left)}" if left and self._recent else ""
         info(
             f"epoch {rec.epoch:4d}/{self.epochs}  loss {rec.loss:.4f}  "
-            f"train_acc {rec.train_acc:.4f}  val_loss {_fmt(rec.val_loss)}  "
-            f"val_acc {_fmt(rec.val_acc)}  test_acc {_fmt(rec.test_acc)}  "
+            f"train_acc {rec.train_acc:.4f}  val_loss {optional(rec.val_loss)}  "
+            f"val_acc {optional(rec.val_acc)}  test_acc {optional(rec.test_acc)}  "
             f"{rec.seconds * 1e3:.1f} ms{eta}"
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import count, emit, grid_choice, rows_table
+from gcntrain.cli.display import count, emit, grid_choice, optional, rows_table
 from gcntrain.cli.options import (
     json_option,
     model_options,
@@ -16,11 +16,6 @@ from gcntrain.cli.options import (
 )
 from gcntrain.cli.progress import Progress
 from gcntrain.errors import InputError
-
-
-def _fmt(v) -> str:
-    return "-" if v is None else f"{v:.4f}"
-
 
 #: parameters written inactive (as comments) in config.toml: a rerun writes elsewhere
 RERUN_NOTES = {
@@ -52,8 +47,8 @@ def _human(s: dict) -> str:
         ("epochs", f"{s['epochs']}" + (" (stopped early)" if s["stopped_early"] else "")),
         ("final loss", f"{s['final_loss']:.4f}"),
         ("train acc", f"{s['train_acc']:.4f}"),
-        ("val loss / acc", f"{_fmt(s['val_loss'])} / {_fmt(s['val_acc'])}"),
-        ("test acc", _fmt(s["test_acc"])),
+        ("val loss / acc", f"{optional(s['val_loss'])} / {optional(s['val_acc'])}"),
+        ("test acc", optional(s["test_acc"])),
         (
             "epoch time (median)",
             f"{s['epoch_seconds'] * 1e3:.2f} ms (aggregation "

@@ -18,7 +18,7 @@ def ranks_on_node(comm) -> int:
         local.Free()
 
 
-def auto_threads(comm, requested: int | None = None) -> int:
+def auto_threads(comm, requested: int | None = None, per_node: int | None = None) -> int:
     """Set and return Numba's thread count for this rank.
 
     `requested` (``--threads``) wins, then ``NUMBA_NUM_THREADS``; then, for a rank the launcher
@@ -31,4 +31,6 @@ def auto_threads(comm, requested: int | None = None) -> int:
         return set_threads(requested)
     if is_bound():  # the launcher gave this rank its own cores: use them all
         return set_threads(available_cores())
-    return set_threads(max(1, available_cores() // max(1, ranks_on_node(comm))))
+    if per_node is None:
+        per_node = ranks_on_node(comm)
+    return set_threads(max(1, available_cores() // max(1, per_node)))

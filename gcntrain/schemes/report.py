@@ -50,53 +50,46 @@ def summarize_ranks(
     return out
 
 
+def exchange_json(world, obj, root: int | None = None) -> list | None:
+    """Every rank's JSON-encodable `obj`, in rank order: on every rank (`root` None: a
+    counted Allgatherv), or on `root` only (a counted Gatherv; None elsewhere).  The
+    encoded lengths go first (one Allgatherv); all in phase "report"."""
+    import json
+
+    text = np.frombuffer(json.dumps(obj).encode(), dtype=np.uint8)
+    counts = world.allgatherv(np.array([text.size], dtype=np.int64), [1] * world.size, "report")
+    if root is None:
+        got = world.allgatherv(text, counts, "report")
+    else:
+        got = world.gatherv(text, counts, root, "report")
+        if world.rank != root:
+            return None
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    return [json.loads(bytes(got[bounds[r] : bounds[r + 1]]).decode()) for r in range(world.size)]
+
+
 def gather_phases(world, tally: Tally) -> dict[str, np.ndarray] | None:
     """Every rank's per-phase tally (phase "report" left out) as {phase: int64 (P, 4)} on
     rank 0 (None elsewhere); one counted Gatherv of the encoded tallies."""
-    import json
-
     mine = {k: v.tolist() for k, v in tally.phases.items() if k != "report" and v.any()}
-    text = np.frombuffer(json.dumps(mine).encode(), dtype=np.uint8)
-    counts = world.allgatherv(np.array([text.size], dtype=np.int64), [1] * world.size, "report")
-    got = world.gatherv(text, counts, 0, "report")
-    if world.rank != 0:
+    parts = exchange_json(world, mine, root=0)
+    if parts is None:
         return None
     out: dict[str, np.ndarray] = {}
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    for r in range(world.size):
-        part = json.loads(bytes(got[bounds[r] : bounds[r + 1]]).decode())
+    for r, part in enumerate(parts):
         for k, v in part.items():
             out.setdefault(k, np.zeros((world.size, 4), dtype=np.int64))[r] = v
     return out
 
 
-#: keys of each phase's entry in ``comm`` (metrics.jsonl) and ``comm_phases`` (--json)
-PHASE_KEYS = (
-    "bytes_max",
-    "bytes_mean",
-    "messages_max",
-    "messages_mean",
-    "seconds_max",
-    "seconds_mean",
-)
-
-
 def _phase_names(world, tallies: list[Tally]) -> list[str]:
     """The communication phases any rank used in any epoch, sorted (one counted
     Allgatherv of the encoded names, phase "report")."""
-    import json
-
     mine = sorted(
         {k for t in tallies for k, v in t.phases.items() if v.any()}
         | {k for t in tallies for k, v in t.phase_seconds.items() if v > 0}
     )
-    text = np.frombuffer(json.dumps(mine).encode(), dtype=np.uint8)
-    counts = world.allgatherv(np.array([text.size], dtype=np.int64), [1] * world.size, "report")
-    got = world.allgatherv(text, counts, "report")
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    names: set[str] = set()
-    for r in range(world.size):
-        names.update(json.loads(bytes(got[bounds[r] : bounds[r + 1]]).decode()))
+    names = {name for part in exchange_json(world, mine) for name in part}
     return sorted(names - {"report"})
 
 

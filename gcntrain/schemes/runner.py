@@ -18,7 +18,7 @@ import numpy as np
 from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.env import launcher_size
-from gcntrain.comm.node import auto_threads
+from gcntrain.comm.node import auto_threads, ranks_on_node
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
 from gcntrain.model.run import model_summary, result_summary
@@ -297,8 +297,8 @@ def run_training(
     max_memory : bytes one rank may use (default: the node's available memory divided by
         its ranks): a rank whose estimated share exceeds it is refused before loading.
     on_start : called on every rank once the data are loaded and the scheme set up, right
-        before the first epoch, with {"ranks_per_node", "threads_per_rank", "node_cores",
-        "epochs"} (progress: the oversubscription note, watching Numba compile).
+        before the first epoch, with {"ranks_per_node", "threads_per_rank", "node_cores"}
+        (progress: the oversubscription note, watching Numba compile).
     config_toml : the command's resolved configuration as TOML, written to `out_dir` as
         config.toml beside config.json (`gcntrain.cli.config_file.command_toml`).
 
@@ -310,20 +310,17 @@ def run_training(
     sch = registry.get(scheme, size)
     world = sch.world(comm)
     t0 = time.perf_counter()
-    nthreads = auto_threads(world, threads)
-    from gcntrain.comm.node import ranks_on_node
-
     per_node = ranks_on_node(world)
+    nthreads = auto_threads(world, threads, per_node)
     node = {
         "ranks_per_node": per_node,
         "threads_per_rank": nthreads,
         "node_cores": os.cpu_count() or 1,
-        "epochs": config.epochs,
     }
     recommendation = None
     if scheme == registry.AUTO_NAME and size > 1:
         recommendation = _recommend(
-            world, source, config, options, partition, partition_seed, machine
+            world, source, config, options, partition, partition_seed, machine, per_node
         )
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
@@ -430,18 +427,18 @@ def run_training(
 DEFAULT_MACHINE = "local"
 
 
-def _recommend(world, source, config, options, partition, partition_seed, machine) -> dict:
+def _recommend(
+    world, source, config, options, partition, partition_seed, machine, per_node: int
+) -> dict:
     """``--scheme auto`` on several ranks: rank 0 plans every exact configuration of every
-    scheme for this job's ranks and placement (`gcntrain.simulate.sweep`, under one
-    agreement) and broadcasts the best; the choice and its prediction go in the summary."""
+    scheme for this job's ranks and placement (`per_node` ranks on a node;
+    `gcntrain.simulate.sweep`, under one agreement) and broadcasts the best; the choice and
+    its prediction go in the summary."""
     import json
 
-    from gcntrain.comm.node import ranks_on_node
     from gcntrain.simulate.machine import load_machine
     from gcntrain.simulate.sweep import recommend, sweep
     from gcntrain.simulate.timing import placement
-
-    per_node = ranks_on_node(world)
 
     def search():
         prof = load_machine(machine or DEFAULT_MACHINE)
