@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gcntrain.errors import InputError
-from gcntrain.schemes.report import KINDS
+from gcntrain.schemes.report import KINDS, median_steady_index
 
 #: collective kinds as the counted MPI layer names them (waiting is drawn apart)
 COLLECTIVES = tuple(k for k in KINDS if k != "wait")
@@ -128,9 +128,7 @@ def epoch_time(record: dict) -> float:
 def median_steady(records: list[dict]) -> dict:
     """The record of the median steady epoch by `epoch_time` (epoch 1 left out when there are
     more; the lower middle one of an even count; ties in epoch order)."""
-    steady = records[1:] or records
-    ranked = sorted(steady, key=lambda r: (epoch_time(r), int(r["epoch"])))
-    return ranked[(len(ranked) - 1) // 2]
+    return records[median_steady_index([epoch_time(r) for r in records])]
 
 
 def breakdown_of(record: dict, where: str) -> tuple[dict[str, float], str]:

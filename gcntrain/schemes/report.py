@@ -93,6 +93,16 @@ def _phase_names(world, tallies: list[Tally]) -> list[str]:
     return sorted(names - {"report"})
 
 
+def median_steady_index(times) -> int:
+    """Index of the median steady epoch by time: the first epoch (compiling, warming up)
+    left out when there are more, the lower middle one of an even count, ties in epoch
+    order.  The summary's ``epoch_breakdown`` and `gcntrain plot` pick their epoch by it."""
+    t = np.asarray(times, dtype=np.float64)
+    steady = np.arange(1 if t.size > 1 else 0, t.size)
+    order = steady[np.argsort(t[steady], kind="stable")]
+    return int(order[(len(order) - 1) // 2])
+
+
 def breakdown_parts(
     epoch_seconds: np.ndarray,
     t_aggregation: np.ndarray,
@@ -226,8 +236,6 @@ def epoch_comm(world, tallies: list[Tally], inside: list[dict], history: list) -
         },
     }
     if E:
-        steady = np.arange(1 if E > 1 else 0, E)
-        order = steady[np.argsort(longest[steady], kind="stable")]
-        e = int(order[(len(order) - 1) // 2])
+        e = median_steady_index(longest)
         summary["epoch_breakdown"] = {"epoch": int(hist[e].epoch), **breakdown(e)}
     return summary
