@@ -13,18 +13,28 @@ best run, which is less disturbed on a shared machine) of:
   the scatter kernel ``spmm_csr_t_dense``,
 
 with the speed-up over scipy (scipy time / kernel time) and the memory-bandwidth roofline:
-the bytes a product must move if every gathered row comes from DRAM, divided by the time.
+the bytes a product must move if every gathered row comes from DRAM, divided by the memory
+bandwidth measured in the same run (a STREAM-style triad over the run's threads, before and
+after the kernels; the roofline uses the better of the two), with the load average beside it.
+When `--anchor-python` names an interpreter with PyTorch (``../shared/bench/anchor_env.sh``
+builds one; found in the temporary folder by default), ``torch.sparse.mm`` over the same CSR
+matrix (int64 indices, as torch requires) runs in it with the same threads and repeats.
 
 Usage::
 
     python scripts/bench_kernels.py [--rows N] [--nnz-per-row D] [--width F] [--threads T]
                                     [--repeat R] [--degrees uniform|powerlaw]
+                                    [--anchor-python PY]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,6 +59,59 @@ def plain_row_prange(indptr, indices, data, X, out):  # pragma: no cover - jitte
             for j in range(f):
                 out[i, j] += v * X[c, j]
     return out
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def triad(a, b, c, s):  # pragma: no cover - jitted
+    """a = b + s * c over all threads (STREAM triad)."""
+    for i in prange(a.shape[0]):
+        a[i] = b[i] + s * c[i]
+
+
+def triad_bandwidth(n: int = 1 << 25, repeat: int = 5) -> float:
+    """GB/s of the best of `repeat` parallel triads over `n` float64 (3 x 8 n bytes moved)."""
+    a, b, c = np.empty(n), np.ones(n), np.full(n, 2.0)
+    triad(a, b, c, 3.0)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        triad(a, b, c, 3.0)
+        best = min(best, time.perf_counter() - t0)
+    return 3 * 8 * n / best / 1e9
+
+
+#: run by the anchor interpreter: torch.sparse.mm over the saved CSR, best of R (ms)
+TORCH_SNIPPET = """
+import sys, time, numpy as np, torch
+d, threads, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+torch.set_num_threads(threads)
+ip, ix, v, X = (np.load(f"{d}/{k}.npy") for k in ("indptr", "indices", "data", "X"))
+A = torch.sparse_csr_tensor(torch.from_numpy(ip.astype(np.int64)),
+    torch.from_numpy(ix.astype(np.int64)), torch.from_numpy(v), size=(ip.shape[0] - 1, X.shape[0]))
+Xt = torch.from_numpy(X)
+out = torch.sparse.mm(A, Xt)
+best = float("inf")
+for _ in range(repeat):
+    t = time.perf_counter(); out = torch.sparse.mm(A, Xt); best = min(best, time.perf_counter() - t)
+np.save(f"{d}/out.npy", out.numpy())
+print(best)
+"""
+
+
+def torch_sparse_ms(python: str, arrays: dict, threads: int, repeat: int):
+    """(best ms, result) of torch.sparse.mm in `python`, or None when it fails."""
+    with tempfile.TemporaryDirectory() as d:
+        for k, v in arrays.items():
+            np.save(os.path.join(d, f"{k}.npy"), v)
+        res = subprocess.run(
+            [python, "-W", "ignore", "-c", TORCH_SNIPPET, d, str(threads), str(repeat)],
+            capture_output=True,
+            text=True,
+        )
+        if res.returncode != 0:
+            print(f"torch.sparse.mm failed: {res.stderr.strip().splitlines()[-1:]}")
+            return None
+        return float(res.stdout.strip().splitlines()[-1]), np.load(os.path.join(d, "out.npy"))
 
 
 def random_matrix(rows: int, nnz_per_row: int, degrees: str, seed: int):
@@ -110,8 +173,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--bandwidth-gbs",
         type=float,
-        default=36.0,
-        help="memory bandwidth for the roofline time (measured triad: 36 GB/s)",
+        default=None,
+        help="memory bandwidth for the roofline (default: measured in this run)",
+    )
+    default_anchor = Path(tempfile.gettempdir()) / "anchors-venv" / "bin" / "python"
+    p.add_argument(
+        "--anchor-python",
+        default=str(default_anchor) if default_anchor.exists() else None,
+        help="an interpreter with PyTorch for the torch.sparse.mm row",
     )
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
@@ -140,11 +209,12 @@ def main(argv: list[str] | None = None) -> None:
     spmm_csr_t_dense(ti, tx, td, o2, x1)
 
     nbytes = spmm_bytes(n, nnz, f, indices.itemsize, 4)
-    roof = nbytes / (a.bandwidth_gbs * 1e9)
+    bw_before = triad_bandwidth()
     print(
-        f"bytes moved if every gathered row misses cache: {nbytes / 1e9:.2f} GB "
-        f"-> roofline {roof * 1e3:.0f} ms at {a.bandwidth_gbs:g} GB/s"
+        f"before: load {os.getloadavg()[0]:.2f}, triad bandwidth {bw_before:.1f} GB/s "
+        f"({threads} threads)"
     )
+    print(f"bytes moved if every gathered row misses cache: {nbytes / 1e9:.2f} GB")
 
     ref = A @ X
     ref_t = A.T @ X
@@ -203,6 +273,20 @@ def main(argv: list[str] | None = None) -> None:
         err = float(np.max(np.abs(got - expected), initial=0.0)) / scale
         times[name] = (wall, cpu, err, kind)
 
+    if a.anchor_python:
+        arrays = {"indptr": indptr, "indices": indices, "data": data, "X": X}
+        got = torch_sparse_ms(a.anchor_python, arrays, threads, a.repeat)
+        if got is not None:
+            scale = max(float(np.max(np.abs(ref), initial=0.0)), 1e-30)
+            err = float(np.max(np.abs(got[1] - ref), initial=0.0)) / scale
+            times["torch.sparse.mm A@X"] = (got[0], float("nan"), err, "fwd")
+    bw_after = triad_bandwidth()
+    bw = a.bandwidth_gbs or max(bw_before, bw_after)
+    roof = nbytes / (bw * 1e9)
+    print(
+        f"after: load {os.getloadavg()[0]:.2f}, triad bandwidth {bw_after:.1f} GB/s; "
+        f"roofline {roof * 1e3:.0f} ms at {bw:.1f} GB/s"
+    )
     base = {"fwd": times["scipy A@X"][0], "t": times["scipy A.T@X"][0]}
     print(
         f"{'kernel':40s} {'wall ms':>9s} {'cpu ms':>9s} {'speed-up':>9s} {'GB/s':>7s} "
@@ -222,8 +306,14 @@ def main(argv: list[str] | None = None) -> None:
         times["numba spmm_csr_dense A@X"][0], times["numba balanced (splits once) A@X"][0]
     )
     print(
-        f"roofline: best Numba A@X at {roof / best_numba * 100:.0f}% of {a.bandwidth_gbs:g} "
-        f"GB/s ({nbytes / best_numba / 1e9:.1f} GB/s achieved)"
+        f"roofline: best Numba A@X at {roof / best_numba * 100:.0f}% of {bw:.1f} "
+        f"GB/s ({nbytes / best_numba / 1e9:.1f} GB/s achieved); "
+        f"{times['scipy A@X'][0] / best_numba:.2f}x scipy"
+        + (
+            f", {times['torch.sparse.mm A@X'][0] / best_numba:.2f}x torch.sparse.mm"
+            if "torch.sparse.mm A@X" in times
+            else ""
+        )
     )
 
 

@@ -9,13 +9,37 @@ A prefetch is a hint: it never faults and never changes results.
 
 from __future__ import annotations
 
+import os
+
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: bytes per cache line assumed when stepping through a row
-CACHE_LINE = 64
+
+def cache_line_bytes() -> int:
+    """Bytes per L1 data-cache line of this CPU (64 on x86 Xeon/EPYC, 256 on A64FX), from
+    ``sysconf`` or sysfs; 64 when neither says.
+
+    Read once at import and compiled into the kernels as a constant.  Numba's on-disk cache
+    is keyed by the CPU model, so a cached kernel always carries its own CPU's line size.
+    """
+    try:
+        size = int(os.sysconf("SC_LEVEL1_DCACHE_LINESIZE"))
+    except (ValueError, OSError, AttributeError):
+        size = 0
+    if size <= 0:
+        path = "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
+        try:
+            with open(path) as fh:
+                size = int(fh.read().strip())
+        except (OSError, ValueError):
+            size = 0
+    return size if size > 0 and size & (size - 1) == 0 else 64
+
+
+#: bytes per cache line when stepping through a row (detected: `cache_line_bytes`)
+CACHE_LINE = cache_line_bytes()
 #: at most this many cache lines of one row are prefetched (hardware streams the rest)
 MAX_LINES = 8
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit, prange
 
 
@@ -101,3 +102,74 @@ def softmax_xent_grad(probs, labels, mask, scale, out):  # pragma: no cover - ji
             for j in range(c):
                 out[i, j] = 0
     return out
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def softmax_xent_masked(
+    logits, labels, active, grad_rows, divisor, loss_out, hit_out, grad_out
+):  # pragma: no cover - jitted
+    """Per-row cross-entropy and hits of the `active` rows and, in the same pass, the
+    gradient of the `grad_rows` rows: what the model's loss needs from one read of the logits.
+
+    For an active row i (label ``y = labels[i] >= 0``)::
+
+        loss_out[i] = log(sum_j exp(z_ij - max_i)) - (z_iy - max_i)      (float64)
+        hit_out[i]  = argmax_j z_ij == y                                  (first maximum)
+
+    and, when ``grad_out`` has rows (``grad_out.shape[0] == n``)::
+
+        grad_out[i, j] = T(T(p_ij - [j == y]) / T(divisor))   for grad_rows[i], else 0
+
+    where ``p = softmax`` in float64 and ``T`` is the logits' dtype (the rounding of the
+    NumPy formula it replaces, step by step).  Inactive rows of `loss_out` / `hit_out` are
+    left as they are; the caller sums the rows of each mask (in row order).
+
+    Parameters
+    ----------
+    logits : n x C float32/float64, C-contiguous.
+    labels : n integers (rows with a negative label must not be active).
+    active : n booleans: rows whose loss and hit are computed.
+    grad_rows : n booleans (a subset of `active`): rows with a gradient.
+    divisor : the gradient's divisor (the global number of counted rows).
+    loss_out : n float64.
+    hit_out : n bool.
+    grad_out : n x C of logits' dtype, or a 0 x C array for no gradient.
+    """
+    n = logits.shape[0]
+    c = logits.shape[1]
+    want_grad = grad_out.shape[0] == n
+    div = logits.dtype.type(divisor)
+    chunks = max(1, min(256, n // 64))
+    for q in prange(chunks):
+        e = np.empty(c, dtype=np.float64)  # exp(z - max) of the row, computed once
+        for i in range(n * q // chunks, n * (q + 1) // chunks):
+            if not active[i]:
+                if want_grad:
+                    for j in range(c):
+                        grad_out[i, j] = 0
+                continue
+            lab = labels[i]
+            mx = logits[i, 0]
+            arg = 0
+            for j in range(1, c):
+                if logits[i, j] > mx:
+                    mx = logits[i, j]
+                    arg = j
+            m64 = np.float64(mx)
+            s = 0.0
+            for j in range(c):
+                e[j] = math.exp(np.float64(logits[i, j]) - m64)
+                s += e[j]
+            loss_out[i] = math.log(s) - (np.float64(logits[i, lab]) - m64)
+            hit_out[i] = arg == lab
+            if want_grad:
+                if grad_rows[i]:
+                    for j in range(c):
+                        p = e[j] / s
+                        if j == lab:
+                            p -= 1.0
+                        grad_out[i, j] = logits.dtype.type(p) / div
+                else:
+                    for j in range(c):
+                        grad_out[i, j] = 0
+    return loss_out

@@ -19,7 +19,14 @@ def relu(Z: np.ndarray) -> np.ndarray:
 
 
 def relu_backward(dH: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    """Gradient through ReLU: dH where Z > 0, else 0 (subgradient 0 at Z = 0)."""
+    """Gradient through ReLU: dH where Z > 0, else 0 (subgradient 0 at Z = 0), in a new array
+    of dH's dtype (one pass of `gcntrain.kernels.elementwise.relu_backward` for 2-D arrays of
+    one dtype, without NumPy's boolean temporary)."""
+    if dH.ndim == 2 and dH.shape == Z.shape and dH.dtype == Z.dtype and dH.size:
+        from gcntrain.kernels.elementwise import relu_backward as kernel
+
+        dH, Z = np.ascontiguousarray(dH), np.ascontiguousarray(Z)
+        return kernel(dH, Z, np.empty_like(dH))
     return np.where(Z > 0, dH, 0).astype(dH.dtype, copy=False)
 
 

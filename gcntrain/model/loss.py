@@ -63,16 +63,36 @@ def local_xent(
     grad_divisor: float,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """(loss sum, correct) of each mask over whole local rows, and the gradient of one mask's
-    loss sum divided by `grad_divisor` (None when `grad_index` is None)."""
+    loss sum divided by `grad_divisor` (None when `grad_index` is None).
+
+    One pass of `gcntrain.kernels.softmax.softmax_xent_masked` over the rows of any mask
+    (loss, hit and gradient of a row together), then one sum per mask in row order: the
+    values of `softmax_xent_sums` per mask, without its temporaries.
+    """
+    from gcntrain.kernels.softmax import softmax_xent_masked
+
+    logits = np.ascontiguousarray(logits)
+    labels = np.asarray(labels, dtype=np.int64)
+    n, c = logits.shape
+    masks = [np.asarray(m, dtype=bool) & (labels >= 0) for m in masks]
+    active = np.zeros(n, dtype=bool)
+    for m in masks:
+        active |= m
+    if c == 0:
+        active[:] = False
+    need = grad_index is not None
+    grad_rows = masks[grad_index] if need else active
+    grad = np.empty((n if need else 0, c), dtype=logits.dtype)
+    loss_rows = np.zeros(n, dtype=np.float64)
+    hits = np.zeros(n, dtype=bool)
+    if n:
+        divisor = float(max(grad_divisor, 1))
+        softmax_xent_masked(logits, labels, active, grad_rows, divisor, loss_rows, hits, grad)
     sums: list[float] = []
-    grad = None
-    for k, m in enumerate(masks):
-        s, c, g = softmax_xent_sums(logits, labels, m, need_grad=k == grad_index)
-        sums += [s, c]
-        if g is not None:
-            g /= g.dtype.type(max(grad_divisor, 1))
-            grad = g
-    return np.array(sums, dtype=np.float64), grad
+    for m in masks:
+        idx = np.flatnonzero(m)
+        sums += [float(np.sum(loss_rows[idx])), int(np.count_nonzero(hits[idx]))]
+    return np.array(sums, dtype=np.float64), grad if need else None
 
 
 def masked_counts(ops, labels: np.ndarray, masks: dict[str, np.ndarray | None], phase) -> dict:

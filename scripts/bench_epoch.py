@@ -1,0 +1,192 @@
+"""Serial epoch of gcntrain side by side with PyTorch Geometric and plain torch.sparse, and
+the `mpiexec -n 2` epoch against the serial one; interleaved runs, medians and ratios, with
+the machine's load and memory bandwidth measured in the same run.
+
+    python scripts/bench_epoch.py [--rounds 5] [--epochs 12] [--threads 2]
+                                  [--anchor-python PY] [--shared ../shared] [--no-cora]
+                                  [--mpi] [--mpi-rounds 3]
+
+Graphs: the generated 200k-node / 4M-nonzero benchmark graph
+(``../shared/bench/make_bench_graph.py 200000 2000000 128 16 7``, symmetrised by
+``gcntrain convert``) and Cora.  Model: gcntrain's defaults (GCN F -> 16 -> C, dropout 0.5,
+Adam, an evaluation pass every epoch), float32.
+
+Each round runs, in an order rotated from round to round: ``gcntrain train G --threads T``
+(its ``--json`` median epoch and breakdown), then, when `--anchor-python` names an interpreter
+with PyTorch (``../shared/bench/anchor_env.sh`` builds one), PyG's GCN
+(``../shared/bench/pyg_epoch.py``: cached CSR adjacency, no dropout, no evaluation pass) and a
+plain torch.sparse GCN with gcntrain's model (`anchor_torch_epoch.py`).  Each figure is the
+median over rounds of the run's median epoch; ratios are gcntrain / anchor.
+
+`--mpi`: ``mpiexec -n 2 gcntrain train G --threads 1 --scheme S`` for 1d and p2p against
+serial ``--threads 1``, interleaved, `--mpi-rounds` rounds; ratio = np 2 / serial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_simulate import gcntrain, machine_state, mpiexec  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SHARED = HERE.parent.parent / "shared"
+DEFAULT_ANCHOR = Path(tempfile.gettempdir()) / "anchors-venv" / "bin" / "python"
+
+
+def sh(cmd: list[str], **kw) -> str:
+    """Run `cmd`, return its stdout; on failure print its stderr and stop."""
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if res.returncode != 0:
+        sys.exit(f"failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-2000:]}")
+    return res.stdout
+
+
+def gcn_json(graph: str, threads: int, epochs: int, extra: list[str] = (), np_: int = 1) -> dict:
+    """``gcntrain train`` on `graph`, its --json output."""
+    cmd = [*gcntrain(), "train", graph, "--threads", str(threads), "--epochs", str(epochs)]
+    cmd += [*extra, "--json", "--quiet", "--early-stopping", "0"]
+    if np_ > 1:
+        cmd = [mpiexec(), "-n", str(np_), *cmd]
+    out = sh(cmd)
+    return json.loads([ln for ln in out.splitlines() if ln.startswith("{")][0])
+
+
+def anchor_seconds(python: str, script: Path, npz: str, threads: int) -> float:
+    """An anchor script's median epoch (the second field of its one output line)."""
+    out = sh([python, str(script), npz, "16", str(threads)])
+    return float(out.split()[1])
+
+
+def export_npz(h5: str, npz: str) -> None:
+    """The graph of `h5` in the anchors' .npz format (edges once per direction stored)."""
+    import numpy as np
+
+    from gcntrain.data.store import read_graph
+
+    g = read_graph(h5)
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    feats = g.features.toarray() if hasattr(g.features, "toarray") else g.features
+    np.savez(
+        npz,
+        edges=np.stack([rows, g.indices], axis=1).astype(np.int64),
+        node_features=np.asarray(feats, dtype=np.float32),
+        node_labels=np.asarray(g.labels, dtype=np.int64),
+        train_masks=np.asarray(g.train_mask, dtype=bool)[None, :],
+    )
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.3f}" if b == b and b > 0 else "-"
+
+
+def bench_serial(graphs: dict, a, anchor: str | None) -> None:
+    shared_bench = Path(a.shared) / "bench"
+    tools = ["gcntrain"]
+    if anchor:
+        tools += ["pyg", "torch.sparse"]
+    for name, (h5, npz) in graphs.items():
+        times: dict[str, list[float]] = {t: [] for t in tools}
+        parts: dict[str, list[float]] = {"aggregation": [], "dense": [], "other": []}
+        for r in range(a.rounds):
+            order = tools[r % len(tools) :] + tools[: r % len(tools)]
+            for tool in order:
+                if tool == "gcntrain":
+                    js = gcn_json(h5, a.threads, a.epochs)
+                    times[tool].append(js["epoch_seconds"])
+                    for k in parts:
+                        parts[k].append(js["epoch_breakdown"][k])
+                elif tool == "pyg":
+                    s = anchor_seconds(anchor, shared_bench / "pyg_epoch.py", npz, a.threads)
+                    times[tool].append(s)
+                else:
+                    s = anchor_seconds(anchor, HERE / "anchor_torch_epoch.py", npz, a.threads)
+                    times[tool].append(s)
+            print(
+                f"  {name} round {r + 1}: "
+                + ", ".join(f"{t} {times[t][-1] * 1e3:.1f} ms" for t in tools),
+                flush=True,
+            )
+        g = med(times["gcntrain"])
+        print(f"{name}: median epoch over {a.rounds} rounds, {a.threads} threads")
+        for t in tools:
+            m = med(times[t])
+            vs = "" if t == "gcntrain" else f"   gcntrain / {t}: {ratio(g, m)}"
+            print(f"  {t:<14} {m * 1e3:9.1f} ms{vs}")
+        print(
+            "  gcntrain breakdown (median epoch): "
+            + ", ".join(f"{k} {med(v) * 1e3:.1f} ms" for k, v in parts.items())
+        )
+
+
+def bench_mpi(h5: str, a) -> None:
+    runs = {"serial": (1, []), "1d np2": (2, ["--scheme", "1d"])}
+    runs["p2p np2"] = (2, ["--scheme", "p2p"])
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    keys = list(runs)
+    for r in range(a.mpi_rounds):
+        for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
+            np_, extra = runs[k]
+            times[k].append(gcn_json(h5, 1, a.epochs, extra, np_)["epoch_seconds"])
+        print(
+            f"  round {r + 1}: " + ", ".join(f"{k} {v[-1] * 1e3:.1f} ms" for k, v in times.items()),
+            flush=True,
+        )
+    s = med(times["serial"])
+    print(f"--threads 1, median over {a.mpi_rounds} rounds (no environment variables set)")
+    for k in keys:
+        print(f"  {k:<8} {med(times[k]) * 1e3:9.1f} ms   / serial: {ratio(med(times[k]), s)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=12)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--anchor-python", default=None)
+    ap.add_argument("--shared", default=str(DEFAULT_SHARED))
+    ap.add_argument("--no-cora", action="store_true")
+    ap.add_argument("--mpi", action="store_true")
+    ap.add_argument("--mpi-rounds", type=int, default=3)
+    ap.add_argument("--only-mpi", action="store_true", help="skip the serial comparison")
+    a = ap.parse_args()
+    anchor = a.anchor_python or (str(DEFAULT_ANCHOR) if DEFAULT_ANCHOR.exists() else None)
+    if anchor and subprocess.run([anchor, "-c", "import torch_geometric"]).returncode != 0:
+        print(f"{anchor} has no PyTorch Geometric: anchors skipped")
+        anchor = None
+    print(f"before: {machine_state()}", flush=True)
+    print(f"anchors: {anchor or 'none (pass --anchor-python; ../shared/bench/anchor_env.sh)'}")
+    with tempfile.TemporaryDirectory() as tmp:
+        npz, h5 = os.path.join(tmp, "g.npz"), os.path.join(tmp, "g.h5")
+        maker = Path(a.shared) / "bench" / "make_bench_graph.py"
+        sh([sys.executable, str(maker), "200000", "2000000", "128", "16", "7", npz])
+        sh([*gcntrain(), "convert", npz, "-o", h5, "--symmetrize"])
+        graphs = {"200k/4M": (h5, npz)}
+        if not a.no_cora:
+            cora, cnpz = os.path.join(tmp, "cora.h5"), os.path.join(tmp, "cora.npz")
+            src = Path(a.shared) / "datasets" / "planetoid" / "ind.cora"
+            sh([*gcntrain(), "convert", str(src), "-o", cora])
+            export_npz(cora, cnpz)
+            graphs["cora"] = (cora, cnpz)
+        sh([*gcntrain(), "train", h5, "--epochs", "1", "--quiet"])  # compile once
+        if not a.only_mpi:
+            bench_serial(graphs, a, anchor)
+        if a.mpi:
+            bench_mpi(h5, a)
+    print(f"after: {machine_state()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
