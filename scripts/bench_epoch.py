@@ -4,7 +4,7 @@ the machine's load and memory bandwidth measured in the same run.
 
     python scripts/bench_epoch.py [--rounds 5] [--epochs 12] [--threads 2]
                                   [--anchor-python PY] [--shared ../shared] [--no-cora]
-                                  [--mpi] [--mpi-rounds 3]
+                                  [--mpi] [--mpi-rounds 3] [--reorders degree,rcm]
 
 Graphs: the generated 200k-node / 4M-nonzero benchmark graph
 (``../shared/bench/make_bench_graph.py 200000 2000000 128 16 7``, symmetrised by
@@ -17,6 +17,9 @@ with PyTorch (``../shared/bench/anchor_env.sh`` builds one), PyG's GCN
 (``../shared/bench/pyg_epoch.py``: cached CSR adjacency, no dropout, no evaluation pass) and a
 plain torch.sparse GCN with gcntrain's model (`anchor_torch_epoch.py`).  Each figure is the
 median over rounds of the run's median epoch; ratios are gcntrain / anchor.
+
+`--reorders degree,rcm`: gcntrain also runs with ``--reorder degree`` and ``--reorder rcm`` in
+the same rounds (ratios against the unordered run and the anchors).
 
 `--mpi`: ``mpiexec -n 2 gcntrain train G --threads 1 --scheme S`` for 1d and p2p against
 serial ``--threads 1``, interleaved, `--mpi-rounds` rounds; ratio = np 2 / serial.
@@ -49,7 +52,9 @@ def sh(cmd: list[str], **kw) -> str:
     return res.stdout
 
 
-def gcn_json(graph: str, threads: int, epochs: int, extra: list[str] = (), np_: int = 1) -> dict:
+def gcn_json(
+    graph: str, threads: int, epochs: int, extra: list[str] | tuple = (), np_: int = 1
+) -> dict:
     """``gcntrain train`` on `graph`, its --json output."""
     cmd = [*gcntrain(), "train", graph, "--threads", str(threads), "--epochs", str(epochs)]
     cmd += [*extra, "--json", "--quiet", "--early-stopping", "0"]
@@ -93,7 +98,7 @@ def ratio(a: float, b: float) -> str:
 
 def bench_serial(graphs: dict, a, anchor: str | None) -> None:
     shared_bench = Path(a.shared) / "bench"
-    tools = ["gcntrain"]
+    tools = ["gcntrain"] + [f"gcntrain --reorder {o}" for o in a.reorders]
     if anchor:
         tools += ["pyg", "torch.sparse"]
     for name, (h5, npz) in graphs.items():
@@ -102,11 +107,12 @@ def bench_serial(graphs: dict, a, anchor: str | None) -> None:
         for r in range(a.rounds):
             order = tools[r % len(tools) :] + tools[: r % len(tools)]
             for tool in order:
-                if tool == "gcntrain":
-                    js = gcn_json(h5, a.threads, a.epochs)
+                if tool.startswith("gcntrain"):
+                    js = gcn_json(h5, a.threads, a.epochs, tool.split()[1:])
                     times[tool].append(js["epoch_seconds"])
-                    for k in parts:
-                        parts[k].append(js["epoch_breakdown"][k])
+                    if tool == "gcntrain":
+                        for k in parts:
+                            parts[k].append(js["epoch_breakdown"][k])
                 elif tool == "pyg":
                     s = anchor_seconds(anchor, shared_bench / "pyg_epoch.py", npz, a.threads)
                     times[tool].append(s)
@@ -122,7 +128,15 @@ def bench_serial(graphs: dict, a, anchor: str | None) -> None:
         print(f"{name}: median epoch over {a.rounds} rounds, {a.threads} threads")
         for t in tools:
             m = med(times[t])
-            vs = "" if t == "gcntrain" else f"   gcntrain / {t}: {ratio(g, m)}"
+            vs = (
+                f"   / gcntrain: {ratio(m, g)}, / pyg: {ratio(m, med(times['pyg']))}"
+                if t.startswith("gcntrain --reorder") and "pyg" in times
+                else f"   / gcntrain: {ratio(m, g)}"
+                if t.startswith("gcntrain --reorder")
+                else ""
+                if t == "gcntrain"
+                else f"   gcntrain / {t}: {ratio(g, m)}"
+            )
             print(f"  {t:<14} {m * 1e3:9.1f} ms{vs}")
         print(
             "  gcntrain breakdown (median epoch): "
@@ -160,6 +174,12 @@ def main() -> int:
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--mpi-rounds", type=int, default=3)
     ap.add_argument("--only-mpi", action="store_true", help="skip the serial comparison")
+    ap.add_argument(
+        "--reorders",
+        type=lambda v: [o for o in v.split(",") if o],
+        default=[],
+        help="also run gcntrain with --reorder ORDER for each (e.g. degree,rcm)",
+    )
     a = ap.parse_args()
     anchor = a.anchor_python or (str(DEFAULT_ANCHOR) if DEFAULT_ANCHOR.exists() else None)
     if anchor and subprocess.run([anchor, "-c", "import torch_geometric"]).returncode != 0:

@@ -81,6 +81,8 @@ EQUIV_CASES = [
     (3, "plexus", ["--block-rows", "500"]),
     (2, "vertexcut", []),
     (3, "vertexcut", ["--partition-seed", "7"]),
+    (4, "p2p", ["--partition", "metis", "--reorder", "rcm"]),
+    (3, "2d", ["--reorder", "degree"]),
 ]
 
 OUTPUT_CASES = [

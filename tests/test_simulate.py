@@ -64,6 +64,9 @@ CASES = [
     (2, "hier", ["--partition", "hypergraph", "--quant-bits", "8", "--quant-group", "0"]),
     (4, "hier", ["--partition", "random", "--aggr", "post", "--model", "sage"]),
     (4, "hier", ["--partition", "random", "--quant-bits", "4", "--quant-group", "5"]),
+    (3, "p2p", ["--partition", "metis", "--reorder", "rcm"]),
+    (2, "1.5d", ["--replication", "2", "--reorder", "degree"]),
+    (1, "serial", ["--reorder", "rcm"]),
 ]
 
 

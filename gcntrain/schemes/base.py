@@ -16,7 +16,13 @@ from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
 from gcntrain.model.phase import Phase, phase_key
 from gcntrain.schemes.layout import block_pair_counts, column_blocks, owner_of
-from gcntrain.schemes.protocol import LoadRequest, Numbering, PlanContext, Scheme
+from gcntrain.schemes.protocol import (
+    REORDER_OPTION,
+    LoadRequest,
+    Numbering,
+    PlanContext,
+    Scheme,
+)
 
 #: one int64 count, one (row, col) int64 pair, one float64 value
 COUNT_BYTES, PAIR_BYTES, VALUE_BYTES = 8, 16, 8
@@ -244,6 +250,8 @@ class RowScheme(Scheme):
     followed by the scheme's Ops class (`setup`), and the pricing: every sum over nodes or
     weight gradients is an Allreduce over the block groups (one copy of every row); only the
     products with S differ (``steps_aggregate`` / ``steps_aggregate_t`` of each scheme)."""
+
+    options = (REORDER_OPTION,)
 
     #: the scheme's Ops: ``ops_class(world, layout, fwd, bwd, rows)``
     ops_class: type | None = None

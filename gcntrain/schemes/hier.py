@@ -61,7 +61,7 @@ from gcntrain.schemes.base import (
     row_setup,
 )
 from gcntrain.schemes.layout import owner_of
-from gcntrain.schemes.protocol import SchemeOption
+from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption, reorder_config
 
 #: bytes of one entry's mode in the setup exchange (int8)
 MODE_BYTES = 1
@@ -334,6 +334,7 @@ class Hier(RowScheme):
             "message) [default: 1: per row].",
             metavar="N",
         ),
+        REORDER_OPTION,
     )
 
     def sweep_options(self, size: int) -> list[dict]:
@@ -364,6 +365,7 @@ class Hier(RowScheme):
             "quant_bits": bits,
             "quant_group": 1 if group is None else group,
             "seed": 0,
+            **reorder_config(values),
         }
 
     def check_training(self, config: dict, train) -> None:

@@ -255,6 +255,29 @@ def _rows_of(req: LoadRequest, numbering: Numbering) -> tuple[np.ndarray, np.nda
     return old, numbering.inv[old]
 
 
+def _rows_in_order(read_rows, path, old: np.ndarray) -> dict:
+    """`read_rows(path, ids)` (which reads ascending ids) for the ids `old` in their given
+    order: a part ordered by ``--reorder`` lists its original ids out of order."""
+    srt = np.argsort(old, kind="stable")
+    if np.array_equal(srt, np.arange(old.shape[0])):
+        return read_rows(path, old)
+    r = read_rows(path, old[srt])
+    pos = np.empty_like(srt)
+    pos[srt] = np.arange(srt.shape[0], dtype=srt.dtype)  # row i of `old` is row pos[i] read
+    ip = np.asarray(r["indptr"], np.int64)
+    counts = np.diff(ip)[pos]
+    starts = ip[:-1][pos]
+    take = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    take += np.arange(int(counts.sum()), dtype=np.int64)
+    out = dict(r)
+    out["indptr"] = np.concatenate(([0], np.cumsum(counts))).astype(ip.dtype)
+    out["indices"] = np.asarray(r["indices"])[take]
+    for key in ("data", "features", "labels", "train_mask", "val_mask", "test_mask"):
+        if out.get(key) is not None:
+            out[key] = np.asarray(out[key])[take if key == "data" else pos]
+    return out
+
+
 def check_classes(local: LocalGraph) -> LocalGraph:
     """Classification needs at least two classes (same rule as the serial path)."""
     if local.num_classes < 2:
@@ -388,7 +411,7 @@ class FileSource:
 
         meta = self.meta()
         old, ids_new = _rows_of(req, numbering)
-        r = read_graph_rows(self.path, old)
+        r = _rows_in_order(read_graph_rows, self.path, old)
         require_node_data(r["features"], r["labels"], r["train_mask"], self.path)
         return local_graph(
             n=r["n"],

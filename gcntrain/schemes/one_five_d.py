@@ -28,7 +28,7 @@ from gcntrain.schemes.base import (
     run_block_broadcasts,
 )
 from gcntrain.schemes.layout import block_pair_counts
-from gcntrain.schemes.protocol import SchemeOption
+from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption, reorder_config
 
 
 def check_replication(P: int, c: int) -> int:
@@ -115,12 +115,13 @@ class OneFiveD(RowScheme):
             "1.5d: replication factor c (a P/c x c grid).",
             int,
         ),
+        REORDER_OPTION,
     )
 
     def configure(self, size: int, values: dict) -> dict:
         c = int(values.get("replication", 1))
         check_replication(size, c)
-        return {"replication": c}
+        return {"replication": c, **reorder_config(values)}
 
     def row_parts(self, size: int, config: dict) -> int:
         return size // config["replication"]

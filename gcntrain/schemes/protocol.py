@@ -40,6 +40,32 @@ class SchemeOption:
         return value is not None and value != self.default
 
 
+#: ``--reorder``: the locality order of the rows inside each part
+#: (`gcntrain.partition.reorder`), declared by the schemes whose layouts come from a vertex
+#: partition of a graph file
+REORDER_OPTION = SchemeOption(
+    "reorder",
+    ("--reorder",),
+    "none",
+    "Order of the rows inside each part, for the locality of the sparse products: none, "
+    "degree (most entries first) or rcm (reverse Cuthill-McKee); a renumbering only (results "
+    "equal up to summation order, outputs in original ids); graph files only.",
+    str,
+    "none|degree|rcm",
+)
+
+
+def reorder_config(values: dict) -> dict:
+    """``{"reorder": order}`` for a locality order other than none, else ``{}``; raises
+    `InputError` for an unknown order."""
+    from gcntrain.partition.reorder import ORDERS
+
+    order = values.get("reorder") or "none"
+    if order not in ORDERS:
+        raise InputError(f"--reorder must be none, degree or rcm, got {order!r}")
+    return {} if order == "none" else {"reorder": order}
+
+
 @dataclass(frozen=True)
 class GraphMeta:
     """What a layout may know of the graph before anything is loaded."""
@@ -215,7 +241,9 @@ class Scheme:
     # -- options ---------------------------------------------------------------------------
     def configure(self, size: int, values: dict) -> dict:
         """Validate this scheme's option values for `size` ranks; return the configuration."""
-        return {o.name: values.get(o.name, o.default) for o in self.options}
+        own = [o for o in self.options if o is not REORDER_OPTION]
+        out = {o.name: values.get(o.name, o.default) for o in own}
+        return {**out, **reorder_config(values)} if REORDER_OPTION in self.options else out
 
     def row_parts(self, size: int, config: dict) -> int:
         """Parts of the row partition this scheme consumes."""
@@ -242,17 +270,35 @@ class Scheme:
         return True
 
     # -- layout and setup ------------------------------------------------------------------
-    def numbering(self, source, parts: int, spec, seed: int, col_parts: int | None = None):
+    def numbering(
+        self, source, parts: int, spec, seed: int, col_parts: int | None = None, order="none"
+    ):
         """The `Numbering` of a run: by default the source's (the partition `spec` renumbered
-        part by part, or a store's own); a vertex-cut scheme derives it from an edge
-        assignment instead (and attaches the assignment as `Numbering.cut`)."""
+        part by part, or a store's own), its rows ordered inside each part by the locality
+        order `order` (``--reorder``); a vertex-cut scheme derives it from an edge assignment
+        instead (and attaches the assignment as `Numbering.cut`)."""
         if getattr(source, "cut_store", False):
             raise InputError(
                 "store holds vertex-cut (edge) shards written by `gcntrain shard -m libra`; "
                 f"--scheme {self.name} reads row or block stores",
                 source.path,
             )
-        return source.numbering(parts, spec, seed, col_parts)
+        numbering = source.numbering(parts, spec, seed, col_parts)
+        if order in (None, "none"):
+            return numbering
+        if numbering.perm is None:
+            raise InputError(
+                "a shard store fixes its own row order; --reorder applies to graph files",
+                getattr(source, "path", None),
+            )
+        from dataclasses import replace
+
+        from gcntrain.partition.reorder import order_key, reorder_within_parts
+        from gcntrain.schemes.loading import graph_structure
+
+        key = order_key(*graph_structure(source), order)
+        perm, inv = reorder_within_parts(numbering.perm, numbering.offsets, key)
+        return replace(numbering, perm=perm, inv=inv)
 
     def check_training(self, config: dict, train) -> None:
         """Validate the scheme's configuration against the training configuration `train`

@@ -132,6 +132,7 @@ def load_rank(
             partition,
             partition_seed,
             scheme.col_parts(world.size, sc),
+            sc.get("reorder", "none"),
         )
         layout = scheme.layout(
             numbering,

@@ -12,7 +12,7 @@ from gcntrain.errors import InputError
 from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import SerialOps
 from gcntrain.schemes.base import RowLayout, RowScheme
-from gcntrain.schemes.protocol import LoadRequest
+from gcntrain.schemes.protocol import LoadRequest, reorder_config
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Serial(RowScheme):
                 f"--scheme serial under {size} ranks would train the whole graph on every "
                 "rank; choose a distributed scheme"
             )
-        return {}
+        return reorder_config(values)
 
     def row_parts(self, size: int, config: dict) -> int:
         return 1

@@ -54,7 +54,14 @@ from gcntrain.partition.basic import block_bounds
 from gcntrain.partition.csr import concat_ranges, keep_entries, sorted_unique
 from gcntrain.schemes.base import csr_apply, spmm_work
 from gcntrain.schemes.layout import owner_of
-from gcntrain.schemes.protocol import LoadRequest, Numbering, Scheme, SchemeOption
+from gcntrain.schemes.protocol import (
+    REORDER_OPTION,
+    LoadRequest,
+    Numbering,
+    Scheme,
+    SchemeOption,
+    reorder_config,
+)
 
 #: bytes of one broadcast entry of S besides its value: int32 row and int32 column
 ENTRY_ID_BYTES = 8
@@ -536,13 +543,13 @@ class TwoD(Scheme):
     whole_rows = False  # feature columns split over the grid
     sweep_partitions = ("block", "random")  # SUMMA's volume ignores locality; random balances
     summary = "CAGNET 2D: SUMMA on a Pr x Pc grid, W replicated (Algorithm 3)"
-    options = (GRID_OPTION,)
+    options = (GRID_OPTION, REORDER_OPTION)
     #: grid dimensions: Pr x Pc (2D) or X x Y x Z (split-3D, Z layers)
     ndim = 2
 
     def configure(self, size: int, values: dict) -> dict:
         dims = parse_dims(values.get("grid"), size, self.ndim, self.name)
-        return {"grid": "x".join(map(str, dims))}
+        return {"grid": "x".join(map(str, dims)), **reorder_config(values)}
 
     @staticmethod
     def dims(config: dict) -> tuple[int, ...]:

@@ -492,7 +492,8 @@ class VertexCut(RowScheme):
         d = config["delay"]
         return None if d == NO_COMM else int(d)
 
-    def numbering(self, source, parts, spec, seed, col_parts=None):
+    def numbering(self, source, parts, spec, seed, col_parts=None, order="none"):
+        # no --reorder: the vertex cut orders its rows by root part (its own numbering)
         return cut_numbering(source, parts, spec, seed)
 
     def layout(self, numbering, meta, size, config, model=None) -> CutLayout:

@@ -73,15 +73,16 @@ class Simulation:
     num_classes: int
 
 
-def cached_numbering(cache: dict | None, sch, src, parts, spec, seed, col_parts):
-    """``sch.numbering(src, ...)``, computed once per partitioner, spec, seed and parts when
-    `cache` is a dict (the entry keeps the numbering and the seconds it took)."""
+def cached_numbering(cache: dict | None, sch, src, parts, spec, seed, col_parts, order="none"):
+    """``sch.numbering(src, ...)``, computed once per partitioner, spec, seed, parts and
+    locality order when `cache` is a dict (the entry keeps the numbering and the seconds it
+    took)."""
     if cache is None or not isinstance(spec, str | None):
-        return sch.numbering(src, parts, spec, seed, col_parts)
-    key = (type(sch).numbering.__qualname__, parts, spec, seed, col_parts)
+        return sch.numbering(src, parts, spec, seed, col_parts, order)
+    key = (type(sch).numbering.__qualname__, parts, spec, seed, col_parts, order)
     if key not in cache:
         t0 = time.perf_counter()
-        numbering = sch.numbering(src, parts, spec, seed, col_parts)
+        numbering = sch.numbering(src, parts, spec, seed, col_parts, order)
         cache[key] = (numbering, time.perf_counter() - t0)
     return cache[key][0]
 
@@ -131,6 +132,7 @@ def plan_training(
         partition,
         partition_seed,
         sch.col_parts(ranks, sc),
+        sc.get("reorder", "none"),
     )
     graph, numbering = src.whole(numbering)
     f0, classes = node_widths(graph, meta, num_features, num_classes)

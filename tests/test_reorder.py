@@ -1,0 +1,121 @@
+"""--reorder: locality orders inside each part (`gcntrain.partition.reorder`), their use by the
+numbering, rows read out of order from a graph file, and runs that equal the unordered run.
+(Distributed runs with --reorder: tests/test_mpi_cli.py and tests/test_simulate.py cases.)"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+from gcntrain.cli.main import run
+from gcntrain.data.generate import rmat
+from gcntrain.data.rows import read_graph_rows
+from gcntrain.data.store import write_graph
+from gcntrain.partition.reorder import order_key, reorder_within_parts
+from gcntrain.schemes.layout import renumber
+from gcntrain.schemes.loading import _rows_in_order
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return rmat(8, edge_factor=6, seed=2, num_features=8, num_classes=3)
+
+
+@pytest.fixture(scope="module")
+def graph_file(graph, tmp_path_factory):
+    path = tmp_path_factory.mktemp("reorder") / "g.h5"
+    write_graph(path, graph)
+    return path
+
+
+def test_order_keys_are_permutations_in_the_named_order(graph):
+    n = graph.indptr.shape[0] - 1
+    assert order_key(graph.indptr, graph.indices, "none") is None
+    deg = np.diff(graph.indptr)
+    key = order_key(graph.indptr, graph.indices, "degree")
+    assert sorted(key.tolist()) == list(range(n))
+    seq = np.argsort(key)
+    assert np.all(np.diff(deg[seq]) <= 0)  # most entries first
+    ties = deg[seq][:-1] == deg[seq][1:]
+    assert np.all(seq[:-1][ties] < seq[1:][ties])  # ties by id
+    A = sp.csr_matrix((np.ones(graph.indices.shape[0]), graph.indices, graph.indptr), (n, n))
+    rcm = reverse_cuthill_mckee((A + A.T).tocsr(), symmetric_mode=True)
+    assert np.array_equal(np.argsort(order_key(graph.indptr, graph.indices, "rcm")), rcm)
+    with pytest.raises(ValueError, match="unknown order"):
+        order_key(graph.indptr, graph.indices, "random")
+
+
+def test_reordering_keeps_every_part_and_sorts_inside_it():
+    rng = np.random.default_rng(0)
+    part = rng.integers(0, 4, 50)
+    perm, _, offsets = renumber(part, 4)
+    key = rng.permutation(50)
+    new, inv = reorder_within_parts(perm, offsets, key)
+    assert np.array_equal(inv[new], np.arange(50))
+    for p in range(4):
+        block = new[offsets[p] : offsets[p + 1]]
+        assert set(block) == set(perm[offsets[p] : offsets[p + 1]])
+        assert np.all(np.diff(key[block]) > 0)
+
+
+def test_rows_read_out_of_order_equal_rows_read_one_by_one(graph_file):
+    ids = np.array([40, 3, 255, 0, 17, 16])
+    got = _rows_in_order(read_graph_rows, graph_file, ids)
+    for k, i in enumerate(ids):
+        one = read_graph_rows(graph_file, np.array([i]))
+        row = got["indices"][got["indptr"][k] : got["indptr"][k + 1]]
+        assert np.array_equal(row, one["indices"])
+        assert np.array_equal(got["features"][k], one["features"][0])
+        assert got["labels"][k] == one["labels"][0]
+        for m in ("train_mask", "val_mask", "test_mask"):
+            assert got[m] is None or got[m][k] == one[m][0]
+
+
+def _train(argv, capsys) -> dict:
+    assert run(["train", *map(str, argv), "--json", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("order", ["degree", "rcm"])
+def test_serial_run_equals_the_unordered_run_and_outputs_stay_in_original_ids(
+    graph_file, tmp_path, capsys, order
+):
+    import h5py
+
+    base = [graph_file, "--epochs", "4", "--dtype", "float64", "--seed", "2"]
+    plain = _train([*base, "-o", tmp_path / "plain"], capsys)
+    ordered = _train([*base, "--reorder", order, "-o", tmp_path / order], capsys)
+    assert ordered["scheme_options"] == {"reorder": order} and plain["scheme_options"] == {}
+    assert ordered["final_loss"] == pytest.approx(plain["final_loss"], rel=1e-12)
+    assert ordered["test_acc"] == plain["test_acc"]
+    with h5py.File(tmp_path / "plain" / "predictions.h5") as a:
+        with h5py.File(tmp_path / order / "predictions.h5") as b:
+            for k in a:
+                assert np.array_equal(a[k][()], b[k][()]), k
+    with h5py.File(tmp_path / "plain" / "weights.h5") as a:
+        with h5py.File(tmp_path / order / "weights.h5") as b:
+            names = []
+            a.visit(lambda k: names.append(k) if isinstance(a[k], h5py.Dataset) else None)
+            assert names
+            for k in names:
+                np.testing.assert_allclose(b[k][()], a[k][()], rtol=1e-10, atol=1e-14)
+
+
+def test_reorder_refusals_are_one_line_exit_2(graph_file, tmp_path, capsys):
+    assert run(["train", str(graph_file), "--reorder", "random", "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--reorder must be none, degree or rcm" in err[0]
+    store = tmp_path / "store"
+    assert run(["shard", str(graph_file), "-o", str(store), "--parts", "1"]) == 0
+    capsys.readouterr()
+    assert run(["train", str(store), "--reorder", "rcm", "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--reorder applies to graph files" in err[0]
+    argv = ["simulate", str(graph_file), "--ranks", "2", "--scheme", "vertexcut"]
+    assert run([*argv, "--reorder", "rcm"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--reorder" in err[0]
