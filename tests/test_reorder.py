@@ -108,7 +108,7 @@ def test_serial_run_equals_the_unordered_run_and_outputs_stay_in_original_ids(
 def test_reorder_refusals_are_one_line_exit_2(graph_file, tmp_path, capsys):
     assert run(["train", str(graph_file), "--reorder", "random", "--epochs", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--reorder must be none, degree or rcm" in err[0]
+    assert len(err) == 1 and "--reorder must be one of none, degree, rcm" in err[0]
     store = tmp_path / "store"
     assert run(["shard", str(graph_file), "-o", str(store), "--parts", "1"]) == 0
     capsys.readouterr()

@@ -9,7 +9,7 @@ time and the simulator prices for all ranks at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -62,7 +62,7 @@ def reorder_config(values: dict) -> dict:
 
     order = values.get("reorder") or "none"
     if order not in ORDERS:
-        raise InputError(f"--reorder must be none, degree or rcm, got {order!r}")
+        raise InputError(f"--reorder must be one of {', '.join(ORDERS)}, got {order!r}")
     return {} if order == "none" else {"reorder": order}
 
 
@@ -291,8 +291,6 @@ class Scheme:
                 "a shard store fixes its own row order; --reorder applies to graph files",
                 getattr(source, "path", None),
             )
-        from dataclasses import replace
-
         from gcntrain.partition.reorder import order_key, reorder_within_parts
         from gcntrain.schemes.loading import graph_structure
 
