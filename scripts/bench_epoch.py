@@ -18,6 +18,11 @@ with PyTorch (``../shared/bench/anchor_env.sh`` builds one), PyG's GCN
 plain torch.sparse GCN with gcntrain's model (`anchor_torch_epoch.py`).  Each figure is the
 median over rounds of the run's median epoch; ratios are gcntrain / anchor.
 
+Memory: one more serial run in a child process under `tracemalloc` (which NumPy reports its
+array buffers to) prints the arrays held at the first epoch boundary (graph, support and its
+transpose, features, weights, Adam moments) and the peak traced during each later epoch, and
+their ratio.
+
 `--reorders degree,rcm`: gcntrain also runs with ``--reorder degree`` and ``--reorder rcm`` in
 the same rounds (ratios against the unordered run and the anchors).
 
@@ -144,6 +149,33 @@ def bench_serial(graphs: dict, a, anchor: str | None) -> None:
         )
 
 
+#: run in a child: peak traced memory of the epochs against the arrays held between epochs
+MEMORY_SNIPPET = """
+import json, sys, tracemalloc
+tracemalloc.start()
+from gcntrain.api import load_graph, train
+held, peaks = [], []
+def on_epoch(rec):
+    cur, peak = tracemalloc.get_traced_memory()
+    held.append(cur)
+    peaks.append(peak)
+    tracemalloc.reset_peak()
+g = load_graph(sys.argv[1])
+train(g, epochs=4, threads=int(sys.argv[2]), early_stopping=0, callback=on_epoch)
+print(json.dumps({"held": held[0], "peak": max(peaks[1:])}))
+"""
+
+
+def bench_memory(graphs: dict, a) -> None:
+    for name, (h5, _) in graphs.items():
+        out = sh([sys.executable, "-c", MEMORY_SNIPPET, h5, str(a.threads)])
+        d = json.loads(out.strip().splitlines()[-1])
+        print(
+            f"{name}: arrays held between epochs {d['held'] / 2**20:.1f} MiB, peak during an "
+            f"epoch {d['peak'] / 2**20:.1f} MiB, ratio {d['peak'] / d['held']:.2f}"
+        )
+
+
 def bench_mpi(h5: str, a) -> None:
     runs = {"serial": (1, []), "1d np2": (2, ["--scheme", "1d"])}
     runs["p2p np2"] = (2, ["--scheme", "p2p"])
@@ -202,6 +234,7 @@ def main() -> int:
         sh([*gcntrain(), "train", h5, "--epochs", "1", "--quiet"])  # compile once
         if not a.only_mpi:
             bench_serial(graphs, a, anchor)
+            bench_memory(graphs, a)
         if a.mpi:
             bench_mpi(h5, a)
     print(f"after: {machine_state()}")
