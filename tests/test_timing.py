@@ -158,6 +158,19 @@ def test_residual_fit_recovers_a_known_rate_and_overhead():
         assert c * got_o + e / got_rate + x == pytest.approx(m, rel=1e-6)
 
 
+def test_product_scales_are_the_measured_over_the_predicted_product_times():
+    measured = [
+        {"epoch_seconds": 0.01, "t_aggregation": 0.004, "t_dense": 0.001},
+        {"epoch_seconds": 0.1, "t_aggregation": 0.06, "t_dense": 0.012},
+    ]
+    predicted = [{"spmm": 0.005, "gemm": 0.001}, {"spmm": 0.075, "gemm": 0.009}]
+    k_spmm, k_gemm = K.product_scales(measured, predicted)
+    assert k_spmm == pytest.approx(0.064 / 0.08) and k_gemm == pytest.approx(0.013 / 0.01)
+    # a part the model does not predict (or the run did not time) keeps the benchmark's rate
+    none = [{"spmm": 0.0, "gemm": 0.0}, {"spmm": 0.0, "gemm": 0.0}]
+    assert K.product_scales(measured, none) == (1.0, 1.0)
+
+
 def test_link_and_collective_fits_invert_the_models():
     alpha, beta = 3e-6, 1 / 4e9
     pp = [[n, alpha + n * beta] for n in (8, 1 << 16, 1 << 20, 1 << 22)]
