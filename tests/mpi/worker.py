@@ -201,28 +201,49 @@ def case_equivplexus(world):
     R-MAT n = 509 (GraphSAGE with a hidden layer wider than the input, so both
     orders occur; GCN on the last grid), plus --permute double and --block-rows on the last
     grid."""
-    details, ok = [], True
     rm = rmat_odd(9, edge_factor=8, seed=11, num_features=12, num_classes=4)
-    grids = grids_3d(world.size)
-    cases = [(f"plexus-{grid}", "plexus", {"grid": grid}, None) for grid in grids]
-    last = grids[-1]
-    double = (f"plexus-{last}-double", "plexus", {"grid": last, "permute": "double"}, None)
-    blocks = (f"plexus-{last}-blocks", "plexus", {"grid": last, "block_rows": 50}, None)
-    if world.size == 4:  # 2D loading blocks of the graph file
-        blocks[2]["load_grid"] = "2x2"
+    cases, double, blocks = plexus_cases(world.size)
     runs = [
         ("cora", cora(), "gcn", (16,), cases + [double]),
         ("rmat-509", rm, "sage", (20, 6), cases + [double, blocks]),
         ("rmat-509", rm, "gcn", (20, 6), [cases[-1], double]),
     ]
     if world.size == 8:  # empty row and column chunks: n = 8, widths 3 -> 2 -> 5 -> 3
-        tiny = rmat(3, edge_factor=2, seed=4, num_features=3, num_classes=3)
-        more = [
-            (f"plexus-{grid}-{p}", "plexus", {"grid": grid, "permute": p, "block_rows": 1}, None)
-            for grid in ("1x1x8", "8x1x1", "1x8x1", "2x4x1")
-            for p in ("none", "double")
-        ]
+        tiny, more = tiny8_cases()
         runs += [("tiny-8", tiny, m, (2, 5), more) for m in ("gcn", "sage")]
+    return check_model_runs(world, runs)
+
+
+def plexus_cases(size: int) -> tuple[list, tuple, tuple]:
+    """(a Plexus case per grid of `grids_3d(size)`, --permute double on the last grid,
+    --block-rows 50 on the last grid (reading 2D blocks of the file at np = 4))."""
+    grids = grids_3d(size)
+    cases = [(f"plexus-{grid}", "plexus", {"grid": grid}, None) for grid in grids]
+    last = grids[-1]
+    double = (f"plexus-{last}-double", "plexus", {"grid": last, "permute": "double"}, None)
+    blocks = (f"plexus-{last}-blocks", "plexus", {"grid": last, "block_rows": 50}, None)
+    if size == 4:  # 2D loading blocks of the graph file
+        blocks[2]["load_grid"] = "2x2"
+    return cases, double, blocks
+
+
+def tiny8_cases() -> tuple[object, list]:
+    """The n = 8 graph whose row and column chunks are empty on 8-long axes, and its Plexus
+    cases: grids 1x1x8, 8x1x1, 1x8x1, 2x4x1, each with --permute none and double (one-row
+    blocks)."""
+    tiny = rmat(3, edge_factor=2, seed=4, num_features=3, num_classes=3)
+    more = [
+        (f"plexus-{grid}-{p}", "plexus", {"grid": grid, "permute": p, "block_rows": 1}, None)
+        for grid in ("1x1x8", "8x1x1", "1x8x1", "2x4x1")
+        for p in ("none", "double")
+    ]
+    return tiny, more
+
+
+def check_model_runs(world, runs) -> tuple[bool, list]:
+    """`check_cases` for each (graph name, graph, model, hidden widths, cases) of `runs`:
+    5 epochs in float64, weights within 1e-5 of serial; (all good, details)."""
+    details, ok = [], True
     for gname, g, model, hidden, cases in runs:
         cfg = TrainConfig(
             epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden

@@ -142,29 +142,15 @@ def case_equivplexusfast(world):
     hidden layer wider than the input: both orders) on every grid, with --permute double and
     --block-rows on the last; R-MAT GCN on the last grid, plain and double.  Weights after 5
     epochs equal serial (float64, 1e-5), measured bytes/messages equal the plan."""
-    details, ok = [], True
     rm = W.rmat_odd(9, edge_factor=8, seed=11, num_features=12, num_classes=4)
-    grids = W.grids_3d(world.size)
-    cases = [(f"plexus-{grid}", "plexus", {"grid": grid}, None) for grid in grids]
-    last = grids[-1]
-    double = (f"plexus-{last}-double", "plexus", {"grid": last, "permute": "double"}, None)
-    blocks = (f"plexus-{last}-blocks", "plexus", {"grid": last, "block_rows": 50}, None)
-    if world.size == 4:  # 2D loading blocks of the graph file
-        blocks[2]["load_grid"] = "2x2"
+    cases, double, blocks = W.plexus_cases(world.size)
     on_cora = [c for c in cases if c[2]["grid"] in CORA_GRIDS[world.size]]
     runs = [
         ("cora", W.cora(), "gcn", (16,), on_cora + [double]),
         ("rmat-509", rm, "sage", (20, 6), cases + [double, blocks]),
         ("rmat-509", rm, "gcn", (20, 6), [cases[-1], double]),
     ]
-    for gname, g, model, hidden, todo in runs:
-        cfg = TrainConfig(
-            epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden
-        )
-        good, det = W.check_cases(world, g, cfg, todo, 1e-5, {"graph": gname, "model": model})
-        ok &= good
-        details += det
-    return ok, details
+    return W.check_model_runs(world, runs)
 
 
 def case_equiv8(world):
@@ -189,12 +175,7 @@ def case_equiv8(world):
     plain = ("plexus-2x2x2", "plexus", {"grid": "2x2x2"}, None)
     double = ("plexus-2x2x2-double", "plexus", {"grid": "2x2x2", "permute": "double"}, None)
     blocks = ("plexus-2x2x2-blocks", "plexus", {"grid": "2x2x2", "block_rows": 50}, None)
-    tiny = W.rmat(3, edge_factor=2, seed=4, num_features=3, num_classes=3)
-    more = [
-        (f"plexus-{grid}-{p}", "plexus", {"grid": grid, "permute": p, "block_rows": 1}, None)
-        for grid in ("1x1x8", "8x1x1", "1x8x1", "2x4x1")
-        for p in ("none", "double")
-    ]
+    tiny, more = W.tiny8_cases()
     runs = [
         ("rmat-509", rm12, "sage", (20, 6), [plain, double, blocks]),
         ("rmat-509", rm12, "gcn", (20, 6), [plain, double]),
@@ -202,14 +183,8 @@ def case_equiv8(world):
         ("tiny-8", tiny, "gcn", (2, 5), more[0::2] + [more[5]]),
         ("tiny-8", tiny, "sage", (2, 5), more[1::2]),
     ]
-    for gname, g, model, hidden, cases in runs:
-        cfg = TrainConfig(
-            epochs=5, seed=3, dtype="float64", early_stopping=0, model=model, hidden=hidden
-        )
-        good, det = W.check_cases(world, g, cfg, cases, 1e-5, {"graph": gname, "model": model})
-        ok &= good
-        details += det
-    return ok, details
+    good, det = W.check_model_runs(world, runs)
+    return ok and good, details + det
 
 
 #: (label, scheme, options, partition) of `case_accuracy20`: every kind of scheme at np = 4
