@@ -74,7 +74,7 @@ def local_xent(
     logits = np.ascontiguousarray(logits)
     labels = np.asarray(labels, dtype=np.int64)
     n, c = logits.shape
-    masks = [np.asarray(m, dtype=bool) & (labels >= 0) for m in masks]
+    masks = [effective_mask(labels, m) for m in masks]
     active = np.zeros(n, dtype=bool)
     for m in masks:
         active |= m
