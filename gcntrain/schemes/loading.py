@@ -106,6 +106,15 @@ def numbering_of(
     return Numbering(perm, inv, offsets)
 
 
+def whole_graph_numbering(source, parts: int, spec: str | None, seed: int) -> Numbering:
+    """`numbering_of` a source that holds the whole graph (in memory or in one file): the
+    partition is keyed by the content hash of its `meta()`, computed once per source."""
+    meta = source.meta()
+    return numbering_of(
+        _spec(spec), meta.n, parts, seed, meta.content_hash, lambda: graph_structure(source)
+    )
+
+
 def graph_structure(source) -> tuple[np.ndarray, np.ndarray]:
     """(indptr, indices) of a graph file or in-memory graph source, original numbering."""
     if source.kind == "graph":
@@ -306,10 +315,7 @@ class GraphSource:
         return self._meta
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
-        g = self.graph
-        return numbering_of(
-            _spec(spec), g.n, parts, seed, g.content_hash(), lambda: graph_structure(self)
-        )
+        return whole_graph_numbering(self, parts, spec, seed)
 
     def whole(self, numbering: Numbering):
         """(the whole graph in its original numbering, `numbering` with perm/inv) for plans."""
@@ -384,10 +390,7 @@ class FileSource:
         )
 
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
-        meta = self.meta()
-        return numbering_of(
-            _spec(spec), meta.n, parts, seed, meta.content_hash, lambda: graph_structure(self)
-        )
+        return whole_graph_numbering(self, parts, spec, seed)
 
     def whole(self, numbering: Numbering):
         from gcntrain.data.store import read_graph

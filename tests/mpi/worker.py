@@ -26,6 +26,7 @@ from gcntrain.model.trainer import TrainConfig, fit
 from gcntrain.partition.basic import block_partition, random_partition
 from gcntrain.partition.hypergraph import column_nets, km1
 from gcntrain.partition.metis import metis_partition
+from gcntrain.schemes.loading import GraphSource
 from gcntrain.schemes.registry import SCHEMES
 from gcntrain.schemes.runner import load_rank, train_with
 from gcntrain.simulate.run import plan_training
@@ -94,9 +95,20 @@ def rmat_odd(scale: int = 9, keep: int = 509, **kw):
     )
 
 
+_sources: dict[int, tuple[object, GraphSource]] = {}
+
+
+def source_of(g):
+    """One `GraphSource` per graph of the job, so that the cases training and planning the
+    same graph hash its contents once (no case changes a graph in place)."""
+    if id(g) not in _sources:
+        _sources[id(g)] = (g, GraphSource(g, g.name))  # holding g keeps its id unique
+    return _sources[id(g)][1]
+
+
 def run_scheme(world, g, scheme, opts, part, cfg):
     world.tally = Tally()
-    return train_with(world, SCHEMES[scheme], g, cfg, opts, part)
+    return train_with(world, SCHEMES[scheme], source_of(g), cfg, opts, part)
 
 
 def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
@@ -104,8 +116,10 @@ def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
     # one rank plans (the plan covers every rank) and shares it: the ranks share the cores
     planned = None
     if rank == 0:
-        planned = plan_training(g, cfg, scheme, run.layout.size, opts, part).table.phases()
-    planned = _bcast_object(planned)
+        planned = plan_training(
+            source_of(g), cfg, scheme, run.layout.size, opts, part
+        ).table.phases()
+    planned = bcast_object(planned)
     measured = run.phases().phases
     out = []
     for k in sorted(set(planned) | set(measured)):
@@ -116,10 +130,21 @@ def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
     return out
 
 
-def _bcast_object(obj):
+def bcast_object(obj):
+    """Rank 0's `obj` on every rank.  The other ranks wait for rank 0's solo work (a plan, a
+    serial reference) sleeping between tests of a non-blocking barrier: waiting inside an MPI
+    call they would spin on the cores that rank 0 works on (ranks oversubscribe the cores)."""
+    import time
+
     from mpi4py import MPI
 
-    return MPI.COMM_WORLD.bcast(obj, root=0) if MPI.COMM_WORLD.Get_size() > 1 else obj
+    world = MPI.COMM_WORLD
+    if world.Get_size() == 1:
+        return obj
+    arrived = world.Ibarrier()
+    while not arrived.Test():
+        time.sleep(0.002)
+    return world.bcast(obj, root=0)
 
 
 def rel_err(ws_a, ws_b) -> float:
@@ -313,7 +338,7 @@ def case_equivvertexcut(world):
         tmp = None
         if gname == "rmat-509" and model == "gcn":
             tmp = tempfile.mkdtemp() if world.rank == 0 else None
-            tmp = _bcast_object(tmp)
+            tmp = bcast_object(tmp)
             path = f"{tmp}/libra.h5"
             if world.rank == 0:
                 res = run_method(
@@ -329,9 +354,9 @@ def case_equivvertexcut(world):
         run = run_scheme(world, g, "vertexcut", {}, "libra", cfg)
         nnz = None
         if world.rank == 0:
-            sim = plan_training(g, cfg, "vertexcut", world.size, {}, "libra")
+            sim = plan_training(source_of(g), cfg, "vertexcut", world.size, {}, "libra")
             nnz = SCHEMES["vertexcut"]._local_nnz(sim.ctx).tolist()
-        nnz = _bcast_object(nnz)
+        nnz = bcast_object(nnz)
         if nnz[world.rank] != run.ops._S.nnz:
             ok = False
             details.append({"graph": gname, "rank": world.rank, "nnz": [run.ops._S.nnz, nnz]})
@@ -430,9 +455,11 @@ def case_delayed(world):
     run = run_scheme(world, g, "vertexcut", {"delay": str(r)}, "libra", cfg)
     planned = None
     if world.rank == 0:
-        t = plan_training(g, cfg, "vertexcut", world.size, {"delay": str(r)}, "libra").table
+        t = plan_training(
+            source_of(g), cfg, "vertexcut", world.size, {"delay": str(r)}, "libra"
+        ).table
         planned = [t.epoch_phases(e) for e in range(cfg.epochs)]
-    planned = _bcast_object(planned)
+    planned = bcast_object(planned)
     for e in range(cfg.epochs):
         measured = run.epoch_tallies[e].phases
         for k in sorted(set(planned[e]) | set(measured)):
@@ -885,7 +912,7 @@ def case_resume(world):
     g = rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
     cfg = TrainConfig(epochs=8, seed=3, dtype="float64", early_stopping=0, dropout=0.5)
     ok, details = True, []
-    root = _bcast_object(tempfile.mkdtemp() if world.rank == 0 else None)
+    root = bcast_object(tempfile.mkdtemp() if world.rank == 0 else None)
 
     def stop_after_5(rec):
         if rec.epoch == 5:
@@ -899,7 +926,7 @@ def case_resume(world):
             train_with(
                 sub,
                 SCHEMES[scheme],
-                g,
+                source_of(g),
                 cfg,
                 opts,
                 part,
@@ -911,7 +938,7 @@ def case_resume(world):
         except Interrupted:
             interrupted = True
         world.tally = Tally()
-        again = train_with(world, SCHEMES[scheme], g, cfg, opts, part, resume=ck)
+        again = train_with(world, SCHEMES[scheme], source_of(g), cfg, opts, part, resume=ck)
         same = all(
             np.array_equal(a[k], b[k])
             for a, b in zip(again.result.weights, full.result.weights)

@@ -70,7 +70,7 @@ def shared_serial_fit(g, cfg, masks=None):
     key = world.bcast(key, root=0)
     if key not in _serial_cache:
         res = _plain_serial_fit(g, cfg, masks) if world.Get_rank() == 0 else None
-        _serial_cache[key] = world.bcast(res, root=0)
+        _serial_cache[key] = W.bcast_object(res)
     return _serial_cache[key]
 
 

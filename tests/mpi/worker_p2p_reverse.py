@@ -32,7 +32,7 @@ from gcntrain.partition.basic import block_partition, random_partition  # noqa: 
 from gcntrain.schemes.registry import SCHEMES  # noqa: E402
 from gcntrain.schemes.runner import load_rank, train_with  # noqa: E402
 from gcntrain.simulate.run import plan_training  # noqa: E402
-from tests.mpi.worker import _bcast_object, rel_err, serial_fit, shared_dir  # noqa: E402
+from tests.mpi.worker import bcast_object, rel_err, serial_fit, shared_dir  # noqa: E402
 
 #: width of the probe products (rows = bytes / (WIDTH * 8))
 WIDTH = 3
@@ -120,7 +120,7 @@ def train_check(world, g, part, model: str, epochs: int = 5) -> tuple[bool, dict
     if world.rank == 0:
         sim = plan_training(g, cfg, "p2p", world.size, {}, part)
         planned = (sim.table.phases(), sim.scheme.plan_notes(sim.ctx))
-    phases, notes = _bcast_object(planned)
+    phases, notes = bcast_object(planned)
     measured = run.phases().phases
     diffs = []
     for k in sorted(set(phases) | set(measured)):
