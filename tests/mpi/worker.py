@@ -99,11 +99,16 @@ _sources: dict[int, tuple[object, GraphSource]] = {}
 
 
 def source_of(g):
-    """One `GraphSource` per graph of the job, so that the cases training and planning the
-    same graph hash its contents once (no case changes a graph in place)."""
+    """One `GraphSource` per graph of a case, so that the runs and plans of the case hash
+    the graph's contents once (no case changes a graph in place); `forget_sources` after
+    the case lets its graphs go."""
     if id(g) not in _sources:
         _sources[id(g)] = (g, GraphSource(g, g.name))  # holding g keeps its id unique
     return _sources[id(g)][1]
+
+
+def forget_sources() -> None:
+    _sources.clear()
 
 
 def run_scheme(world, g, scheme, opts, part, cfg):

@@ -271,6 +271,8 @@ def run_case(world, case: str) -> None:
 
         sys.stderr.write(f"worker_fast: case {case} raised on rank {world.rank}\n")
         sys.exit(handle_internal_error(e))
+    finally:
+        W.forget_sources()
     verdict = world.comm.allreduce(1 if ok else 0, op=world.MPI.MIN)
     text = json.dumps(details, default=float)
     lens = world.comm.allgather(len(text))
