@@ -67,23 +67,30 @@ def agree(comm, fn: Callable[[], T], name_rank: bool = True) -> T:
     raise AgreedError(prefix + text, worst) from err
 
 
-#: seconds between the polls of a rank waiting in `on_root`
+#: seconds between the polls of a rank waiting in `idle_barrier`
 IDLE_POLL = 0.005
 
 
+def idle_barrier(mpicomm) -> None:
+    """A barrier on the mpi4py communicator `mpicomm` that the ranks arriving early wait in
+    *asleep* (a non-blocking barrier polled every `IDLE_POLL` seconds): busy-polling MPI
+    ranks would take the cores that the ranks still working share with them."""
+    if mpicomm.Get_size() > 1:
+        req = mpicomm.Ibarrier()
+        while not req.Test():
+            time.sleep(IDLE_POLL)
+
+
 def on_root(comm, fn: Callable[[], T], root: int = 0) -> T | None:
-    """Run `fn()` on `root` only while the other ranks wait *asleep* (a non-blocking barrier
-    polled every `IDLE_POLL` seconds), so that busy-polling MPI ranks sharing the root's
-    cores do not slow its work down; then `agree` on the outcome (same error everywhere).
-    Returns `fn()`'s result on `root`, None elsewhere."""
+    """Run `fn()` on `root` only while the other ranks wait in an `idle_barrier`, so that
+    busy-polling MPI ranks sharing the root's cores do not slow its work down; then `agree`
+    on the outcome (same error everywhere).  Returns `fn()`'s result on `root`, None
+    elsewhere."""
 
     def run():
         try:
             return fn() if comm.rank == root else None
         finally:
-            if comm.size > 1:
-                req = comm.comm.Ibarrier()
-                while not req.Test():
-                    time.sleep(IDLE_POLL)
+            idle_barrier(comm.comm)
 
     return agree(comm, run, name_rank=False)

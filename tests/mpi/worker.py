@@ -137,18 +137,16 @@ def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
 
 def bcast_object(obj):
     """Rank 0's `obj` on every rank.  The other ranks wait for rank 0's solo work (a plan, a
-    serial reference) sleeping between tests of a non-blocking barrier: waiting inside an MPI
-    call they would spin on the cores that rank 0 works on (ranks oversubscribe the cores)."""
-    import time
-
+    serial reference) in `gcntrain.comm.agree.idle_barrier`: waiting inside an MPI call
+    they would spin on the cores that rank 0 works on (ranks oversubscribe the cores)."""
     from mpi4py import MPI
+
+    from gcntrain.comm.agree import idle_barrier
 
     world = MPI.COMM_WORLD
     if world.Get_size() == 1:
         return obj
-    arrived = world.Ibarrier()
-    while not arrived.Test():
-        time.sleep(0.002)
+    idle_barrier(world)
     return world.bcast(obj, root=0)
 
 

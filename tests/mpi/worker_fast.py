@@ -66,8 +66,7 @@ def shared_serial_fit(g, cfg, masks=None):
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD
-    key = _key(g, cfg, masks) if world.Get_rank() == 0 else None
-    key = world.bcast(key, root=0)
+    key = W.bcast_object(_key(g, cfg, masks) if world.Get_rank() == 0 else None)
     if key not in _serial_cache:
         res = _plain_serial_fit(g, cfg, masks) if world.Get_rank() == 0 else None
         _serial_cache[key] = W.bcast_object(res)
