@@ -330,8 +330,11 @@ def test_threads_cap_the_blas_and_idle_openmp_workers_sleep():
     assert blas, "numpy's BLAS not found by threadpoolctl"
     set_threads(1)
     assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+    # any --threads: BLAS stays at one thread per call, the dense products run in parallel
+    # over Numba's threads (kernels.dense), so the two pools never spin on each other
     n = set_threads(10**6)
-    assert all(p["num_threads"] == n for p in threadpool_info() if p["user_api"] == "blas")
+    assert n == max_threads()
+    assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
     code = "import os, gcntrain.kernels; print(os.environ['OMP_WAIT_POLICY'])"
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     for given, want in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):

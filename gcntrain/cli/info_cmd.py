@@ -9,7 +9,7 @@ import sys
 import click
 
 from gcntrain import __version__
-from gcntrain.cli.display import emit
+from gcntrain.cli.display import count, emit
 from gcntrain.cli.options import json_option
 
 
@@ -62,6 +62,7 @@ def collect_info() -> dict:
         out["numba_threading_layer_config"] = numba.config.THREADING_LAYER
     except Exception as e:  # pragma: no cover
         out["numba_threads"] = f"unavailable ({e})"
+    out["thread_pools"] = _thread_pools()
     try:
         MPI = load_mpi()
         vendor, ver = MPI.get_vendor()
@@ -79,6 +80,26 @@ def collect_info() -> dict:
     except Exception:
         out["gpu_available"] = False
     return out
+
+
+def _thread_pools() -> str:
+    """Every native thread pool of the process as a training run sets it (`set_threads`):
+    Numba's threads parallelise the kernels and the dense products, BLAS runs one thread per
+    call; per library its API, version, file and threads, joined by "; "."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        from gcntrain.kernels.threads import set_threads
+
+        set_threads(None)
+        pools = sorted(threadpool_info(), key=lambda p: (p["user_api"], p["filepath"]))
+        return "; ".join(
+            " ".join(str(x) for x in (p["user_api"], p["internal_api"], p.get("version")) if x)
+            + f" ({os.path.basename(p['filepath'])}): {count(p['num_threads'], 'thread')}"
+            for p in pools
+        )
+    except Exception as e:  # pragma: no cover
+        return f"unavailable ({e})"
 
 
 @click.command("info", context_settings={"help_option_names": ["-h", "--help"]})

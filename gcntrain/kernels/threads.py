@@ -57,10 +57,12 @@ def set_threads(n: int | None = None) -> int:
         raise InputError(f"--threads must be a positive integer, got {n!r}")
     applied = min(int(n), max_threads())
     numba.set_num_threads(applied)
-    # the BLAS (numpy's GEMM) gets the same count: left at one thread per core, the BLAS
-    # threads of the ranks of a node spin on each other's cores (a 1d run at np 2 on two
-    # cores took 4.7x longer with them)
-    threadpool_limits(limits=applied, user_api="blas")
+    # one thread pool: BLAS runs one thread per call and the dense products are parallel over
+    # Numba's threads (`gcntrain.kernels.dense`).  Idle BLAS threads spin for about 0.1 s after
+    # each call and took the cores from the next Numba kernel (a width-16 SpMM: 30-41 ms after
+    # a 2-thread GEMM, 21 ms with single-threaded BLAS); left at one thread per core, the BLAS
+    # threads of the ranks of a node also spin on each other's cores
+    threadpool_limits(limits=1, user_api="blas")
     return applied
 
 

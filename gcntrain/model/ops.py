@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.kernels import dense
 from gcntrain.kernels.spmm import spmm_csr_dense
 from gcntrain.model.functional import (
     dropout_backward,
@@ -159,14 +160,14 @@ class Ops:
     # -- dense -----------------------------------------------------------------------------
     def matmul(self, H, W: np.ndarray, *, phase: Phase) -> np.ndarray:
         """Local block of ``H @ W`` (H dense or CSR)."""
-        return H @ W
+        return dense.matmul(H, W)
 
     def matmul_grads(
         self, H, W: np.ndarray, dZ: np.ndarray, *, need_input_grad: bool, phase: Phase
     ) -> tuple[np.ndarray | None, np.ndarray]:
         """(dH or None, partial dW) for Z = H @ W; dW still needs `reduce_weight_grad`."""
-        dW = H.T @ dZ
-        dH = dZ @ W.T if need_input_grad else None
+        dW = dense.matmul_tn(H, dZ)
+        dH = dense.matmul(dZ, W.T) if need_input_grad else None
         return dH, dW
 
     def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase: Phase) -> np.ndarray:

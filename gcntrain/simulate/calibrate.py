@@ -121,16 +121,21 @@ def spmm_gflops(scale: int = 17) -> dict[int, float]:
 
 
 def gemm_gflops(n: int = 1 << 17) -> float:
-    """GFLOP/s of numpy's tall-skinny products (n x 64 @ 64 x 16 and n x 16 @ 16 x 64, and
-    the weight gradient 64 x n @ n x 16), the best shape's median."""
+    """GFLOP/s of one thread in the model's tall-skinny products (`gcntrain.kernels.dense`:
+    n x 64 @ 64 x 16 and n x 16 @ 16 x 64, and the weight gradient 64 x n @ n x 16), the
+    shapes' median."""
+    from gcntrain.kernels.dense import matmul, matmul_tn
+    from gcntrain.kernels.threads import set_threads
+
+    set_threads(1)
     rng = np.random.default_rng(2)
     A, B = rng.random((n, 64), dtype=np.float32), rng.random((n, 16), dtype=np.float32)
     W1, W2 = rng.random((64, 16), dtype=np.float32), rng.random((16, 64), dtype=np.float32)
     flops = 2.0 * n * 64 * 16
     rates = [
-        flops / best_time(lambda: A @ W1) / 1e9,
-        flops / best_time(lambda: B @ W2) / 1e9,
-        flops / best_time(lambda: A.T @ B) / 1e9,
+        flops / best_time(lambda: matmul(A, W1)) / 1e9,
+        flops / best_time(lambda: matmul(B, W2)) / 1e9,
+        flops / best_time(lambda: matmul_tn(A, B)) / 1e9,
     ]
     return float(np.median(rates))
 
