@@ -107,6 +107,51 @@ def test_oversubscription_adds_a_cost_per_synchronisation():
         parse_machine(GOOD.replace("ranks = 2", "ranks = 2\noversubscribed_sync_us = -1"))
 
 
+def test_oversubscribed_cost_grows_with_the_compute_since_the_last_sync_up_to_the_slice():
+    text = GOOD.replace(
+        "ranks = 2", "ranks = 2\noversubscribed_sync_us = 500\noversubscribed_slice_us = 2000"
+    )
+    m = parse_machine(text, "x")
+    assert m.oversubscribed_slice == pytest.approx(2e-3)
+    since = np.array([0.0, 1e-3, 2e-3, 5e-3])
+    np.testing.assert_allclose(Placement(16, 16, m).sync_cost_for(since), [0, 2.5e-4, 5e-4, 5e-4])
+    assert not Placement(16, 8, m).sync_cost_for(since).any()  # not oversubscribed: nothing
+    const = parse_machine(GOOD.replace("ranks = 2", "ranks = 2\noversubscribed_sync_us = 500"))
+    np.testing.assert_allclose(Placement(16, 16, const).sync_cost_for(since), 5e-4)
+    # a collective pays its members' largest cost; an exchange each rank its own
+    step = Allreduce(Groups.world(4), np.array([1]), 8)
+    sync = np.array([0.0, 1e-4, 3e-4, 2e-4])
+    _, cost, _ = step_timing(step, Placement(4, 4, m), np.zeros(4), sync)
+    _, bare, _ = step_timing(step, Placement(4, 4, m), np.zeros(4), np.zeros(4))
+    np.testing.assert_allclose(cost - bare, 3e-4)
+    pairs = Pairs(4, np.array([0, 1]), np.array([1, 0]), np.array([64, 64]), kind="p2p")
+    _, cost, _ = step_timing(pairs, Placement(4, 4, m), np.zeros(4), sync)
+    _, bare, _ = step_timing(pairs, Placement(4, 4, m), np.zeros(4), np.zeros(4))
+    np.testing.assert_allclose(cost - bare, [0.0, 1e-4, 0.0, 0.0])
+    with pytest.raises(InputError, match="oversubscribed_slice_us"):
+        parse_machine(GOOD.replace("ranks = 2", "ranks = 2\noversubscribed_slice_us = -3"))
+
+
+def test_an_oversubscribed_epoch_pays_more_for_more_compute_between_syncs(graph_file):
+    cfg = TrainConfig(epochs=3)
+    sim = plan_training(str(graph_file), cfg, "p2p", 4)
+    widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+    fast = "spmm_gflops = { 16 = 2.0, 4 = 1.0, 64 = 4.0 }"
+    slow = "spmm_gflops = { 16 = 0.02, 4 = 0.01, 64 = 0.04 }"  # 100 x the product time
+    assert fast in GOOD
+    sliced = "oversubscribed_sync_us = 500\noversubscribed_slice_us = 1e6"
+
+    def epoch(extra: str, spmm: str) -> float:
+        text = GOOD.replace("ranks = 2", "ranks = 2\n" + extra).replace(fast, spmm)
+        text = text.replace("cores = 8", "cores = 2")  # 4 ranks on 2 cores
+        return predict(sim, Placement(4, 4, parse_machine(text)), widths)["epoch_seconds"]
+
+    for spmm in (fast, slow):
+        assert epoch("", spmm) < epoch(sliced, spmm) < epoch("oversubscribed_sync_us = 500", spmm)
+    # the same synchronisations cost more with more compute between them
+    assert epoch(sliced, slow) - epoch("", slow) > epoch(sliced, fast) - epoch("", fast)
+
+
 def test_epoch_replay_is_compute_plus_comm_plus_wait(graph_file, machine):
     cfg = TrainConfig(epochs=3)
     sim = plan_training(graph_file, cfg, "1d", 3)

@@ -15,8 +15,9 @@ project's own kernels and MPI library.
   intra-node link; this machine is one node, so the inter-node link is set to the same);
   every measured collective printed beside the model.
 * On a machine of at most 16 cores, what a synchronisation costs when busy-polling ranks
-  share cores (``oversubscribed_sync_us``): fitted to a real training run at twice as many
-  ranks as cores (`oversubscribed_fit`).
+  share cores (``oversubscribed_sync_us``, reached at ``oversubscribed_slice_us`` of compute
+  between synchronisations): fitted to real training runs at twice as many ranks as cores
+  on R-MAT 12 and 14 (`oversubscribed_fit`).
 * Memory bandwidth: a numpy triad.
 """
 
@@ -233,13 +234,20 @@ def fit_collective_bandwidth(mpi: dict, alpha: float, memory_rate: float) -> flo
 
 
 def oversubscribed_fit(
-    mpiexec: str, graph: str, name: str, figs: dict, epochs: int = 8
-) -> tuple[float, float, float]:
-    """(seconds per synchronising step, measured, predicted without it) from a real
-    training run at twice as many ranks as cores: busy-polling ranks that share cores wait
-    for a scheduler slice at every synchronisation, which no micro-benchmark of collectives
-    reproduces. The per-step cost solves measured = predicted(0) + s x (predicted(1 s) -
-    predicted(0)); the prediction is linear in it on the critical path."""
+    mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8
+) -> tuple[float, float, list[float], list[float]]:
+    """(saturated seconds per synchronising step, slice, measured, predicted without it)
+    from real training runs at twice as many ranks as cores on two graphs.
+
+    Busy-polling ranks that share cores lose up to a scheduler slice at every
+    synchronisation to a partner still computing, which no micro-benchmark of collectives
+    reproduces; the loss grows with the compute between synchronisations up to the slice
+    (`Placement.sync_cost_for`: ``S x min(1, w / slice)``).  For each slice on a log grid
+    the cost S that each graph's run needs solves measured = predicted(0) + S x
+    (predicted(1 s) - predicted(0)) (the prediction is linear in S on the critical path);
+    the slice where the two graphs need the same S is kept (the closest, when none is
+    exact).  With one graph, or when the runs leave nothing to explain, the cost is
+    constant (no slice)."""
     from gcntrain.model.trainer import TrainConfig
     from gcntrain.simulate.machine import parse_machine
     from gcntrain.simulate.run import plan_training
@@ -247,23 +255,44 @@ def oversubscribed_fit(
 
     ranks = 2 * figs["cores"]
     scheme = AUTO[1]
-    cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", graph, "--scheme", scheme]
-    out = subprocess.run(
-        [*cmd, "--epochs", str(epochs), "--json", "--quiet"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    got = float(json.loads(out.stdout)["epoch_seconds"])
+    cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", "--scheme", scheme]
+    got, sims = [], []
     cfg = TrainConfig(epochs=epochs)
-    sim = plan_training(graph, cfg, scheme, ranks)
-    widths = [sim.num_features, *cfg.hidden, sim.num_classes]
-    pred = []
-    for sync in (0.0, 1.0):
-        prof = parse_machine(_profile_text(name, {**figs, "sync": sync}), "<bench>")
-        pred.append(predict(sim, placement(prof, ranks, 1, ranks), widths)["epoch_seconds"])
-    slope = pred[1] - pred[0]
-    return (max(got - pred[0], 0.0) / slope if slope > 0 else 0.0), got, pred[0]
+    for graph in graphs:
+        out = subprocess.run(
+            [*cmd, graph, "--epochs", str(epochs), "--json", "--quiet"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got.append(float(json.loads(out.stdout)["epoch_seconds"]))
+        sims.append(plan_training(graph, cfg, scheme, ranks))
+
+    def pred(sim, sync: float, slice_: float) -> float:
+        prof = parse_machine(_profile_text(name, {**figs, "sync": sync, "slice": slice_}), "")
+        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+        return predict(sim, placement(prof, ranks, 1, ranks), widths)["epoch_seconds"]
+
+    base = [pred(sim, 0.0, 0.0) for sim in sims]
+    excess = [max(g - b, 0.0) for g, b in zip(got, base)]
+
+    def costs(slice_: float) -> list[float]:
+        slopes = [pred(sim, 1.0, slice_) - b for sim, b in zip(sims, base)]
+        return [e / d if d > 0 else 0.0 for e, d in zip(excess, slopes)]
+
+    if len(sims) < 2 or min(excess) <= 0.0:
+        return float(np.mean(costs(0.0))), 0.0, got, base
+    best = None
+    for slice_ in np.geomspace(20e-6, 50e-3, 28):
+        c = costs(float(slice_))
+        if min(c) <= 0.0:
+            continue
+        gap = abs(np.log(c[0] / c[1]))
+        if best is None or gap < best[0]:
+            best = (gap, float(np.sqrt(c[0] * c[1])), float(slice_))
+    if best is None:
+        return float(np.mean(costs(0.0))), 0.0, got, base
+    return best[1], best[2], got, base
 
 
 def serial_epochs(graph: str, epochs: int = 8) -> dict:
@@ -324,8 +353,8 @@ def _profile_text(name: str, figs: dict) -> str:
         'cost per Ops call",',
         '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
         "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 1-4 MiB, cold caches, medians "
-        "(one node: inter = intra); oversubscribed sync: fitted to a training run at twice "
-        'the cores",',
+        "(one node: inter = intra); oversubscribed sync and slice: fitted to training runs at "
+        'twice the cores on R-MAT 12 and 14",',
         f'  "numpy triad: {figs["triad_gbs"]:.1f} GB/s",',
         "]",
         "",
@@ -334,6 +363,7 @@ def _profile_text(name: str, figs: dict) -> str:
         f"ranks = {figs['cores']}",
         f"memory_bandwidth_gbs = {figs['triad_gbs']:.4g}",
         f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
+        f"oversubscribed_slice_us = {figs.get('slice', 0.0) * 1e6:.4g}",
         f"memory_gib = {figs.get('memory_gib', 0.0):.4g}",
         "",
         "[network.intra]",
@@ -480,13 +510,19 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             f"{figs['overhead'] * 1e6:.1f} us per Ops call"
         )
         if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
-            g = str(Path(tmp) / f"rmat{figs['scales'][1]}.h5")
-            figs["sync"], got, base = oversubscribed_fit(exe, g, name, figs)
+            # fitted on the two smaller graphs only: R-MAT 16 is the validation graph
+            fit = figs["scales"][:2]
+            graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in fit]
+            figs["sync"], figs["slice"], got, base = oversubscribed_fit(exe, graphs, name, figs)
+            runs = ", ".join(
+                f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms without it"
+                for sc, g, b in zip(fit, got, base)
+            )
             log(
                 f"oversubscribed sync       {2 * figs['cores']} ranks on {figs['cores']} "
-                f"cores, {AUTO[1]} on R-MAT {figs['scales'][1]}: {got * 1e3:.1f} ms measured, "
-                f"{base * 1e3:.1f} ms predicted without it: {figs['sync'] * 1e6:.0f} us per "
-                "synchronisation"
+                f"cores, {AUTO[1]}: {runs}: up to {figs['sync'] * 1e6:.0f} us per "
+                f"synchronisation, reached at {figs['slice'] * 1e6:.0f} us of compute "
+                "since the previous one"
             )
     text = _profile_text(name, figs)
     m = parse_machine(text, "<bench>")

@@ -10,6 +10,9 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       oversubscribed_sync_us (optional, default 0: what each synchronising
                       step adds when a node runs more ranks than cores, as MPI ranks
                       busy-polling on shared cores wait for a descheduled partner),
+                      oversubscribed_slice_us (optional, default 0: with it, a step adds
+                      ``oversubscribed_sync_us x min(1, w / slice)``, w the compute the
+                      rank did since its previous synchronisation),
                       memory_gib (optional, 0 = unknown: memory per node, for the sweep's
                       check that a configuration fits)
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
@@ -72,6 +75,8 @@ class Machine:
     other_rate: float
     call_overhead: float
     oversubscribed_sync: float = 0.0
+    #: compute between synchronisations at which the oversubscribed cost saturates (0: constant)
+    oversubscribed_slice: float = 0.0
     #: bytes of memory per node (0: unknown)
     memory: float = 0.0
     path: str = ""
@@ -204,6 +209,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
+        oversubscribed_slice=_optional(node, "oversubscribed_slice_us", "node.", path) * 1e-6,
         memory=_optional(node, "memory_gib", "node.", path) * 2**30,
         path=path,
     )

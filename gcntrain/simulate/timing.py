@@ -16,8 +16,10 @@ rank (vectorised over all ranks):
   others wait: "wait" in the breakdown); a point-to-point exchange when the rank and every
   partner it exchanges with have arrived; Alltoallv over the world when every rank has;
   on a node with more ranks than cores every synchronising step (each broadcast stage, each
-  collective, each exchange) adds the profile's ``oversubscribed_sync_us``; reductions add
-  their arithmetic at the rank's share of the memory bandwidth;
+  collective, each exchange) adds the profile's ``oversubscribed_sync_us``, scaled by
+  ``min(1, w / oversubscribed_slice_us)`` when the profile gives a slice (w: the compute
+  the rank did since its previous synchronisation; `Placement.sync_cost_for`); reductions
+  add their arithmetic at the rank's share of the memory bandwidth;
 * overlap: a scheme that overlaps its exchanges with local compute (`Scheme.overlaps`: p2p's
   Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
   of its compute (from its own clock) and its exchange (from the synchronisation point).
@@ -94,10 +96,21 @@ class Placement:
 
     @property
     def sync_cost(self) -> float:
-        """What each synchronising step adds (the profile's oversubscribed figure when the
-        node runs more ranks than cores, else nothing)."""
+        """What each synchronising step adds at most (the profile's oversubscribed figure
+        when the node runs more ranks than cores, else nothing)."""
         over = self.local_ranks > self.machine.cores
         return self.machine.oversubscribed_sync if over else 0.0
+
+    def sync_cost_for(self, since: np.ndarray) -> np.ndarray:
+        """(P,) what each rank's next synchronising step adds, given the compute seconds it
+        did since its previous one: busy-polling ranks on shared cores lose up to a scheduler
+        slice to a partner still computing, so the cost grows with that compute up to the
+        slice (``oversubscribed_slice_us``; without it, the constant `sync_cost`)."""
+        cost, tau = self.sync_cost, self.machine.oversubscribed_slice
+        since = np.asarray(since, np.float64)
+        if cost == 0.0 or tau <= 0.0:
+            return np.full(since.shape, cost)
+        return cost * np.minimum(1.0, since / tau)
 
 
 def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):
@@ -137,13 +150,15 @@ def _by_link(fn, intra_mask, place: Placement, *args) -> np.ndarray:
     return np.where(intra_mask, fn(*args, place.intra), fn(*args, place.inter))
 
 
-def _group_cost(step, place: Placement) -> np.ndarray:
-    """(P,) seconds of a collective over groups, per member."""
+def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
+    """(P,) seconds of a collective over groups, per member (`sync`: each rank's
+    synchronisation cost; a group pays its members' largest)."""
     g: Groups = step.groups
     p = g.size_of_rank()
     one = _one_node(g, place)
     G = g.sizes.shape[0]
-    sync = np.where(p > 1, place.sync_cost, 0.0)
+    group_sync = _group_max(sync, g.gid, G)
+    sync = np.where(p > 1, group_sync[g.gid], 0.0)
     if isinstance(step, Allreduce):
         n = np.asarray(step.nelems, np.float64)[g.gid] * step.itemsize
         red = C.reduction(p, n, place.memory_rate)
@@ -172,7 +187,7 @@ def _group_cost(step, place: Placement) -> np.ndarray:
                 C.bcast(size[live], step.nbytes[live], place.intra),
                 C.bcast(size[live], step.nbytes[live], place.inter),
             )
-            + place.sync_cost
+            + group_sync[grp]
         )
         per_group = np.zeros(G)
         np.add.at(per_group, grp, cost)
@@ -200,7 +215,7 @@ def _peers(src: np.ndarray, dst: np.ndarray, P: int) -> np.ndarray:
     return np.diff(A.indptr).astype(np.int64)
 
 
-def _pairs_cost(step: Pairs, place: Placement) -> np.ndarray:
+def _pairs_cost(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
     """(P,) seconds of a rank's part of a sparse exchange: per peer one latency, its bytes
     in its larger direction, separately on the intra- and inter-node links."""
     P = place.P
@@ -215,7 +230,7 @@ def _pairs_cost(step: Pairs, place: Placement) -> np.ndarray:
         recv = np.bincount(dd, weights=bb, minlength=P)
         peers = _peers(ss, dd, P)
         out += C.alltoallv(peers, sent, recv, link)
-    return out + np.where(out > 0, place.sync_cost, 0.0)
+    return out + np.where(out > 0, sync, 0.0)
 
 
 def _pairs_start(step: Pairs, clock: np.ndarray) -> np.ndarray:
@@ -229,17 +244,31 @@ def _pairs_start(step: Pairs, clock: np.ndarray) -> np.ndarray:
     return start
 
 
-def step_timing(step, place: Placement, clock: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
-    """(start, cost, kind) of one step given the ranks' clocks: when each rank's part
-    starts, how long it takes, and its breakdown kind."""
+def _sync_points(step) -> int:
+    """How many synchronisations a step makes (a broadcast step: one per live stage of its
+    busiest group)."""
+    if not isinstance(step, BcastStages):
+        return 1
+    live = step.nbytes > 0
+    return int(np.bincount(step.group[live]).max(initial=0)) if live.any() else 0
+
+
+def step_timing(
+    step, place: Placement, clock: np.ndarray, sync: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """(start, cost, kind) of one step given the ranks' clocks (and each rank's
+    synchronisation cost, default `Placement.sync_cost`): when each rank's part starts, how
+    long it takes, and its breakdown kind."""
+    if sync is None:
+        sync = np.full(place.P, place.sync_cost)
     if isinstance(step, Pairs):
-        cost = _pairs_cost(step, place)
+        cost = _pairs_cost(step, place, sync)
         if step.kind == POINT_TO_POINT:
             return _pairs_start(step, clock), cost, POINT_TO_POINT
         return np.full(place.P, clock.max(initial=0.0)), cost, "alltoall"
     g: Groups = step.groups
     start = _group_max(clock, g.gid, g.sizes.shape[0])[g.gid]
-    return start, _group_cost(step, place), _KIND[type(step)]
+    return start, _group_cost(step, place, sync), _KIND[type(step)]
 
 
 # -- compute ------------------------------------------------------------------------------
@@ -356,6 +385,7 @@ class TimeModel:
         other = other_seconds(self._footprint, self.widths, len(calls), self.place)
         parts["other"] += other
         clock = other.copy()
+        since = other.copy()  # compute since each rank's previous synchronisation
         overlaps = self.sim.scheme.overlaps(self.sim.ctx)
         for call in calls:
             steps, comp = self._call(call)
@@ -367,8 +397,14 @@ class TimeModel:
                 done = clock + c
             else:
                 clock = clock + c
+            # the call's compute falls between its synchronisations (broadcast stages
+            # interleave with the partial products)
+            since = since + c / max(1, sum(_sync_points(st) for st in steps))
             for st in steps:
-                start, cost, kind = step_timing(st, self.place, clock)
+                start, cost, kind = step_timing(
+                    st, self.place, clock, self.place.sync_cost_for(since)
+                )
+                since = np.zeros(P)
                 parts["wait"] += start - clock
                 parts[kind] += cost
                 clock = start + cost
