@@ -302,3 +302,22 @@ def test_more_ranks_than_rows_with_machine_is_one_line_exit_2(tmp_path, capsys, 
     assert run(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gcntrain: error:") and "32" in err[0], err
+
+
+def test_bench_recovers_the_cost_and_slice_of_synthetic_runs():
+    # two runs: n syncs with w seconds of compute before each; their excess from a known model
+    runs = [(120, 0.4e-3), (130, 2.5e-3)]
+
+    def slopes(tau):
+        return [n * (min(1.0, w / tau) if tau > 0 else 1.0) for n, w in runs]
+
+    tau = float(K.SLICES[17])
+    excess = [5e-4 * s for s in slopes(tau)]
+    cost, got = K.fit_sync_slice(excess, slopes)
+    assert got == pytest.approx(tau) and cost == pytest.approx(5e-4)
+    # a constant cost (the runs' excess in proportion to their syncs) fits a small slice
+    cost, got = K.fit_sync_slice([120 * 7e-4, 130 * 7e-4], slopes)
+    assert got <= 0.4e-3 and cost == pytest.approx(7e-4)
+    # nothing to explain, or one run: the constant model
+    assert K.fit_sync_slice([0.0, 0.1], slopes)[1] == 0.0
+    assert K.fit_sync_slice([0.1], slopes) == (pytest.approx(0.1 / 120), 0.0)

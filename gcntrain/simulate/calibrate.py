@@ -276,23 +276,39 @@ def oversubscribed_fit(
     base = [pred(sim, 0.0, 0.0) for sim in sims]
     excess = [max(g - b, 0.0) for g, b in zip(got, base)]
 
-    def costs(slice_: float) -> list[float]:
-        slopes = [pred(sim, 1.0, slice_) - b for sim, b in zip(sims, base)]
-        return [e / d if d > 0 else 0.0 for e, d in zip(excess, slopes)]
+    def slopes(slice_: float) -> list[float]:
+        return [pred(sim, 1.0, slice_) - b for sim, b in zip(sims, base)]
 
-    if len(sims) < 2 or min(excess) <= 0.0:
-        return float(np.mean(costs(0.0))), 0.0, got, base
+    cost, slice_ = fit_sync_slice(excess, slopes)
+    return cost, slice_, got, base
+
+
+#: the slices `fit_sync_slice` tries (seconds of compute between synchronisations)
+SLICES = np.geomspace(20e-6, 50e-3, 28)
+
+
+def fit_sync_slice(excess: list[float], slopes) -> tuple[float, float]:
+    """(cost, slice) with ``excess[i] = cost x slopes(slice)[i]`` for every run i, as nearly
+    as the grid `SLICES` allows (the slice where the runs' solved costs agree best; their
+    geometric mean).  ``slopes(0)`` is the constant model's (slice 0): used with fewer than
+    two runs, when a run leaves nothing to explain, or when no slice gives positive costs."""
+
+    def costs(slice_: float) -> list[float]:
+        return [e / d if d > 0 else 0.0 for e, d in zip(excess, slopes(slice_))]
+
+    if len(excess) < 2 or min(excess) <= 0.0:
+        return float(np.mean(costs(0.0))), 0.0
     best = None
-    for slice_ in np.geomspace(20e-6, 50e-3, 28):
+    for slice_ in SLICES:
         c = costs(float(slice_))
         if min(c) <= 0.0:
             continue
-        gap = abs(np.log(c[0] / c[1]))
+        gap = float(np.ptp(np.log(c)))
         if best is None or gap < best[0]:
-            best = (gap, float(np.sqrt(c[0] * c[1])), float(slice_))
+            best = (gap, float(np.exp(np.mean(np.log(c)))), float(slice_))
     if best is None:
-        return float(np.mean(costs(0.0))), 0.0, got, base
-    return best[1], best[2], got, base
+        return float(np.mean(costs(0.0))), 0.0
+    return best[1], best[2]
 
 
 def serial_epochs(graph: str, epochs: int = 8) -> dict:
