@@ -58,6 +58,7 @@ import scipy.sparse as sp
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
 from gcntrain.comm.grid import check_grid, factorizations, parse_dims
 from gcntrain.errors import InputError
+from gcntrain.kernels import dense
 from gcntrain.kernels.spmm import spmm_csr_dense
 from gcntrain.model.functional import dropout_backward, dropout_forward, row_l1_norms
 from gcntrain.model.functional import row_normalize as normalize_rows
@@ -558,7 +559,7 @@ class PlexusOps(Ops):
         if selfterm and pl.self_first:
             H = self._move(H, pl.inp, spec_shape[0], key)
         Wb = self._weight(W, spec_shape, pl.mm, key)
-        Z = self.axis[pl.mm.col].allreduce(np.asarray(H @ Wb), key)
+        Z = self.axis[pl.mm.col].allreduce(np.asarray(dense.matmul(H, Wb)), key)
         if selfterm and not pl.self_first:
             Z = self._move(Z, pl.agg, spec_shape[1], key)
         return Z
@@ -572,12 +573,11 @@ class PlexusOps(Ops):
         if selfterm and not pl.self_first:
             dZ = self._move(dZ, pl.out, spec_shape[1], key)
         dZ = np.ascontiguousarray(dZ)
-        # section 5.3: (dZ^T H)^T instead of H^T dZ
-        dW = np.ascontiguousarray(np.asarray(H.T @ dZ) if sp.issparse(H) else (dZ.T @ H).T)
+        dW = np.ascontiguousarray(np.asarray(dense.matmul_tn(H, dZ)))
         dH = None
         if need_input_grad:
             Wb = self._weight(W, spec_shape, pl.mm, key)
-            dH = self.axis[pl.mm.rep].allreduce(np.ascontiguousarray(dZ @ Wb.T), key)
+            dH = self.axis[pl.mm.rep].allreduce(np.ascontiguousarray(dense.matmul(dZ, Wb.T)), key)
             if selfterm and pl.self_first:
                 dH = self._move(dH, pl.mm, spec_shape[0], key)
         return dH, dW

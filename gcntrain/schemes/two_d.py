@@ -45,6 +45,7 @@ from gcntrain.comm.exchange import (
     Uniform,
 )
 from gcntrain.comm.grid import factorizations, grid_2d, parse_dims
+from gcntrain.kernels import dense
 from gcntrain.model.functional import row_l1_norms, row_normalize
 from gcntrain.model.loss import local_xent
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
@@ -477,16 +478,16 @@ class TwoDOps(Ops):
         key = phase_key(phase)
         if use_gather(sp.issparse(H), f_in, f_out):
             lo, hi = self.col_range(f_out)
-            return self._row_gather(H, f_in, key) @ W[:, lo:hi]
+            return dense.matmul(self._row_gather(H, f_in, key), W[:, lo:hi])
         lo, hi = self.col_range(f_in)
-        return self._row_reduce_scatter(np.asarray(H @ W[lo:hi, :]), f_out, key)
+        return self._row_reduce_scatter(np.asarray(dense.matmul(H, W[lo:hi, :])), f_out, key)
 
     def matmul_grads(self, H, W, dZ, *, need_input_grad, phase):
         f_in, f_out = W.shape
         dZi = self._row_gather(dZ, f_out, phase_key(phase))
         lo, hi = self.col_range(f_in)
-        dW = np.asarray(H.T @ dZi)
-        dH = dZi @ W[lo:hi, :].T if need_input_grad else None
+        dW = np.asarray(dense.matmul_tn(H, dZi))
+        dH = dense.matmul(dZi, W[lo:hi, :].T) if need_input_grad else None
         return dH, dW
 
     def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase):
