@@ -4,6 +4,10 @@ products they do not handle (CSR features, mixed dtypes, small products)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -67,9 +71,31 @@ def test_same_bits_at_every_thread_count():
 
 
 def test_blas_runs_one_thread_after_set_threads():
+    # a fresh process: the BLAS Numba's np.dot calls (scipy's) must be capped too, although
+    # nothing had loaded it when set_threads ran
+    code = (
+        "import json, numpy as np\n"
+        "from gcntrain.kernels.threads import set_threads\n"
+        "from gcntrain.kernels import dense\n"
+        "set_threads(2)\n"
+        "dense.matmul(np.ones((70000, 16)), np.ones((16, 16)))\n"
+        "from threadpoolctl import threadpool_info\n"
+        "pools = [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas']\n"
+        "print(json.dumps(pools))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    counts = json.loads(out.stdout)
+    assert counts and all(n == 1 for n in counts), counts
     set_threads(None)
-    pools = [p for p in threadpool_info() if p["user_api"] == "blas"]
-    assert pools and all(p["num_threads"] == 1 for p in pools)
+    assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+
+
+def test_mismatched_shapes_raise_as_numpy_does():
+    H = np.ones((70000, 16), np.float32)
+    with pytest.raises(ValueError):
+        dense.matmul(H, np.ones((8, 16), np.float32))
+    with pytest.raises(ValueError):
+        dense.matmul_tn(H, np.ones((70001, 16), np.float32))
 
 
 def test_what_the_kernels_do_not_take_goes_to_numpy():

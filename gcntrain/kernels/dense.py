@@ -79,12 +79,13 @@ _blas_capped = False
 
 
 def single_threaded_blas() -> None:
-    """Cap every BLAS library of the process at one thread (once; `set_threads` does it too)."""
+    """Cap every BLAS library of the process at one thread (once per process; `set_threads`
+    does it on every call)."""
     global _blas_capped
     if not _blas_capped:
-        from threadpoolctl import threadpool_limits
+        from gcntrain.kernels.threads import cap_blas
 
-        threadpool_limits(limits=1, user_api="blas")
+        cap_blas()
         _blas_capped = True
 
 
@@ -101,8 +102,12 @@ def _contig(a: np.ndarray) -> np.ndarray:
 
 def matmul(A, B) -> np.ndarray:
     """``A @ B`` (A: n x k dense or CSR, B: k x f); parallel over row chunks of A."""
-    if not _dense_ok(A, B) or A.shape[0] * A.shape[1] * B.shape[1] < MIN_PARALLEL_MACS:
-        return A @ B
+    if (
+        not _dense_ok(A, B)
+        or A.shape[1] != B.shape[0]
+        or A.shape[0] * A.shape[1] * B.shape[1] < MIN_PARALLEL_MACS
+    ):
+        return A @ B  # numpy's rules and errors
     single_threaded_blas()
     A = np.ascontiguousarray(A)
     out = np.empty((A.shape[0], B.shape[1]), dtype=A.dtype)
@@ -111,8 +116,12 @@ def matmul(A, B) -> np.ndarray:
 
 def matmul_tn(A, B) -> np.ndarray:
     """``A.T @ B`` (A: n x k dense or CSR, B: n x f): per-chunk products summed in order."""
-    if not _dense_ok(A, B) or A.shape[0] * A.shape[1] * B.shape[1] < MIN_PARALLEL_MACS:
-        return A.T @ B
+    if (
+        not _dense_ok(A, B)
+        or A.shape[0] != B.shape[0]
+        or A.shape[0] * A.shape[1] * B.shape[1] < MIN_PARALLEL_MACS
+    ):
+        return A.T @ B  # numpy's rules and errors
     single_threaded_blas()
     A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
     splits = row_chunks(A.shape[0])

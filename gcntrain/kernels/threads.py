@@ -1,5 +1,6 @@
-"""Numba and BLAS thread count per process (the ``--threads`` option and
-``NUMBA_NUM_THREADS``).
+"""Thread count per process (the ``--threads`` option and ``NUMBA_NUM_THREADS``): Numba's
+threads run every parallel kernel, the dense products included (`gcntrain.kernels.dense`);
+every BLAS library is held at one thread per call.
 
 Advice for MPI runs: give each rank ``cores_per_node // ranks_per_node`` threads
 (`advised_threads`), e.g. 2 ranks per 64-core node -> 32 threads each.  Without it every rank
@@ -18,6 +19,15 @@ import numba
 from threadpoolctl import threadpool_limits
 
 from gcntrain.errors import InputError
+
+
+def cap_blas() -> None:
+    """Hold every BLAS library of the process at one thread, scipy's included: Numba's
+    ``np.dot`` (the dense kernels) calls scipy's BLAS, which threadpoolctl only sees once it
+    is loaded, so it is loaded first."""
+    import scipy.linalg.cython_blas  # noqa: F401
+
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def max_threads() -> int:
@@ -62,7 +72,7 @@ def set_threads(n: int | None = None) -> int:
     # each call and took the cores from the next Numba kernel (a width-16 SpMM: 30-41 ms after
     # a 2-thread GEMM, 21 ms with single-threaded BLAS); left at one thread per core, the BLAS
     # threads of the ranks of a node also spin on each other's cores
-    threadpool_limits(limits=1, user_api="blas")
+    cap_blas()
     return applied
 
 

@@ -297,7 +297,7 @@ def fit_sync_slice(excess: list[float], slopes) -> tuple[float, float]:
         return [e / d if d > 0 else 0.0 for e, d in zip(excess, slopes(slice_))]
 
     if len(excess) < 2 or min(excess) <= 0.0:
-        return float(np.mean(costs(0.0))), 0.0
+        return _positive_mean(costs(0.0)), 0.0
     best = None
     for slice_ in SLICES:
         c = costs(float(slice_))
@@ -307,8 +307,14 @@ def fit_sync_slice(excess: list[float], slopes) -> tuple[float, float]:
         if best is None or gap < best[0]:
             best = (gap, float(np.exp(np.mean(np.log(c)))), float(slice_))
     if best is None:
-        return float(np.mean(costs(0.0))), 0.0
+        return _positive_mean(costs(0.0)), 0.0
     return best[1], best[2]
+
+
+def _positive_mean(values: list[float]) -> float:
+    """Mean of the positive values (runs that left something to explain), else 0."""
+    pos = [v for v in values if v > 0]
+    return float(np.mean(pos)) if pos else 0.0
 
 
 def serial_epochs(graph: str, epochs: int = 8) -> dict:

@@ -253,6 +253,18 @@ def _sync_points(step) -> int:
     return int(np.bincount(step.group[live]).max(initial=0)) if live.any() else 0
 
 
+def _synchronised(step, P: int) -> np.ndarray:
+    """(P,) whether a step synchronises each rank (a member of a group of two or more, or a
+    rank that sends or receives in an exchange)."""
+    if isinstance(step, Pairs):
+        live = (step.src != step.dst) & (step.nbytes > 0)
+        out = np.zeros(P, dtype=bool)
+        out[step.src[live]] = True
+        out[step.dst[live]] = True
+        return out
+    return step.groups.size_of_rank() > 1
+
+
 def step_timing(
     step, place: Placement, clock: np.ndarray, sync: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, str]:
@@ -397,14 +409,16 @@ class TimeModel:
                 done = clock + c
             else:
                 clock = clock + c
-            # the call's compute falls between its synchronisations (broadcast stages
-            # interleave with the partial products)
-            since = since + c / max(1, sum(_sync_points(st) for st in steps))
+            # the call's compute is spread evenly over its synchronisations (broadcast
+            # stages interleave with the partial products): each synchronising step comes
+            # after its share; a rank the step does not synchronise carries its compute on
             for st in steps:
+                n = _sync_points(st)
+                since = since + c * (n / max(1, sum(_sync_points(x) for x in steps)))
                 start, cost, kind = step_timing(
-                    st, self.place, clock, self.place.sync_cost_for(since)
+                    st, self.place, clock, self.place.sync_cost_for(since / max(1, n))
                 )
-                since = np.zeros(P)
+                since = np.where(_synchronised(st, P), 0.0, since)
                 parts["wait"] += start - clock
                 parts[kind] += cost
                 clock = start + cost
