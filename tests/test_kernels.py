@@ -19,6 +19,7 @@ from gcntrain.kernels.spmm import (
     balanced_row_splits,
     spmm,
     spmm_csr_dense,
+    spmm_csr_dense_add,
     spmm_csr_dense_balanced,
 )
 from gcntrain.kernels.threads import advised_threads, get_threads, max_threads, set_threads
@@ -100,6 +101,13 @@ def test_spmm_and_explicit_transpose_match_scipy(types_, case):
                 indptr, indices, data, X, out, balanced_row_splits(indptr, parts)
             )
             np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
+        # in place: out += A @ X; rows without entries keep their values bit for bit
+        base = rng.uniform(-1.0, 1.0, size=(n, f)).astype(dtype)
+        out = base.copy()
+        spmm_csr_dense_add(indptr, indices, data, X, out)
+        np.testing.assert_allclose(out, base + ref, rtol=1e-5, atol=1e-6)
+        empty = np.diff(indptr) == 0
+        assert empty.any() and np.array_equal(out[empty], base[empty])
         Y = rng.uniform(0.0, 1.0, size=(n, f)).astype(dtype)
         out_t = np.full((m, f), np.nan, dtype=dtype)
         spmm_csr_dense(ip_t, ix_t, d_t, Y, out_t)  # the model's way: explicit transpose

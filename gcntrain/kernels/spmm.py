@@ -83,13 +83,20 @@ def balanced_row_splits(indptr: np.ndarray, parts: int) -> np.ndarray:
 
 
 @njit(nogil=True, cache=True)
-def _spmm_rows(indptr, indices, data, X, out, r0, r1, acc):  # pragma: no cover - jitted
-    """out[r0:r1] = A[r0:r1] @ X, serially, with accumulator row `acc` (length X.shape[1])."""
+def _spmm_rows(indptr, indices, data, X, out, r0, r1, acc, add):  # pragma: no cover - jitted
+    """out[r0:r1] = A[r0:r1] @ X (``+=`` when `add`: rows without entries are not touched),
+    serially, with accumulator row `acc` (length X.shape[1])."""
     f = X.shape[1]
     kend = indptr[r1]
     for i in range(r0, r1):
-        for j in range(f):
-            acc[j] = 0
+        if add:
+            if indptr[i] == indptr[i + 1]:
+                continue
+            for j in range(f):
+                acc[j] = out[i, j]
+        else:
+            for j in range(f):
+                acc[j] = 0
         for k in range(indptr[i], indptr[i + 1]):
             kp = k + PREFETCH_DISTANCE
             if kp < kend:
@@ -103,8 +110,11 @@ def _spmm_rows(indptr, indices, data, X, out, r0, r1, acc):  # pragma: no cover 
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def spmm_csr_dense_balanced(indptr, indices, data, X, out, row_splits):  # pragma: no cover
-    """out = A @ X over caller-given row chunks (see `balanced_row_splits`).
+def spmm_csr_dense_balanced(
+    indptr, indices, data, X, out, row_splits, add=False
+):  # pragma: no cover - jitted
+    """out = A @ X (``out += A @ X`` when `add`) over caller-given row chunks (see
+    `balanced_row_splits`).
 
     Parameters
     ----------
@@ -126,7 +136,7 @@ def spmm_csr_dense_balanced(indptr, indices, data, X, out, row_splits):  # pragm
     f = X.shape[1]
     for p in prange(parts):
         acc = np.empty(f, dtype=out.dtype)
-        _spmm_rows(indptr, indices, data, X, out, row_splits[p], row_splits[p + 1], acc)
+        _spmm_rows(indptr, indices, data, X, out, row_splits[p], row_splits[p + 1], acc, add)
     return out
 
 
@@ -157,6 +167,18 @@ def spmm_csr_dense(indptr, indices, data, X, out):  # pragma: no cover - jitted
     parts = max(1, min(MAX_PARTS, n // MIN_ROWS_PER_PART))
     splits = balanced_row_splits_csr(indptr, parts)
     return spmm_csr_dense_balanced(indptr, indices, data, X, out, splits)
+
+
+@njit(nogil=True, cache=True)
+def spmm_csr_dense_add(indptr, indices, data, X, out):  # pragma: no cover - jitted
+    """out += A @ X in place, without a temporary: each row with entries is read, summed
+    onto in storage order and written once; rows without entries are not touched (a block
+    of remote rows with few entries costs its entries, not its rows).  Chunks and arguments
+    as `spmm_csr_dense`."""
+    n = indptr.shape[0] - 1
+    parts = max(1, min(MAX_PARTS, n // MIN_ROWS_PER_PART))
+    splits = balanced_row_splits_csr(indptr, parts)
+    return spmm_csr_dense_balanced(indptr, indices, data, X, out, splits, True)
 
 
 def spmm(

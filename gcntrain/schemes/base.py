@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, Uniform
-from gcntrain.kernels.spmm import spmm_csr_dense
+from gcntrain.kernels.spmm import spmm_csr_dense, spmm_csr_dense_add
 from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
 from gcntrain.model.phase import Phase, phase_key
@@ -136,10 +136,7 @@ def csr_apply(
     X = np.ascontiguousarray(X)
     data = M.data if M.data.dtype == X.dtype else M.data.astype(X.dtype)
     if accumulate:
-        tmp = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
-        spmm_csr_dense(M.indptr, M.indices, data, X, tmp)
-        out += tmp
-        return out
+        return spmm_csr_dense_add(M.indptr, M.indices, data, X, out)
     if out is None:
         out = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
     return spmm_csr_dense(M.indptr, M.indices, data, X, out)
