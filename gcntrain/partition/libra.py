@@ -60,20 +60,20 @@ def _pick_least_loaded(cands, m, load):
 
 
 @njit(nogil=True, cache=True)
-def _collect(head, nxt, rpart, v, cands):
+def _collect(rptr, rcnt, rlist, v, cands):
+    """cands[:m] = the parts of v's replicas, newest first; returns m."""
     m = 0
-    r = head[v]
-    while r >= 0:
-        cands[m] = rpart[r]
+    base = rptr[v]
+    for i in range(rcnt[v] - 1, -1, -1):
+        cands[m] = rlist[base + i]
         m += 1
-        r = nxt[r]
     return m
 
 
 @njit(nogil=True, cache=True)
 def libra_stream_coo(
-    src, dst, order, P, degree, remaining, rule, seed, edge_part, load, head, nxt, rpart
-):
+    src, dst, order, P, degree, remaining, rule, seed, edge_part, load, rptr, rcnt, rlist
+):  # pragma: no cover - jitted
     """Libra greedy vertex-cut over edges ``(src[e], dst[e])`` visited in `order`.
 
     Parameters
@@ -87,12 +87,17 @@ def libra_stream_coo(
     seed : seed of Numba's generator for tie breaking
     edge_part : int64 (m,) output part per edge
     load : int64 (P,) output edges per part (zeroed by the caller)
-    head : int64 (n,) replica list heads, -1 filled by the caller
-    nxt, rpart : int64 (2 m,) replica list pool (next pointer, part)
+    rptr : int64 (n + 1,) the replica slots of each vertex: ``min(P, incident edges)`` (a
+        vertex gets at most one replica per part and per edge)
+    rcnt : int64 (n,) replicas so far per vertex (zeroed by the caller)
+    rlist : int64 (rptr[n],) replica parts of each vertex, in the order they were added
+
+    Every replica set is contiguous and read newest first (the order candidates are drawn
+    in, which tie breaking depends on).
 
     Returns
     -------
-    number of replica entries used in the pool.
+    number of replicas.
     """
     np.random.seed(seed)
     cands = np.empty(P, dtype=np.int64)
@@ -103,8 +108,8 @@ def libra_stream_coo(
         e = order[t]
         u = src[e]
         v = dst[e]
-        hu = head[u] >= 0
-        hv = head[v] >= 0
+        hu = rcnt[u] > 0
+        hv = rcnt[v] > 0
         add_u = False
         add_v = False
         if not hu and not hv:
@@ -112,25 +117,24 @@ def libra_stream_coo(
             add_u = True
             add_v = u != v
         elif hu and not hv:
-            m = _collect(head, nxt, rpart, u, cands)
+            m = _collect(rptr, rcnt, rlist, u, cands)
             c = _pick_least_loaded(cands, m, load)
             add_v = True
         elif hv and not hu:
-            m = _collect(head, nxt, rpart, v, cands)
+            m = _collect(rptr, rcnt, rlist, v, cands)
             c = _pick_least_loaded(cands, m, load)
             add_u = True
         else:
-            r = head[u]
-            while r >= 0:
-                mark[rpart[r]] = t
-                r = nxt[r]
+            bu = rptr[u]
+            for i in range(rcnt[u]):
+                mark[rlist[bu + i]] = t
             m = 0
-            r = head[v]
-            while r >= 0:
-                if mark[rpart[r]] == t:
-                    cands[m] = rpart[r]
+            bv = rptr[v]
+            for i in range(rcnt[v] - 1, -1, -1):
+                x = rlist[bv + i]
+                if mark[x] == t:
+                    cands[m] = x
                     m += 1
-                r = nxt[r]
             if m > 0:
                 c = _pick_least_loaded(cands, m, load)
             else:
@@ -139,10 +143,10 @@ def libra_stream_coo(
                 else:
                     use_u = remaining[u] > remaining[v]
                 if use_u:
-                    m = _collect(head, nxt, rpart, u, cands)
+                    m = _collect(rptr, rcnt, rlist, u, cands)
                     add_v = True
                 else:
-                    m = _collect(head, nxt, rpart, v, cands)
+                    m = _collect(rptr, rcnt, rlist, v, cands)
                     add_u = True
                 c = _pick_least_loaded(cands, m, load)
         edge_part[e] = c
@@ -151,27 +155,14 @@ def libra_stream_coo(
         if u != v:
             remaining[v] -= 1
         if add_u:
-            rpart[used] = c
-            nxt[used] = head[u]
-            head[u] = used
+            rlist[rptr[u] + rcnt[u]] = c
+            rcnt[u] += 1
             used += 1
         if add_v:
-            rpart[used] = c
-            nxt[used] = head[v]
-            head[v] = used
+            rlist[rptr[v] + rcnt[v]] = c
+            rcnt[v] += 1
             used += 1
     return used
-
-
-@njit(nogil=True, cache=True)
-def _owners(head, nxt, owner):
-    """owner[r] = vertex whose replica list holds pool entry r."""
-    for x in range(head.shape[0]):
-        r = head[x]
-        while r >= 0:
-            owner[r] = x
-            r = nxt[r]
-    return owner
 
 
 @dataclass
@@ -299,11 +290,14 @@ def libra_partition(
         visit = np.arange(m, dtype=np.int64)
     edge_part = np.empty(m, dtype=np.int64)
     load = np.zeros(P, dtype=np.int64)
-    head = np.full(n, -1, dtype=np.int64)
-    nxt = np.empty(2 * m, dtype=np.int64)
-    rpart = np.empty(2 * m, dtype=np.int64)
+    # contiguous replica slots per vertex (the old linked pool had 2 m entries scattered
+    # over memory: each replica-set walk was a chain of cache misses)
+    rptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.minimum(deg, P), out=rptr[1:])
+    rcnt = np.zeros(n, dtype=np.int64)
+    rlist = np.empty(int(rptr[-1]), dtype=np.int64)
     remaining = deg.copy()
-    used = libra_stream_coo(
+    libra_stream_coo(
         u,
         v,
         visit,
@@ -314,18 +308,18 @@ def libra_partition(
         int(seed) % (2**32),
         edge_part,
         load,
-        head,
-        nxt,
-        rpart,
+        rptr,
+        rcnt,
+        rlist,
     )
-    # replica lists from the stream's own linked lists
-    owner = np.empty(used, dtype=np.int64)
-    _owners(head, nxt, owner)
-    parts = rpart[:used]
+    # replica lists from the stream's own sets, sorted by part per vertex
+    owner = np.repeat(np.arange(n, dtype=np.int64), rcnt)
+    first = np.repeat(np.cumsum(rcnt) - rcnt, rcnt)  # each replica's owner's first, packed
+    parts = rlist[np.repeat(rptr[:-1], rcnt) + np.arange(owner.size) - first]
     order_r = np.lexsort((parts, owner))
     owner, parts = owner[order_r], parts[order_r]
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    np.cumsum(rcnt, out=ptr[1:])
     verts, vparts, counts = vertex_edge_parts(indptr, indices, edge_part, P)
     root = roots_from_counts(n, verts, vparts, counts)
     return VertexCut(int(P), edge_part, ptr, parts.copy(), root)
