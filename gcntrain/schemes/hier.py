@@ -61,7 +61,12 @@ from gcntrain.schemes.base import (
     row_setup,
 )
 from gcntrain.schemes.layout import owner_of
-from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption, reorder_config
+from gcntrain.schemes.protocol import (
+    OVERLAP_CALL,
+    REORDER_OPTION,
+    SchemeOption,
+    reorder_config,
+)
 
 #: bytes of one entry's mode in the setup exchange (int8)
 MODE_BYTES = 1
@@ -413,9 +418,9 @@ class Hier(RowScheme):
         key = "hier_f" if which == "f" or ctx.symmetric else "hier_t"
         return ctx.cached(key, make)
 
-    def overlaps(self, ctx) -> bool:
+    def overlaps(self, ctx) -> str:
         """The local block is multiplied while the Ialltoallv travel."""
-        return True
+        return OVERLAP_CALL
 
     def quant_elements(self, ctx, call) -> np.ndarray:
         """Quantized training aggregations: each rank quantizes the rows it sends and

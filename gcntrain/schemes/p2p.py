@@ -44,6 +44,7 @@ from gcntrain.schemes.base import (
     spmm_work,
 )
 from gcntrain.schemes.layout import block_pair_counts, needed_pairs, owner_of
+from gcntrain.schemes.protocol import OVERLAP_CALL
 
 #: `plan_notes` values of the backward product
 FETCH, REVERSE, MIXED = "fetch", "reverse", "mixed"
@@ -298,9 +299,9 @@ class P2P(RowScheme):
 
     ops_class = P2POps
 
-    def overlaps(self, ctx) -> bool:
+    def overlaps(self, ctx) -> str:
         """Local rows are multiplied while the messages travel (`Pairs.run_p2p`)."""
-        return True
+        return OVERLAP_CALL
 
     def backward_pairs(self, ctx):
         """(src, dst, rows, reverse) of the backward product for all ranks

@@ -18,6 +18,11 @@ import scipy.sparse as sp
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.errors import InputError
 
+#: `Scheme.overlaps`: the exchange travels while the same call multiplies its local block
+OVERLAP_CALL = "call"
+#: `Scheme.overlaps`: delayed exchanges complete while later epochs compute
+OVERLAP_EPOCHS = "epochs"
+
 
 @dataclass(frozen=True)
 class SchemeOption:
@@ -353,11 +358,15 @@ class Scheme:
         fn = getattr(self, f"work_{call.method}", None)
         return np.zeros((ctx.P, 3), dtype=np.int64) if fn is None else fn(ctx, call)
 
-    def overlaps(self, ctx: PlanContext) -> bool:
-        """Whether the scheme's sparse exchanges (`Pairs` steps) overlap its local compute
-        (non-blocking sends and Waitany, Ialltoallv): the time model then ends such a call at
-        the later of its compute and its exchange instead of their sum."""
-        return False
+    def overlaps(self, ctx: PlanContext) -> str:
+        """How the scheme's sparse exchanges (`Pairs` steps) overlap its local compute:
+        ``""`` not at all (the default); `OVERLAP_CALL` within the call (non-blocking sends
+        and Waitany, Ialltoallv while the local block is multiplied: the time model ends the
+        call at the later of its compute and its exchange, but the part of the exchange the
+        rank's own CPU does, intra-node copies and oversubscribed waits, adds to its compute);
+        `OVERLAP_EPOCHS` across epochs (delayed exchanges progressing inside later MPI calls:
+        the whole exchange overlaps).  Truthy when the scheme overlaps at all."""
+        return ""
 
     def quant_elements(self, ctx: PlanContext, call) -> np.ndarray:
         """int64 (P,): elements every rank quantizes or dequantizes in one call (zero for a

@@ -64,7 +64,7 @@ from gcntrain.schemes.base import (
     spmm_work,
 )
 from gcntrain.schemes.loading import graph_structure
-from gcntrain.schemes.protocol import LoadRequest, Numbering, SchemeOption
+from gcntrain.schemes.protocol import OVERLAP_EPOCHS, LoadRequest, Numbering, SchemeOption
 
 #: `--delay` values: a non-negative integer R, or "none" (0c)
 NO_COMM = "none"
@@ -506,9 +506,9 @@ class VertexCut(RowScheme):
         return VertexCutOps(world, layout, k, S, trees, local.orig_ids)
 
     # -- exchange description ------------------------------------------------------------
-    def overlaps(self, ctx) -> bool:
+    def overlaps(self, ctx) -> str:
         """Delayed (cd-R) exchanges complete while later epochs compute."""
-        return bool(ctx.layout.delay)
+        return OVERLAP_EPOCHS if ctx.layout.delay else ""
 
     def price_key(self, ctx, call) -> tuple:
         """Aggregations are priced by pass (evaluation: exact) and, for cd-R, by the epoch's

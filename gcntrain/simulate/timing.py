@@ -22,7 +22,10 @@ rank (vectorised over all ranks):
   add their arithmetic at the rank's share of the memory bandwidth;
 * overlap: a scheme that overlaps its exchanges with local compute (`Scheme.overlaps`: p2p's
   Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
-  of its compute (from its own clock) and its exchange (from the synchronisation point).
+  of its compute (from its own clock) and its exchange (from the synchronisation point);
+  within a call (p2p, hier) the part of the exchange the rank's own CPU does (intra-node
+  copies, oversubscribed waits: `_pairs_cpu`) adds to its compute, while delayed cd-R
+  exchanges, progressing inside later MPI calls, hide whole.
 
 The epoch time is the latest clock (the critical path; epochs end with collectives), the
 breakdown is that of the critical rank, and `epoch_seconds` is the median over the planned
@@ -47,6 +50,7 @@ from gcntrain.comm.exchange import (
     Uniform,
 )
 from gcntrain.errors import InputError
+from gcntrain.schemes.protocol import OVERLAP_CALL
 from gcntrain.simulate import collectives as C
 from gcntrain.simulate.machine import Link, Machine
 
@@ -215,22 +219,38 @@ def _peers(src: np.ndarray, dst: np.ndarray, P: int) -> np.ndarray:
     return np.diff(A.indptr).astype(np.int64)
 
 
-def _pairs_cost(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
-    """(P,) seconds of a rank's part of a sparse exchange: per peer one latency, its bytes
-    in its larger direction, separately on the intra- and inter-node links."""
+def _pairs_parts(step: Pairs, place: Placement, sync: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(intra, inter, sync) (P,) seconds of a rank's part of a sparse exchange: per peer one
+    latency, its bytes in its larger direction, separately on the intra- and inter-node
+    links; the synchronisation cost where the rank exchanges anything."""
     P = place.P
     live = (step.src != step.dst) & (step.nbytes > 0)
     s, d, b = step.src[live], step.dst[live], step.nbytes[live].astype(np.float64)
     node = place.node
     same = node[s] == node[d]
-    out = np.zeros(P)
+    out = []
     for mask, link in ((same, place.intra), (~same, place.inter)):
         ss, dd, bb = s[mask], d[mask], b[mask]
         sent = np.bincount(ss, weights=bb, minlength=P)
         recv = np.bincount(dd, weights=bb, minlength=P)
         peers = _peers(ss, dd, P)
-        out += C.alltoallv(peers, sent, recv, link)
-    return out + np.where(out > 0, sync, 0.0)
+        out.append(C.alltoallv(peers, sent, recv, link))
+    intra, inter = out
+    return intra, inter, np.where(intra + inter > 0, sync, 0.0)
+
+
+def _pairs_cost(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
+    """(P,) seconds of a rank's part of a sparse exchange (`_pairs_parts` summed)."""
+    return sum(_pairs_parts(step, place, sync))
+
+
+def _pairs_cpu(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
+    """(P,) seconds of a sparse exchange that the rank's own CPU spends and no overlap can
+    hide: intra-node messages are copied through shared memory by the ranks inside their
+    MPI calls (MPICH and Open MPI progress them only there), and an oversubscribed rank
+    waits for its partners to be scheduled; the NIC moves inter-node messages alone."""
+    intra, _, syn = _pairs_parts(step, place, sync)
+    return intra + syn
 
 
 def _pairs_start(step: Pairs, clock: np.ndarray) -> np.ndarray:
@@ -404,7 +424,7 @@ class TimeModel:
             c = sum(comp.values())
             for k, v in comp.items():
                 parts[k] += v
-            pairs = overlaps and any(isinstance(s, Pairs) for s in steps)
+            pairs = bool(overlaps) and any(isinstance(s, Pairs) for s in steps)
             if pairs:
                 done = clock + c
             else:
@@ -415,9 +435,11 @@ class TimeModel:
             for st in steps:
                 n = _sync_points(st)
                 since = since + c * (n / max(1, sum(_sync_points(x) for x in steps)))
-                start, cost, kind = step_timing(
-                    st, self.place, clock, self.place.sync_cost_for(since / max(1, n))
-                )
+                sync = self.place.sync_cost_for(since / max(1, n))
+                start, cost, kind = step_timing(st, self.place, clock, sync)
+                if pairs and overlaps == OVERLAP_CALL and isinstance(st, Pairs):
+                    # what the rank's CPU does for the exchange comes after its compute
+                    done = done + _pairs_cpu(st, self.place, sync)
                 since = np.where(_synchronised(st, P), 0.0, since)
                 parts["wait"] += start - clock
                 parts[kind] += cost
