@@ -13,6 +13,7 @@ from scipy.special import log_softmax
 
 from gcntrain.errors import InputError
 from gcntrain.kernels import gpu
+from gcntrain.kernels.coo import indptr_from_sorted_rows
 from gcntrain.kernels.elementwise import relu_backward, relu_inplace, row_normalize_inplace
 from gcntrain.kernels.softmax import softmax_xent_grad, softmax_xent_rows
 from gcntrain.kernels.spmm import (
@@ -199,6 +200,27 @@ def test_balanced_splits_cover_rows_once(parts):
 def test_balanced_splits_rejects_bad_parts():
     with pytest.raises(ValueError, match="parts"):
         balanced_row_splits(np.array([0, 1, 2]), 0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_indptr_from_sorted_rows_matches_scipy(case):
+    # row ids of CSR entries (empty rows, a heavy row, trailing empty rows) back to indptr
+    indptr, indices, data, A = _case_arrays(case, np.float32, np.int64, np.int32)
+    n = A.shape[0]
+    rows = A.tocoo().row.astype(np.int32)
+    got = np.full(n + 1, -1, dtype=np.int64)
+    assert indptr_from_sorted_rows(rows, got) == rows.shape[0]
+    np.testing.assert_array_equal(got, indptr)
+    empty = np.full(5, -1, dtype=np.int64)
+    assert indptr_from_sorted_rows(np.zeros(0, np.int32), empty) == 0
+    np.testing.assert_array_equal(empty, np.zeros(5))
+
+
+def test_indptr_from_sorted_rows_reports_the_first_bad_entry():
+    out = np.empty(4, dtype=np.int64)  # 3 rows
+    assert indptr_from_sorted_rows(np.array([0, 2, 1], np.int32), out) == 2  # out of order
+    assert indptr_from_sorted_rows(np.array([0, 1, 3], np.int32), out) == 2  # out of range
+    assert indptr_from_sorted_rows(np.array([-1], np.int32), out) == 0
 
 
 def test_csr_transpose_trailing_empty_columns():

@@ -130,9 +130,10 @@ class TypedBlocks:
 
 
 def csr_apply(
-    M: sp.csr_matrix, X: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+    M, X: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
 ) -> np.ndarray:
-    """``M @ X`` with the Numba kernel (``out += M @ X`` when `accumulate`)."""
+    """``M @ X`` with the Numba kernel (``out += M @ X`` when `accumulate`); `M` is anything
+    with CSR ``indptr``, ``indices``, ``data`` and ``shape`` (a scipy matrix, a 2D piece)."""
     X = np.ascontiguousarray(X)
     data = M.data if M.data.dtype == X.dtype else M.data.astype(X.dtype)
     if accumulate:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,6 +47,7 @@ from gcntrain.comm.exchange import (
 )
 from gcntrain.comm.grid import factorizations, grid_2d, parse_dims
 from gcntrain.kernels import dense
+from gcntrain.kernels.coo import indptr_from_sorted_rows
 from gcntrain.model.functional import row_l1_norms, row_normalize
 from gcntrain.model.loss import local_xent
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
@@ -303,6 +305,16 @@ def gather_columns(comm, X, widths: np.ndarray, key: str) -> np.ndarray:
     return np.ascontiguousarray(np.hstack([a.reshape(m, int(k)) for a, k in zip(parts, widths)]))
 
 
+class CSRPiece(NamedTuple):
+    """A CSR matrix as its arrays (what `csr_apply` reads), without scipy's checks and
+    conversions: a received SUMMA piece is multiplied once and dropped."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+
 class StagePieces:
     """The pieces of this rank's block of S (or S^T) that it broadcasts, one per stage in its
     column part, as CSR (for its own products) and packed (int32 rows, int32 columns, values)
@@ -341,13 +353,16 @@ class StagePieces:
         return self._typed[key]
 
     @staticmethod
-    def unpack(buf: np.ndarray, nnz: int, m: int, width: int, dtype) -> sp.csr_matrix:
+    def unpack(buf: np.ndarray, nnz: int, m: int, width: int, dtype) -> CSRPiece:
+        """The CSR piece (m x width) of a received wire buffer: views of its columns and
+        values, row pointers from its row ids (in CSR order) in one pass."""
         rows = buf[: 4 * nnz].view(np.int32)
         cols = buf[4 * nnz : 8 * nnz].view(np.int32)
         vals = buf[8 * nnz :].view(dtype)
-        indptr = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
-        return sp.csr_matrix((vals, cols, indptr), shape=(m, width))
+        indptr = np.empty(m + 1, dtype=np.int64)
+        if indptr_from_sorted_rows(rows, indptr) != nnz:
+            raise RuntimeError("2D: a received piece's row ids are out of order or range")
+        return CSRPiece(indptr, cols, vals, (m, width))
 
 
 class TwoDOps(Ops):
@@ -748,9 +763,10 @@ class TwoD(Scheme):
 
     def stream_bytes(self, ctx, call) -> np.ndarray:
         """A SUMMA product's passes over memory besides its SpMMs: each stage with entries
-        adds its partial product into the rank's output block (read both, write one: 3 x
+        adds its partial product into the rank's output block in place (read and write: 2 x
         rows x width chunk), and a piece received from another process column is unpacked
-        (its rows, columns and values read, the row pointers written)."""
+        (its row ids read, its row pointers written; columns and values are used in
+        place)."""
         lay: Layout2D = ctx.layout
         if call.method in ("matmul", "matmul_grads"):
             return self._whole_row_bytes(ctx, call)
@@ -770,8 +786,8 @@ class TwoD(Scheme):
         isz = call.itemsize(0)
         ma = lay.row_sizes[i].astype(np.int64)
         w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))[j]
-        acc = 3 * active * ma * w * isz
-        unpack = received * (ENTRY_ID_BYTES + isz) + pieces * (ma + 1) * 8
+        acc = 2 * active * ma * w * isz
+        unpack = received * (ENTRY_ID_BYTES // 2) + pieces * (ma + 1) * 8
         return (acc + unpack).astype(np.int64)
 
     def _whole_row_bytes(self, ctx, call) -> np.ndarray:
