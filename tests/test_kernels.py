@@ -214,6 +214,13 @@ def test_indptr_from_sorted_rows_matches_scipy(case):
     empty = np.full(5, -1, dtype=np.int64)
     assert indptr_from_sorted_rows(np.zeros(0, np.int32), empty) == 0
     np.testing.assert_array_equal(empty, np.zeros(5))
+    # leading, middle and trailing empty rows; no rows at all
+    edges = np.full(7, -1, dtype=np.int64)
+    assert indptr_from_sorted_rows(np.array([2, 2, 4], np.int32), edges) == 3
+    np.testing.assert_array_equal(edges, [0, 0, 0, 2, 2, 3, 3])
+    none = np.full(1, -1, dtype=np.int64)
+    assert indptr_from_sorted_rows(np.zeros(0, np.int64), none) == 0
+    np.testing.assert_array_equal(none, [0])
 
 
 def test_indptr_from_sorted_rows_reports_the_first_bad_entry():

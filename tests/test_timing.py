@@ -19,7 +19,14 @@ from gcntrain.simulate import calibrate as K
 from gcntrain.simulate import collectives as C
 from gcntrain.simulate.machine import load_machine, parse_machine
 from gcntrain.simulate.run import plan_training
-from gcntrain.simulate.timing import Placement, TimeModel, placement, predict, step_timing
+from gcntrain.simulate.timing import (
+    Placement,
+    TimeModel,
+    epoch_calls,
+    placement,
+    predict,
+    step_timing,
+)
 from tests.test_machine import GOOD
 
 
@@ -174,7 +181,7 @@ def test_epoch_replay_is_compute_plus_comm_plus_wait(graph_file, machine):
     )
 
 
-def _slow_network_epoch(graph_file, scheme, options, nodes):
+def _slow_network_epoch(graph_file, scheme, options, nodes, only=None):
     """The middle planned epoch of `scheme` on 2 ranks over `nodes` nodes, on a network so
     slow that the exchanges dominate, and its critical rank."""
     slow = parse_machine(
@@ -185,7 +192,11 @@ def _slow_network_epoch(graph_file, scheme, options, nodes):
     cfg = TrainConfig(epochs=3)
     sim = plan_training(graph_file, cfg, scheme, 2, options)
     widths = [sim.num_features, *cfg.hidden, sim.num_classes]
-    ep = TimeModel(sim, Placement(2, 2 // nodes, slow), widths).epochs()[1]
+    model = TimeModel(sim, Placement(2, 2 // nodes, slow), widths)
+    if only is None:
+        ep = model.epochs()[1]
+    else:
+        ep = model.epoch([c for c in epoch_calls(sim)[1] if c.method == only])
     return ep, int(np.argmax(ep.clock))
 
 
@@ -200,9 +211,32 @@ def test_overlap_hides_what_the_network_moves_not_what_the_cpu_copies(graph_file
     comm = ep.parts["p2p"][r] + ep.parts["allreduce"][r] + ep.parts["bcast"][r]
     assert ep.clock[r] < _compute(ep, r) + comm
     # one node: the ranks copy the messages themselves, nothing of the exchange is hidden
-    ep, r = _slow_network_epoch(graph_file, "p2p", None, nodes=1)
-    assert ep.parts["p2p"][r] > _compute(ep, r)
-    assert ep.clock[r] >= _compute(ep, r) + ep.parts["p2p"][r]
+    # (the aggregations alone: each is its compute, then its exchange)
+    ep, r = _slow_network_epoch(graph_file, "p2p", None, nodes=1, only="aggregate")
+    assert ep.parts["p2p"][r] > _compute(ep, r) > 0
+    assert ep.clock[r] >= (_compute(ep, r) + ep.parts["p2p"][r]) * (1 - 1e-12)
+
+
+def test_an_oversubscribed_wait_is_not_hidden_by_the_overlapped_compute(graph_file):
+    # p2p on 2 nodes of 16 ranks (8 cores each), products far slower than the network: the
+    # inter-node exchanges hide under the compute, but each exchange's oversubscribed wait
+    # is time the rank's CPU does not compute, so every aggregation pays it on top
+    slow = GOOD.replace("{ 16 = 2.0, 4 = 1.0, 64 = 4.0 }", "{ 16 = 0.002, 4 = 0.001, 64 = 0.004 }")
+    cfg = TrainConfig(epochs=3)
+    sim = plan_training(graph_file, cfg, "p2p", 32)
+    widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+    calls = [c for c in epoch_calls(sim)[1] if c.method == "aggregate"]
+    assert calls
+
+    def epoch(sync_us):
+        text = slow.replace("ranks = 2", f"ranks = 2\noversubscribed_sync_us = {sync_us}")
+        m = parse_machine(text)
+        return TimeModel(sim, Placement(32, 16, m), widths).epoch(calls)
+
+    bare, over = epoch(0), epoch(100)
+    r = int(np.argmax(bare.clock))
+    assert _compute(bare, r) > 100 * bare.parts["p2p"][r]  # the exchanges alone would hide
+    np.testing.assert_allclose(over.clock - bare.clock, len(calls) * 1e-4, rtol=1e-9)
 
 
 def test_delayed_exchanges_hide_even_on_one_node(graph_file):

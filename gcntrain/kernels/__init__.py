@@ -1,9 +1,12 @@
 """Numba kernels over raw arrays (callers preallocate outputs); see docs/kernels.md.
 
 Modules: `spmm` (CSR x dense, balanced row chunks), `transpose` (CSR transpose and the
-scatter product A.T @ X), `elementwise` (ReLU, row normalisation), `softmax` (fused softmax
-cross-entropy), `threads` (thread count per process), `prefetch` (LLVM prefetch hint),
-`dropout` (counter-based dropout) and `gpu` (optional CuPy twin, never imported here).
+scatter product A.T @ X), `coo` (row pointers of entries in row order), `dense` (the model's
+dense products, one thread pool), `elementwise` (ReLU, row normalisation), `softmax` (fused
+softmax cross-entropy), `rows` (message row gather/scatter), `quant` (Int2/4/8 messages),
+`threads` (thread count per process), `compile_watch` (the compile progress line),
+`prefetch` (LLVM prefetch hint), `dropout` (counter-based dropout) and `gpu` (optional
+CuPy twin, never imported here).
 Nothing is imported eagerly, so importing the package compiles nothing.
 """
 

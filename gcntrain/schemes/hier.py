@@ -418,7 +418,7 @@ class Hier(RowScheme):
         key = "hier_f" if which == "f" or ctx.symmetric else "hier_t"
         return ctx.cached(key, make)
 
-    def overlaps(self, ctx) -> str:
+    def overlaps(self, ctx, call) -> str:
         """The local block is multiplied while the Ialltoallv travel."""
         return OVERLAP_CALL
 

@@ -299,7 +299,7 @@ class P2P(RowScheme):
 
     ops_class = P2POps
 
-    def overlaps(self, ctx) -> str:
+    def overlaps(self, ctx, call) -> str:
         """Local rows are multiplied while the messages travel (`Pairs.run_p2p`)."""
         return OVERLAP_CALL
 

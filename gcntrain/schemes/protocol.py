@@ -358,14 +358,14 @@ class Scheme:
         fn = getattr(self, f"work_{call.method}", None)
         return np.zeros((ctx.P, 3), dtype=np.int64) if fn is None else fn(ctx, call)
 
-    def overlaps(self, ctx: PlanContext) -> str:
-        """How the scheme's sparse exchanges (`Pairs` steps) overlap its local compute:
+    def overlaps(self, ctx: PlanContext, call) -> str:
+        """How the sparse exchanges (`Pairs` steps) of `call` overlap its local compute:
         ``""`` not at all (the default); `OVERLAP_CALL` within the call (non-blocking sends
         and Waitany, Ialltoallv while the local block is multiplied: the time model ends the
         call at the later of its compute and its exchange, but the part of the exchange the
         rank's own CPU does, intra-node copies and oversubscribed waits, adds to its compute);
         `OVERLAP_EPOCHS` across epochs (delayed exchanges progressing inside later MPI calls:
-        the whole exchange overlaps).  Truthy when the scheme overlaps at all."""
+        the whole exchange overlaps).  Truthy when the call overlaps at all."""
         return ""
 
     def quant_elements(self, ctx: PlanContext, call) -> np.ndarray:

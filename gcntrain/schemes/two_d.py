@@ -763,10 +763,11 @@ class TwoD(Scheme):
 
     def stream_bytes(self, ctx, call) -> np.ndarray:
         """A SUMMA product's passes over memory besides its SpMMs: each stage with entries
-        adds its partial product into the rank's output block in place (read and write: 2 x
-        rows x width chunk), and a piece received from another process column is unpacked
-        (its row ids read, its row pointers written; columns and values are used in
-        place)."""
+        adds its partial product into the rank's output block in place, reading back the rows
+        it accumulates into (rows x width chunk, an upper bound: the kernel skips rows without
+        entries; the write is inside the calibrated SpMM rate), and a piece received from
+        another process column is unpacked (its row ids read, its row pointers written;
+        columns and values are used in place)."""
         lay: Layout2D = ctx.layout
         if call.method in ("matmul", "matmul_grads"):
             return self._whole_row_bytes(ctx, call)
@@ -786,7 +787,7 @@ class TwoD(Scheme):
         isz = call.itemsize(0)
         ma = lay.row_sizes[i].astype(np.int64)
         w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))[j]
-        acc = 2 * active * ma * w * isz
+        acc = active * ma * w * isz
         unpack = received * (ENTRY_ID_BYTES // 2) + pieces * (ma + 1) * 8
         return (acc + unpack).astype(np.int64)
 

@@ -506,9 +506,10 @@ class VertexCut(RowScheme):
         return VertexCutOps(world, layout, k, S, trees, local.orig_ids)
 
     # -- exchange description ------------------------------------------------------------
-    def overlaps(self, ctx) -> str:
-        """Delayed (cd-R) exchanges complete while later epochs compute."""
-        return OVERLAP_EPOCHS if ctx.layout.delay else ""
+    def overlaps(self, ctx, call) -> str:
+        """Delayed (cd-R) training exchanges complete while later epochs compute; evaluation
+        passes exchange exactly and blocking (`_sync`), overlapping nothing."""
+        return OVERLAP_EPOCHS if ctx.layout.delay and call.phase.training else ""
 
     def price_key(self, ctx, call) -> tuple:
         """Aggregations are priced by pass (evaluation: exact) and, for cd-R, by the epoch's

@@ -24,8 +24,10 @@ rank (vectorised over all ranks):
   Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
   of its compute (from its own clock) and its exchange (from the synchronisation point);
   within a call (p2p, hier) the part of the exchange the rank's own CPU does (intra-node
-  copies, oversubscribed waits: `_pairs_cpu`) adds to its compute, while delayed cd-R
-  exchanges, progressing inside later MPI calls, hide whole.
+  copies through shared memory, which MPICH and Open MPI progress only inside MPI calls;
+  oversubscribed waits) adds to its compute, and only what the network adapter moves
+  (inter-node) hides; delayed cd-R training exchanges hide whole (they complete inside the
+  later epochs' MPI calls, where a rank otherwise waits for the slowest).
 
 The epoch time is the latest clock (the critical path; epochs end with collectives), the
 breakdown is that of the critical rank, and `epoch_seconds` is the median over the planned
@@ -50,12 +52,14 @@ from gcntrain.comm.exchange import (
     Uniform,
 )
 from gcntrain.errors import InputError
-from gcntrain.schemes.protocol import OVERLAP_CALL
+from gcntrain.schemes.protocol import OVERLAP_CALL, OVERLAP_EPOCHS
 from gcntrain.simulate import collectives as C
 from gcntrain.simulate.machine import Link, Machine
 
 #: communication kinds of the breakdown (the measured `comm_seconds_max` kinds)
 COMM_KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", POINT_TO_POINT)
+#: what `Scheme.overlaps` may return
+OVERLAPS = ("", OVERLAP_CALL, OVERLAP_EPOCHS)
 #: compute parts of the breakdown
 COMPUTE_KINDS = ("spmm", "gemm", "quant", "other")
 
@@ -244,13 +248,12 @@ def _pairs_cost(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
     return sum(_pairs_parts(step, place, sync))
 
 
-def _pairs_cpu(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
-    """(P,) seconds of a sparse exchange that the rank's own CPU spends and no overlap can
-    hide: intra-node messages are copied through shared memory by the ranks inside their
-    MPI calls (MPICH and Open MPI progress them only there), and an oversubscribed rank
-    waits for its partners to be scheduled; the NIC moves inter-node messages alone."""
-    intra, _, syn = _pairs_parts(step, place, sync)
-    return intra + syn
+def _pairs_start_kind(step: Pairs, clock: np.ndarray) -> tuple[np.ndarray, str]:
+    """(start, kind) of a sparse exchange: a point-to-point exchange starts when the rank's
+    partners have arrived, an Alltoallv over the world when every rank has."""
+    if step.kind == POINT_TO_POINT:
+        return _pairs_start(step, clock), POINT_TO_POINT
+    return np.full(clock.shape[0], clock.max(initial=0.0)), "alltoall"
 
 
 def _pairs_start(step: Pairs, clock: np.ndarray) -> np.ndarray:
@@ -294,10 +297,8 @@ def step_timing(
     if sync is None:
         sync = np.full(place.P, place.sync_cost)
     if isinstance(step, Pairs):
-        cost = _pairs_cost(step, place, sync)
-        if step.kind == POINT_TO_POINT:
-            return _pairs_start(step, clock), cost, POINT_TO_POINT
-        return np.full(place.P, clock.max(initial=0.0)), cost, "alltoall"
+        start, kind = _pairs_start_kind(step, clock)
+        return start, _pairs_cost(step, place, sync), kind
     g: Groups = step.groups
     start = _group_max(clock, g.gid, g.sizes.shape[0])[g.gid]
     return start, _group_cost(step, place, sync), _KIND[type(step)]
@@ -418,8 +419,10 @@ class TimeModel:
         parts["other"] += other
         clock = other.copy()
         since = other.copy()  # compute since each rank's previous synchronisation
-        overlaps = self.sim.scheme.overlaps(self.sim.ctx)
         for call in calls:
+            overlaps = self.sim.scheme.overlaps(self.sim.ctx, call)
+            if overlaps not in OVERLAPS:
+                raise TypeError(f"Scheme.overlaps returned {overlaps!r}, not one of {OVERLAPS}")
             steps, comp = self._call(call)
             c = sum(comp.values())
             for k, v in comp.items():
@@ -436,10 +439,15 @@ class TimeModel:
                 n = _sync_points(st)
                 since = since + c * (n / max(1, sum(_sync_points(x) for x in steps)))
                 sync = self.place.sync_cost_for(since / max(1, n))
-                start, cost, kind = step_timing(st, self.place, clock, sync)
                 if pairs and overlaps == OVERLAP_CALL and isinstance(st, Pairs):
-                    # what the rank's CPU does for the exchange comes after its compute
-                    done = done + _pairs_cpu(st, self.place, sync)
+                    # what the rank's CPU does for the exchange (intra-node copies, the
+                    # oversubscribed wait) comes after its compute; the NIC's part overlaps
+                    intra, inter, syn = _pairs_parts(st, self.place, sync)
+                    start, kind = _pairs_start_kind(st, clock)
+                    cost = intra + inter + syn
+                    done = done + intra + syn
+                else:
+                    start, cost, kind = step_timing(st, self.place, clock, sync)
                 since = np.where(_synchronised(st, P), 0.0, since)
                 parts["wait"] += start - clock
                 parts[kind] += cost
