@@ -20,6 +20,7 @@ from gcntrain.simulate import collectives as C
 from gcntrain.simulate.machine import load_machine, parse_machine
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.timing import (
+    COMPUTE_KINDS,
     Placement,
     TimeModel,
     epoch_calls,
@@ -201,7 +202,7 @@ def _slow_network_epoch(graph_file, scheme, options, nodes, only=None):
 
 
 def _compute(ep, r) -> float:
-    return sum(ep.parts[k][r] for k in ("spmm", "gemm", "quant", "other"))
+    return sum(ep.parts[k][r] for k in COMPUTE_KINDS)
 
 
 def test_overlap_hides_what_the_network_moves_not_what_the_cpu_copies(graph_file):
