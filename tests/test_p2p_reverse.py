@@ -104,7 +104,8 @@ def test_gemat11_backward_moves_the_forward_rows():
 def test_directed_graphs_equal_serial_and_plan(nprocs):
     """Directed R-MAT and hub graphs, GCN and GraphSAGE: weights after 5 epochs equal serial,
     every phase equals the plan, each rank's backward rows follow the per-pair choice; on an
-    undirected graph the backward product keeps the S^T fetch (the bytes of before)."""
+    undirected graph the backward product keeps the S^T fetch (the bytes of before).  A
+    product repeated gives the same sums through the same message buffers."""
     verdict = launch(nprocs, "directed")
     cases = W.directed_cases(nprocs) + W.symmetric_cases(nprocs)
     modes = {}
@@ -122,6 +123,9 @@ def test_directed_graphs_equal_serial_and_plan(nprocs):
             assert notes["backward"] == e["mode"], (label, model)
             assert notes["backward_rows"] == e["bwd"].sum()
             modes[label] = e["mode"]
+    for d in verdict["details"]:  # repeated products: same sums, same message buffers
+        assert d["repeat_identical"] and d["buffers_reused"], d["graph"]
+        assert (d["buffers"] > 0) == (nprocs > 1), d["graph"]
     # the undirected graph: the S^T fetch, which on a symmetric pattern is the forward pattern
     sym = W.symmetric_cases(nprocs)[0]
     e = expected(*sym[1:], nprocs)

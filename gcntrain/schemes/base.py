@@ -88,6 +88,7 @@ class RowOps(Ops):
 
     def __init__(self, world, reduce_comm, rows: np.ndarray, n_global: int):
         self.world = world
+        self.scratch = Scratch()
         self.reduce_comm = reduce_comm
         self.rows = np.asarray(rows, dtype=np.int64)
         self.n_global = int(n_global)
@@ -112,6 +113,24 @@ class RowOps(Ops):
 
     def aggregate_t(self, X, *, phase):
         return self._product("t", np.ascontiguousarray(X), phase_key(phase))
+
+
+class Scratch:
+    """Communication buffers kept across calls (no allocation in the epoch loop): one array
+    per (key, shape, dtype), made on its first request.  A buffer is the caller's until the
+    next request of the same (key, shape, dtype): message buffers live for one exchange.
+    The layers' widths are few, so a handful of buffers per key."""
+
+    def __init__(self) -> None:
+        self._bufs: dict = {}
+
+    def get(self, key, shape: tuple, dtype) -> np.ndarray:
+        shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+        full = (key, shape, dtype.str)
+        buf = self._bufs.get(full)
+        if buf is None:
+            buf = self._bufs[full] = np.empty(shape, dtype=dtype)
+        return buf
 
 
 class TypedBlocks:
@@ -326,24 +345,53 @@ class RowScheme(Scheme):
             "rows": rows,
             "adjacency": adj,
             "buffer_rows": self.buffer_rows(ctx),
+            "kept_buffer_rows": self.kept_buffer_rows(ctx),
             "col_fraction": np.ones(lay.size),
         }
 
     def buffer_rows(self, ctx: PlanContext) -> np.ndarray:
-        """(P,) rows of other blocks a rank holds at once during a product."""
+        """(P,) rows of other blocks a rank holds at once during a product in buffers made
+        per call."""
+        lay: RowLayout = ctx.layout
+        return np.full(lay.size, int(lay.sizes.max(initial=0)), dtype=np.int64)
+
+    def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
+        """(P,) rows of the message buffers kept across calls (`Scratch`, one set per layer
+        width); none by default."""
+        return np.zeros(ctx.layout.size, dtype=np.int64)
+
+
+class BroadcastRowScheme(RowScheme):
+    """A row scheme whose products broadcast blocks (`run_block_broadcasts`): the broadcast
+    buffer of the largest block is kept across calls."""
+
+    def buffer_rows(self, ctx: PlanContext) -> np.ndarray:
+        return np.zeros(ctx.layout.size, dtype=np.int64)
+
+    def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
         lay: RowLayout = ctx.layout
         return np.full(lay.size, int(lay.sizes.max(initial=0)), dtype=np.int64)
 
 
 def run_block_broadcasts(
-    comm, stages, group: int, me: int, blocks: list, sizes: np.ndarray, X: np.ndarray, phase
+    comm,
+    stages,
+    group: int,
+    me: int,
+    blocks: list,
+    sizes: np.ndarray,
+    X: np.ndarray,
+    phase,
+    scratch: Scratch | None = None,
 ) -> np.ndarray:
     """Sum over the stages of `group` of ``blocks[q] @ X_q``, block q broadcast by member q of
     `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
     `BcastStages` description (row counts as sizes): it decides the order and skips empty
-    blocks, as CAGNET's stages do."""
+    blocks, as CAGNET's stages do.  The receive buffer comes from `scratch` (kept across
+    calls) when given."""
     out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
-    buf = np.empty((int(sizes.max(initial=0)), X.shape[1]), dtype=X.dtype)
+    shape = (int(sizes.max(initial=0)), X.shape[1])
+    buf = (scratch or Scratch()).get("bcast", shape, X.dtype)
 
     def provide(s: int) -> np.ndarray:
         q = int(stages.root[s])

@@ -16,9 +16,9 @@ import numpy as np
 
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.schemes.base import (
+    BroadcastRowScheme,
     RowLayout,
     RowOps,
-    RowScheme,
     TypedBlocks,
     run_block_broadcasts,
 )
@@ -54,11 +54,11 @@ class OneDOps(RowOps):
         blocks = self.blocks.get(which, X.dtype)
         me = self.world.rank
         return run_block_broadcasts(
-            self.world, self.stages, 0, me, blocks, self.layout.sizes, X, phase
+            self.world, self.stages, 0, me, blocks, self.layout.sizes, X, phase, self.scratch
         )
 
 
-class OneD(RowScheme):
+class OneD(BroadcastRowScheme):
     name = "1d"
     summary = "CAGNET 1D block rows: every block broadcast in turn (Algorithm 1)"
 

@@ -19,9 +19,9 @@ from gcntrain.comm.exchange import Allreduce, BcastStages, Groups
 from gcntrain.comm.grid import check_grid, grid_2d
 from gcntrain.errors import InputError
 from gcntrain.schemes.base import (
+    BroadcastRowScheme,
     RowLayout,
     RowOps,
-    RowScheme,
     TypedBlocks,
     entry_blocks,
     row_setup,
@@ -99,12 +99,12 @@ class OneFiveDOps(RowOps):
         g = self.grid
         blocks = self.blocks.get(which, X.dtype)
         partial = run_block_broadcasts(
-            g.col, self.stages, g.j, g.i, blocks, self.layout.sizes, X, phase
+            g.col, self.stages, g.j, g.i, blocks, self.layout.sizes, X, phase, self.scratch
         )
         return g.row.allreduce(partial, phase)
 
 
-class OneFiveD(RowScheme):
+class OneFiveD(BroadcastRowScheme):
     name = "1.5d"
     summary = "CAGNET 1.5D: block rows replicated c times on a (P/c) x c grid (Algorithm 2)"
     options = (
@@ -167,6 +167,6 @@ class OneFiveD(RowScheme):
         return ctx.cached(f"block_nnz_{which}", make)
 
     def buffer_rows(self, ctx) -> np.ndarray:
-        """A broadcast buffer and the partial sums of the rank's block."""
+        """The partial sums of the rank's block (the broadcast buffer is kept)."""
         lay: RowLayout = ctx.layout
-        return int(lay.sizes.max(initial=0)) + lay.sizes[lay.block_of_ranks()]
+        return lay.sizes[lay.block_of_ranks()].astype(np.int64)

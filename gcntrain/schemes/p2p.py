@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Groups, Pairs, Uniform
+from gcntrain.kernels.rows import gather_rows, scatter_add_rows
 from gcntrain.schemes.base import (
     COUNT_BYTES,
     RowLayout,
@@ -246,13 +247,17 @@ class P2POps(RowOps):
         pairs.run_p2p(
             self.world,
             self.world.rank,
-            send_buf=lambda k: np.ascontiguousarray(X[ex.send[int(pairs.dst[k])]]),
-            recv_buf=lambda k: np.empty((int(pairs.nbytes[k]), f), dtype=X.dtype),
+            send_buf=lambda k: self._pack(X, ex.send[int(pairs.dst[k])], ("send", k)),
+            recv_buf=lambda k: self.scratch.get(("recv", k), (pairs.nbytes[k], f), X.dtype),
             local_work=work,
             consume=consume,
             phase=phase,
         )
         return result["out"]
+
+    def _pack(self, X: np.ndarray, rows: np.ndarray, key) -> np.ndarray:
+        """The rows `rows` of `X` gathered into the message buffer `key` (kept across calls)."""
+        return gather_rows(X, rows, self.scratch.get(key, (rows.shape[0], X.shape[1]), X.dtype))
 
     def _backward(self, G: np.ndarray, phase: str) -> np.ndarray:
         """Local rows of ``S^T @ G``: per pair, partial sums sent to (and added at) the
@@ -268,8 +273,10 @@ class P2POps(RowOps):
         def send_buf(k: int) -> np.ndarray:
             q = int(pairs.dst[k])
             if rev[k]:
-                return csr_apply(partial[q], G)
-            return np.ascontiguousarray(G[bw.fetch.send[q]])
+                M = partial[q]
+                out = self.scratch.get(("bsend", k), (M.shape[0], f), G.dtype)
+                return csr_apply(M, G, out)
+            return self._pack(G, bw.fetch.send[q], ("bsend", k))
 
         def work() -> None:
             result["out"] = csr_apply(local, G)
@@ -277,7 +284,7 @@ class P2POps(RowOps):
         def consume(k: int, buf: np.ndarray) -> None:
             p = int(pairs.src[k])
             if rev[k]:
-                result["out"][bw.forward.send[p]] += buf
+                scatter_add_rows(buf, bw.forward.send[p], result["out"])
             else:
                 csr_apply(remote[p], buf, result["out"], accumulate=True)
 
@@ -285,7 +292,7 @@ class P2POps(RowOps):
             self.world,
             self.world.rank,
             send_buf=send_buf,
-            recv_buf=lambda k: np.empty((int(pairs.nbytes[k]), f), dtype=G.dtype),
+            recv_buf=lambda k: self.scratch.get(("brecv", k), (pairs.nbytes[k], f), G.dtype),
             local_work=work,
             consume=consume,
             phase=phase,
@@ -397,10 +404,18 @@ class P2P(RowScheme):
         return out
 
     def buffer_rows(self, ctx) -> np.ndarray:
-        """Every row received from other ranks in one product (all receives are posted)."""
-        src, dst, rows = halo_pairs(ctx, "f")
-        out = np.bincount(dst, weights=rows, minlength=ctx.P)
+        """None made per call: the message buffers are kept (`kept_buffer_rows`)."""
+        return np.zeros(ctx.P, dtype=np.int64)
+
+    def kept_buffer_rows(self, ctx) -> np.ndarray:
+        """Every row a rank receives and every row it packs for others in one product (all
+        receives are posted, all sends packed at once), forward and, when S is not
+        symmetric, backward: the message buffers it keeps across calls."""
+        out = np.zeros(ctx.P, dtype=np.float64)
+        pairs = [halo_pairs(ctx, "f")]
         if not ctx.symmetric:
-            src, dst, rows, _ = self.backward_pairs(ctx)
-            out = np.maximum(out, np.bincount(dst, weights=rows, minlength=ctx.P))
+            pairs.append(self.backward_pairs(ctx)[:3])
+        for src, dst, rows in pairs:
+            out += np.bincount(dst, weights=rows, minlength=ctx.P)
+            out += np.bincount(src, weights=rows, minlength=ctx.P)
         return out.astype(np.int64)

@@ -401,7 +401,9 @@ class Scheme:
         """Per-rank sizes the memory estimate needs (`gcntrain.simulate.work.memory`):
         int64 (P,) arrays "rows" (local rows of node-wise matrices), "adjacency" (stored
         entries of S and S^T), "buffer_rows" (rows of other ranks' blocks held at once), and
-        a float (P,) "col_fraction" (share of a node-wise matrix's columns held locally)."""
+        a float (P,) "col_fraction" (share of a node-wise matrix's columns held locally);
+        optionally "kept_buffer_rows" (rows of the message buffers a rank keeps across calls,
+        one set per layer width: the row schemes' `Scratch`)."""
         raise NotImplementedError
 
 

@@ -510,11 +510,13 @@ def epoch_stats(world, run: Run) -> dict:
 
 def held_data(run: Run) -> int:
     """Bytes of graph data this rank holds after training: the Ops' structures, the node
-    data and the layout (`held_bytes`; communicators and their counters excluded)."""
+    data and the layout (`held_bytes`; communicators and their counters, and the message
+    buffers the row schemes keep across calls (`Scratch`), excluded)."""
     from gcntrain.comm.communicator import Comm
+    from gcntrain.schemes.base import Scratch
     from gcntrain.schemes.held import held_bytes
 
-    return held_bytes(run.ops, run.local, skip=(Comm,))
+    return held_bytes(run.ops, run.local, skip=(Comm, Scratch))
 
 
 def _partition_label(partition, source, scheme) -> str:

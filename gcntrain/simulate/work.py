@@ -10,7 +10,8 @@ counts its stored nonzeros).  Memory is an ESTIMATE of the peak per rank, the su
   stored nonzeros (CSR);
 * activations: per layer the dropped-out input, Z and relu(Z), and two gradient blocks of the
   widest layer;
-* communication buffers: the rows of other ranks held at once, at the widest width;
+* communication buffers: the rows of other ranks held at once, at the widest width, and the
+  message buffers kept across calls (the row schemes' `Scratch`), one set per layer width;
 * parameters: weights, gradients and the two Adam moments (replicated).
 """
 
@@ -53,6 +54,7 @@ def memory(fp: dict, widths: list[int], itemsize: int, feature_nnz_rows=None) ->
         features = np.asarray(feature_nnz_rows, np.float64) * frac * (2 * (4 + 4) + itemsize)
     acts = sum(rows * frac * (a + 2 * b) * itemsize for a, b in zip(widths[:-1], widths[1:]))
     acts = acts + 2 * rows * frac * max(widths) * itemsize
-    buffers = buf * max(wmax, 1) * itemsize
+    kept = np.asarray(fp.get("kept_buffer_rows", np.zeros_like(rows)), dtype=np.float64)
+    buffers = buf * max(wmax, 1) * itemsize + kept * sum(widths[1:]) * itemsize
     params = 4 * itemsize * sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
     return (adjacency + features + acts + buffers + params).astype(np.int64)
