@@ -4,7 +4,8 @@ the machine's load and memory bandwidth measured in the same run.
 
     python scripts/bench_epoch.py [--rounds 5] [--epochs 12] [--threads 2]
                                   [--anchor-python PY] [--shared ../shared] [--no-cora]
-                                  [--mpi] [--mpi-rounds 3] [--reorders degree,rcm]
+                                  [--mpi] [--mpi-rounds 3] [--mpi-baseline DIR]
+                                  [--reorders degree,rcm]
 
 Graphs: the generated 200k-node / 4M-nonzero benchmark graph
 (``../shared/bench/make_bench_graph.py 200000 2000000 128 16 7``, symmetrised by
@@ -28,6 +29,8 @@ the same rounds (ratios against the unordered run and the anchors).
 
 `--mpi`: ``mpiexec -n 2 gcntrain train G --threads 1 --scheme S`` for 1d and p2p against
 serial ``--threads 1``, interleaved, `--mpi-rounds` rounds; ratio = np 2 / serial.
+`--mpi-baseline DIR` adds the same 1d and p2p runs from the gcntrain package of another
+checkout (``git worktree add DIR COMMIT``) to the same rounds, for a side-by-side ratio.
 """
 
 from __future__ import annotations
@@ -58,14 +61,24 @@ def sh(cmd: list[str], **kw) -> str:
 
 
 def gcn_json(
-    graph: str, threads: int, epochs: int, extra: list[str] | tuple = (), np_: int = 1
+    graph: str,
+    threads: int,
+    epochs: int,
+    extra: list[str] | tuple = (),
+    np_: int = 1,
+    code: str | None = None,
 ) -> dict:
-    """``gcntrain train`` on `graph`, its --json output."""
+    """``gcntrain train`` on `graph`, its --json output; `code`: a checkout whose gcntrain
+    package runs instead of the installed one (put first on PYTHONPATH)."""
     cmd = [*gcntrain(), "train", graph, "--threads", str(threads), "--epochs", str(epochs)]
     cmd += [*extra, "--json", "--quiet", "--early-stopping", "0"]
     if np_ > 1:
         cmd = [mpiexec(), "-n", str(np_), *cmd]
-    out = sh(cmd)
+    env = None
+    if code:
+        path = os.pathsep.join([code, os.environ.get("PYTHONPATH", "")])
+        env = {**os.environ, "PYTHONPATH": path}
+    out = sh(cmd, env=env, cwd=tempfile.gettempdir() if code else None)
     return json.loads([ln for ln in out.splitlines() if ln.startswith("{")][0])
 
 
@@ -177,14 +190,17 @@ def bench_memory(graphs: dict, a) -> None:
 
 
 def bench_mpi(h5: str, a) -> None:
-    runs = {"serial": (1, []), "1d np2": (2, ["--scheme", "1d"])}
-    runs["p2p np2"] = (2, ["--scheme", "p2p"])
+    runs = {"serial": (1, [], None), "1d np2": (2, ["--scheme", "1d"], None)}
+    runs["p2p np2"] = (2, ["--scheme", "p2p"], None)
+    if a.mpi_baseline:
+        runs["1d np2 base"] = (2, ["--scheme", "1d"], a.mpi_baseline)
+        runs["p2p np2 base"] = (2, ["--scheme", "p2p"], a.mpi_baseline)
     times: dict[str, list[float]] = {k: [] for k in runs}
     keys = list(runs)
     for r in range(a.mpi_rounds):
         for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            np_, extra = runs[k]
-            times[k].append(gcn_json(h5, 1, a.epochs, extra, np_)["epoch_seconds"])
+            np_, extra, code = runs[k]
+            times[k].append(gcn_json(h5, 1, a.epochs, extra, np_, code)["epoch_seconds"])
         print(
             f"  round {r + 1}: " + ", ".join(f"{k} {v[-1] * 1e3:.1f} ms" for k, v in times.items()),
             flush=True,
@@ -192,7 +208,11 @@ def bench_mpi(h5: str, a) -> None:
     s = med(times["serial"])
     print(f"--threads 1, median over {a.mpi_rounds} rounds (no environment variables set)")
     for k in keys:
-        print(f"  {k:<8} {med(times[k]) * 1e3:9.1f} ms   / serial: {ratio(med(times[k]), s)}")
+        print(f"  {k:<12} {med(times[k]) * 1e3:9.1f} ms   / serial: {ratio(med(times[k]), s)}")
+    if a.mpi_baseline:
+        for k in ("1d np2", "p2p np2"):
+            b = med(times[f"{k} base"])
+            print(f"  {k}: this tree / {a.mpi_baseline}: {ratio(med(times[k]), b)}")
 
 
 def main() -> int:
@@ -206,6 +226,12 @@ def main() -> int:
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--mpi-rounds", type=int, default=3)
     ap.add_argument("--only-mpi", action="store_true", help="skip the serial comparison")
+    ap.add_argument(
+        "--mpi-baseline",
+        default=None,
+        help="with --mpi: also run 1d and p2p from this checkout (e.g. a git worktree of an "
+        "older commit), interleaved, and print this tree / that one",
+    )
     ap.add_argument(
         "--reorders",
         type=lambda v: [o for o in v.split(",") if o],

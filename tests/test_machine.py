@@ -65,6 +65,9 @@ def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
         (lambda s: s.replace("gemm_gflops = 30", ""), "lacks compute.gemm_gflops"),
         (lambda s: s.replace("[network.intra]", "[network.other]"), "[network.intra]"),
         (lambda s: s.replace("16 = 2.0", "x = 2.0"), "keys must be widths"),
+        (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { kn = 3 }"), "keys must be k"),
+        (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { 16 = -1 }"), "gflops.16"),
+        (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { 0 = 1 }"), "keys must be >= 1"),
         (lambda s: s.replace('name = "mine"', "name = 3"), "name must be a string"),
     ],
 )
@@ -115,3 +118,21 @@ def test_collectives_are_vectorised_and_monotone():
         assert t.shape == p.shape and t[0] == 0 and np.all(np.diff(t) >= 0)
         assert np.all(f(64, np.array([1e2, 1e4, 1e6]), L) > 0)
         assert np.all(np.diff(f(64, np.array([1e2, 1e4, 1e6]), L)) > 0)
+
+
+def test_gemm_rate_follows_the_products_short_dimensions():
+    """The same dense flops over more rows (narrower k x n) take longer with a table of GEMM
+    rates, and exactly as long with one rate; work without dense rows prices at the top."""
+    from gcntrain.simulate.timing import Placement, compute_seconds
+
+    table = parse_machine(GOOD.replace("gemm_gflops = 30", "gemm_gflops = { 16 = 10, 1024 = 40 }"))
+    flat = parse_machine(GOOD)
+    flops = 2 * 1000 * 1024
+    # 1000 rows at k n = 1024, 64000 rows at k n = 16, unknown rows
+    work = np.array([[0, 0, flops, 1000], [0, 0, flops, 64000], [0, 0, flops, 0]])
+    q = np.zeros(3)
+    t = compute_seconds(work, q, Placement(3, 3, table))["gemm"]
+    assert t[0] == pytest.approx(flops / (40e9 * table.cores_per_rank(3)))
+    assert t[1] == pytest.approx(4 * t[0]) and t[2] == pytest.approx(t[0])
+    f = compute_seconds(work, q, Placement(3, 3, flat))["gemm"]
+    assert f[0] == pytest.approx(f[1]) == pytest.approx(f[2])

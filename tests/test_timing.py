@@ -304,7 +304,7 @@ def test_profile_text_round_trips_through_the_parser():
         "bandwidth": 5e9,
         "sync": 3e-4,
         "spmm": {8: 1.0, 64: 3.0},
-        "gemm": 20.0,
+        "gemm": {16: 10.0, 1024: 40.0},
         "quant": 0.2,
         "other": 0.1,
         "overhead": 1e-5,
@@ -314,6 +314,9 @@ def test_profile_text_round_trips_through_the_parser():
     assert m.oversubscribed_sync == pytest.approx(3e-4)
     assert m.intra.beta == pytest.approx(1 / 5e9) and m.call_overhead == pytest.approx(1e-5)
     np.testing.assert_allclose(m.spmm_rate([8, 64]), [1e9, 3e9])
+    np.testing.assert_allclose(
+        m.gemm_rate([4, 16, 128, 1024, 4096]), [1e10, 1e10, 2.5e10, 4e10, 4e10]
+    )
 
 
 def test_simulate_machine_json_and_human(graph_file, capsys):

@@ -407,26 +407,30 @@ def run_block_broadcasts(
 
 
 def dense_rows_work(rows: np.ndarray, call, nnz_rows: np.ndarray | None) -> np.ndarray:
-    """(P, 3) work of `matmul` / `matmul_grads` with local blocks of `rows` rows of H
+    """(P, 4) work of `matmul` / `matmul_grads` with local blocks of `rows` rows of H
     (f_in columns) and W (f_in x f_out): 2 flops per multiply-add; ``H @ W`` (or ``H^T dZ``)
-    counts the stored nonzeros of a CSR H (`nnz_rows`), ``dZ W^T`` is dense."""
+    counts the stored nonzeros of a CSR H (`nnz_rows`), ``dZ W^T`` is dense; dense rows:
+    `rows` per product."""
     f_in, f_out = call.shape(1)
     rows = np.asarray(rows, dtype=np.int64)
     if call.sparse(0) and nnz_rows is not None:
         prod = 2 * np.asarray(nnz_rows, dtype=np.int64) * f_out
     else:
         prod = 2 * rows * f_in * f_out
+    products = 1
     if call.method == "matmul_grads" and call.kw("need_input_grad"):
         prod = prod + 2 * rows * f_in * f_out
-    out = np.zeros((rows.shape[0], 3), dtype=np.int64)
+        products = 2
+    out = np.zeros((rows.shape[0], 4), dtype=np.int64)
     out[:, 2] = prod
+    out[:, 3] = rows * products
     return out
 
 
 def spmm_work(nnz: np.ndarray, width: int) -> np.ndarray:
-    """(P, 3) work of SpMMs multiplying `nnz` stored entries by `width` columns."""
+    """(P, 4) work of SpMMs multiplying `nnz` stored entries by `width` columns."""
     nnz = np.asarray(nnz, dtype=np.int64)
-    out = np.zeros((nnz.shape[0], 3), dtype=np.int64)
+    out = np.zeros((nnz.shape[0], 4), dtype=np.int64)
     out[:, 0] = nnz
     out[:, 1] = 2 * nnz * int(width)
     return out

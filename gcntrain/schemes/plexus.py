@@ -1116,12 +1116,11 @@ class Plexus(Scheme):
         rows = lay.row_counts(pl.mm)
         fin = lay.col_counts(pl.mm, f_in)
         fout = lay.col_counts(mm_out(pl.mm), f_out)
-        out = np.zeros((lay.size, 3), dtype=np.int64)
+        out = np.zeros((lay.size, 4), dtype=np.int64)
         one = 2 * rows * fin * fout
-        if call.method == "matmul":
-            out[:, 2] = one
-        else:
-            out[:, 2] = one * (2 if call.kw("need_input_grad") else 1)
+        products = 1 if call.method == "matmul" or not call.kw("need_input_grad") else 2
+        out[:, 2] = one * products
+        out[:, 3] = rows * products
         return out
 
     work_matmul_grads = work_matmul

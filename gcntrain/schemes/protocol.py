@@ -353,10 +353,12 @@ class Scheme:
 
     # -- compute and memory (simulator) ----------------------------------------------------
     def work(self, ctx: PlanContext, call) -> np.ndarray:
-        """int64 (P, 3): SpMM nonzeros, SpMM flops and dense flops of one call on every rank
-        (``work_<method>``; zero for a method without one)."""
+        """int64 (P, 4): SpMM nonzeros, SpMM flops, dense flops and dense rows (the long
+        dimension summed over the call's GEMMs: their k * n is flops / (2 x rows), which
+        sets their rate) of one call on every rank (``work_<method>``; zero for a method
+        without one)."""
         fn = getattr(self, f"work_{call.method}", None)
-        return np.zeros((ctx.P, 3), dtype=np.int64) if fn is None else fn(ctx, call)
+        return np.zeros((ctx.P, 4), dtype=np.int64) if fn is None else fn(ctx, call)
 
     def overlaps(self, ctx: PlanContext, call) -> str:
         """How the sparse exchanges (`Pairs` steps) of `call` overlap its local compute:

@@ -822,12 +822,15 @@ class TwoD(Scheme):
             csum = np.concatenate(([0], np.cumsum(ctx.feature_nnz)))
             per_i = (csum[lay.node_offsets[1:]] - csum[lay.node_offsets[:-1]])[i]
             chunk = 2 * (per_i * fin_j // max(f_in, 1)) * f_out
-        out = np.zeros((lay.size, 3), dtype=np.int64)
+        out = np.zeros((lay.size, 4), dtype=np.int64)
         if call.method == "matmul":
             gather = use_gather(call.sparse(0), f_in, f_out)
             out[:, 2] = 2 * rows * f_in * fout_j if gather else chunk
+            out[:, 3] = rows
         else:
-            out[:, 2] = chunk + (2 * rows * f_out * fin_j if call.kw("need_input_grad") else 0)
+            grad = call.kw("need_input_grad")
+            out[:, 2] = chunk + (2 * rows * f_out * fin_j if grad else 0)
+            out[:, 3] = rows * (2 if grad else 1)
         return out
 
     work_matmul_grads = work_matmul

@@ -44,6 +44,9 @@ REFERENCE = AUTO[0]
 #: SpMM widths measured, and the R-MAT edge factors of the matrices (about 4 and 15 stored
 #: entries per row after symmetrising)
 SPMM_WIDTHS = (4, 8, 16, 32, 64, 256)
+#: GEMM shapes (k, n) measured: products k * n of 16 to 4096 (a layer's weights, or the
+#: chunk of them a rank multiplies when the feature columns are split over ranks)
+GEMM_SHAPES = ((4, 4), (8, 8), (16, 4), (16, 16), (64, 4), (64, 16), (16, 64), (64, 64))
 SPMM_EDGE_FACTORS = (2, 8)
 
 
@@ -121,24 +124,29 @@ def spmm_gflops(scale: int = 17) -> dict[int, float]:
     return {w: float(np.median(v)) for w, v in out.items()}
 
 
-def gemm_gflops(n: int = 1 << 17) -> float:
-    """GFLOP/s of one thread in the model's tall-skinny products (`gcntrain.kernels.dense`:
-    n x 64 @ 64 x 16 and n x 16 @ 16 x 64, and the weight gradient 64 x n @ n x 16), the
-    shapes' median."""
+def gemm_gflops(n: int = 1 << 17) -> dict[int, float]:
+    """{k * n: GFLOP/s of one thread} in the model's tall-skinny products
+    (`gcntrain.kernels.dense`: rows x k @ k x n, and the weight gradient k x rows @ rows x
+    n), for every (k, n) of `GEMM_SHAPES`; per product k * n the median over its shapes and
+    both forms.  Schemes that split the feature columns over ranks (2D, 3D, Plexus) run
+    narrower products, which reach a lower rate."""
     from gcntrain.kernels.dense import matmul, matmul_tn
     from gcntrain.kernels.threads import set_threads
 
     set_threads(1)
     rng = np.random.default_rng(2)
-    A, B = rng.random((n, 64), dtype=np.float32), rng.random((n, 16), dtype=np.float32)
-    W1, W2 = rng.random((64, 16), dtype=np.float32), rng.random((16, 64), dtype=np.float32)
-    flops = 2.0 * n * 64 * 16
-    rates = [
-        flops / best_time(lambda: matmul(A, W1)) / 1e9,
-        flops / best_time(lambda: matmul(B, W2)) / 1e9,
-        flops / best_time(lambda: matmul_tn(A, B)) / 1e9,
-    ]
-    return float(np.median(rates))
+    out: dict[int, list[float]] = {}
+    for k, m in GEMM_SHAPES:
+        A, B = rng.random((n, k), dtype=np.float32), rng.random((n, m), dtype=np.float32)
+        W = rng.random((k, m), dtype=np.float32)
+        flops = 2.0 * n * k * m
+        out.setdefault(k * m, []).extend(
+            [
+                flops / best_time(lambda A=A, W=W: matmul(A, W)) / 1e9,
+                flops / best_time(lambda A=A, B=B: matmul_tn(A, B)) / 1e9,
+            ]
+        )
+    return {kn: float(np.median(v)) for kn, v in sorted(out.items())}
 
 
 def quant_gelems(n: int = 1 << 16, width: int = 64) -> float:
@@ -370,7 +378,8 @@ def _profile_text(name: str, figs: dict) -> str:
         f"R-MAT scale 17 adjacencies of edge factors {list(SPMM_EDGE_FACTORS)}, scaled by "
         f"the products timed inside serial epochs (SpMM x{scales[0]:.3g}, GEMM "
         f'x{scales[1]:.3g})",',
-        '  "numpy GEMM (tall-skinny model shapes), quantize_blocks + dequantize_blocks",',
+        '  "gcntrain.kernels.dense GEMM (tall-skinny, k x n of 16 to 4096), quantize_blocks + '
+        'dequantize_blocks",',
         f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate and '
         'cost per Ops call",',
         '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
@@ -400,7 +409,7 @@ def _profile_text(name: str, figs: dict) -> str:
         "[compute]",
         "# per core",
         f"spmm_gflops = {{ {spmm} }}",
-        f"gemm_gflops = {figs['gemm']:.4g}",
+        "gemm_gflops = { " + ", ".join(f"{k} = {r:.4g}" for k, r in figs["gemm"].items()) + " }",
         f"quant_gelems = {figs['quant']:.4g}",
         f"other_gelems = {figs['other']:.4g}",
         f"call_overhead_us = {figs['overhead'] * 1e6:.4g}",
@@ -458,7 +467,11 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
         + " GFLOP/s"
     )
     figs["gemm"] = gemm_gflops()
-    log(f"GEMM                      {figs['gemm']:.2f} GFLOP/s")
+    log(
+        "GEMM, one thread          "
+        + ", ".join(f"kn{k} {r:.1f}" for k, r in figs["gemm"].items())
+        + " GFLOP/s"
+    )
     figs["quant"] = quant_gelems()
     log(f"quantize + dequantize     {figs['quant']:.3f} G elements/s")
     exe = find_mpiexec(mpiexec)
@@ -513,7 +526,7 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             elems.append(n_elems)
         k_spmm, k_gemm = product_scales(parts_measured, parts_predicted)
         figs["spmm"] = {w: r / k_spmm for w, r in figs["spmm"].items()}
-        figs["gemm"] = figs["gemm"] / k_gemm
+        figs["gemm"] = {kn: r / k_gemm for kn, r in figs["gemm"].items()}
         figs["product_scales"] = (k_spmm, k_gemm)
         log(
             f"products in the epochs    SpMM x{k_spmm:.2f}, GEMM x{k_gemm:.2f} of the "

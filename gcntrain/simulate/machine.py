@@ -18,7 +18,9 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
     [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
-                      / s), gemm_gflops, quant_gelems (elements quantized or dequantized / s),
+                      / s), gemm_gflops (a number, or {kn = rate, ...} by the product k * n
+                      of a GEMM's two short dimensions: (m x k) @ (k x n) and its
+                      transposed forms), quant_gelems (elements quantized or dequantized / s),
                       other_gelems (the model's element-wise work: local rows x the sum of
                       the layer widths, per epoch, / s), call_overhead_us (per Ops call)
 
@@ -70,7 +72,8 @@ class Machine:
     injection: float
     spmm_widths: tuple[int, ...]
     spmm_rates: tuple[float, ...]
-    gemm_rate: float
+    gemm_points: tuple[int, ...]
+    gemm_rates: tuple[float, ...]
     quant_rate: float
     other_rate: float
     call_overhead: float
@@ -96,6 +99,13 @@ class Machine:
         rate = np.interp(np.log2(w), np.log2(self.spmm_widths), self.spmm_rates)
         w0 = float(self.spmm_widths[0])
         return np.where(w < w0, rate * w / w0, rate)
+
+    def gemm_rate(self, kn) -> np.ndarray:
+        """GEMM flops per second per core for products whose two short dimensions multiply
+        to `kn` (array): interpolated in log2 of kn between the profile's points, constant
+        beyond either end (one point: a constant rate)."""
+        kn = np.log2(np.maximum(np.asarray(kn, dtype=np.float64), 1.0))
+        return np.interp(kn, np.log2(self.gemm_points), self.gemm_rates)
 
     def inter_link(self, ranks_per_node: int | None = None) -> Link:
         """The inter-node link of one rank when `ranks_per_node` ranks share the node's
@@ -158,6 +168,21 @@ def _table(d: dict, key: str, where: str, path: str) -> dict:
     return v
 
 
+def _gemm_table(comp: dict, path: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """(kn points, flops / s) of compute.gemm_gflops: a number (one point) or a table."""
+    v = comp.get("gemm_gflops")
+    if not isinstance(v, dict):
+        return (1,), (_get(comp, "gemm_gflops", "compute.", path) * 1e9,)
+    try:
+        keys = sorted(int(k) for k in v)
+    except ValueError:
+        raise InputError("machine profile: compute.gemm_gflops keys must be k * n", path) from None
+    if not keys or keys[0] < 1:
+        raise InputError("machine profile: compute.gemm_gflops keys must be >= 1", path)
+    rates = tuple(_get(v, str(k), "compute.gemm_gflops.", path) * 1e9 for k in keys)
+    return tuple(keys), rates
+
+
 def parse_machine(text: str, path: str = "<profile>") -> Machine:
     """A `Machine` from the TOML text of a profile (`path` names it in errors)."""
     try:
@@ -188,6 +213,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         widths.append(w)
         rates.append(_get(spmm, str(w), "compute.spmm_gflops.", path) * 1e9)
 
+    gemm_points, gemm_rates = _gemm_table(comp, path)
+
     def link(t: dict, where: str) -> Link:
         lat = _get(t, "latency_us", where, path) * 1e-6
         return Link(lat, 1.0 / (_get(t, "bandwidth_gbs", where, path) * 1e9))
@@ -204,7 +231,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         injection=_get(inter, "injection_gbs", "network.inter.", path) * 1e9,
         spmm_widths=tuple(widths),
         spmm_rates=tuple(rates),
-        gemm_rate=_get(comp, "gemm_gflops", "compute.", path) * 1e9,
+        gemm_points=gemm_points,
+        gemm_rates=gemm_rates,
         quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,
         other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,

@@ -34,7 +34,7 @@ class PlanTable:
     ----------
     P : ranks
     prices : {call key: (P, 4)} of every distinct priced call
-    work : {call key: (P, 3)} its SpMM nonzeros, SpMM flops and dense flops
+    work : {call key: (P, 4)} its SpMM nonzeros, SpMM flops, dense flops and dense rows
     setup : {phase: (P, 4)} before the first epoch (agreement, setup steps, prelude calls)
     epochs : one Counter {(phase, call key): times} per epoch
     final : Counter {(phase, call key): times} after the last epoch
@@ -78,10 +78,10 @@ class PlanTable:
         return sum(self.setup.values(), self._zero())
 
     def epoch_totals(self, what: str = "prices") -> np.ndarray:
-        """(E, P, 4) traffic (or (E, P, 3) work with ``what="work"``) of each epoch summed
-        over its calls; identical epochs are summed once."""
+        """(E, P, 4) traffic (or work with ``what="work"``: `Scheme.work`'s four columns) of
+        each epoch summed over its calls; identical epochs are summed once."""
         prices = getattr(self, what)
-        width = 4 if what == "prices" else 3
+        width = 4
         seen: dict = {}
         out = []
         for e in self.epochs:

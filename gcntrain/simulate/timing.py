@@ -306,15 +306,17 @@ def step_timing(
 
 # -- compute ------------------------------------------------------------------------------
 def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement, stream=None) -> dict:
-    """{kind: (P,) seconds} of one call's work ((P, 3) SpMM nonzeros, SpMM flops, dense
-    flops), quantized elements and streamed bytes (`Scheme.stream_bytes`, at the rank's
-    share of memory bandwidth: "other") on every rank."""
+    """{kind: (P,) seconds} of one call's work ((P, 4) SpMM nonzeros, SpMM flops, dense
+    flops, dense rows: `Scheme.work`), quantized elements and streamed bytes
+    (`Scheme.stream_bytes`, at the rank's share of memory bandwidth: "other") on every
+    rank.  A GEMM's rate depends on k * n = dense flops / (2 x dense rows)."""
     m, cores = place.machine, place.cores
-    nnz, sflops, dflops = (work[:, i].astype(np.float64) for i in range(3))
+    nnz, sflops, dflops, drows = (work[:, i].astype(np.float64) for i in range(4))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
+    kn = np.where(drows > 0, dflops / np.maximum(2 * drows, 1), np.inf)
     out = {
         "spmm": np.where(sflops > 0, sflops / (m.spmm_rate(width) * cores), 0.0),
-        "gemm": dflops / (m.gemm_rate * cores),
+        "gemm": np.where(dflops > 0, dflops / (m.gemm_rate(kn) * cores), 0.0),
         "quant": np.asarray(quant, np.float64) / (m.quant_rate * cores),
     }
     if stream is not None:
