@@ -68,6 +68,7 @@ def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
         (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { kn = 3 }"), "keys must be k"),
         (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { 16 = -1 }"), "gflops.16"),
         (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { 0 = 1 }"), "keys must be >= 1"),
+        (lambda s: s.replace("ranks = 2", "ranks = 2\nbusy_compute_factor = 0"), "busy_compute"),
         (lambda s: s.replace('name = "mine"', "name = 3"), "name must be a string"),
     ],
 )
@@ -136,3 +137,32 @@ def test_gemm_rate_follows_the_products_short_dimensions():
     assert t[1] == pytest.approx(4 * t[0]) and t[2] == pytest.approx(t[0])
     f = compute_seconds(work, q, Placement(3, 3, flat))["gemm"]
     assert f[0] == pytest.approx(f[1]) == pytest.approx(f[2])
+
+
+def test_busy_factor_scales_compute_with_the_busy_cores():
+    """`busy_compute_factor` multiplies compute in full when every core of the node
+    computes, not at all when one does (how the rates were measured), linearly between; the
+    per-call cost is not scaled; without the key nothing changes."""
+    from gcntrain.simulate.timing import Placement, compute_seconds, other_seconds
+
+    text = GOOD.replace("[network.intra]", "busy_compute_factor = 1.4\n[network.intra]")
+    m, flat = parse_machine(text), parse_machine(GOOD)
+    assert m.busy_compute_factor == 1.4 and flat.busy_compute_factor == 1.0
+    assert m.cores == 8
+    # one rank of 8 cores, 8 of one core, 16 on 8 cores: the node is busy
+    for P, k in ((1, 1), (8, 8), (16, 16)):
+        assert Placement(P, k, m).busy_factor == pytest.approx(1.4)
+    # 3 ranks of 8 // 3 = 2 cores: 6 of 8 cores busy, 5/7 of the way from one
+    assert Placement(3, 3, m).busy_factor == pytest.approx(1 + 0.4 * 5 / 7)
+    one_core = parse_machine(text.replace("cores = 8", "cores = 1"))
+    assert Placement(1, 1, one_core).busy_factor == 1.0
+    work = np.array([[1000, 2 * 1000 * 16, 2 * 500 * 256, 500]])
+    fast = compute_seconds(work, np.zeros(1), Placement(1, 1, flat))
+    slow = compute_seconds(work, np.zeros(1), Placement(1, 1, m))
+    for k in ("spmm", "gemm"):
+        assert slow[k][0] == pytest.approx(1.4 * fast[k][0])
+    fp = {"rows": np.array([100]), "col_fraction": np.array([1.0])}
+    a = other_seconds(fp, [8, 4], 10, Placement(1, 1, flat))
+    b = other_seconds(fp, [8, 4], 10, Placement(1, 1, m))
+    calls = 10 * flat.call_overhead
+    assert b[0] - calls == pytest.approx(1.4 * (a[0] - calls))

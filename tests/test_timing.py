@@ -303,6 +303,7 @@ def test_profile_text_round_trips_through_the_parser():
         "alpha": 2e-6,
         "bandwidth": 5e9,
         "sync": 3e-4,
+        "busy": 1.25,
         "spmm": {8: 1.0, 64: 3.0},
         "gemm": {16: 10.0, 1024: 40.0},
         "quant": 0.2,
@@ -312,6 +313,7 @@ def test_profile_text_round_trips_through_the_parser():
     m = parse_machine(K._profile_text("mine", figs), "t")
     assert m.name == "mine" and m.cores == 4 and m.ranks_per_node == 4
     assert m.oversubscribed_sync == pytest.approx(3e-4)
+    assert m.busy_compute_factor == pytest.approx(1.25)
     assert m.intra.beta == pytest.approx(1 / 5e9) and m.call_overhead == pytest.approx(1e-5)
     np.testing.assert_allclose(m.spmm_rate([8, 64]), [1e9, 3e9])
     np.testing.assert_allclose(

@@ -16,8 +16,11 @@ project's own kernels and MPI library.
   every measured collective printed beside the model.
 * On a machine of at most 16 cores, what a synchronisation costs when busy-polling ranks
   share cores (``oversubscribed_sync_us``, reached at ``oversubscribed_slice_us`` of compute
-  between synchronisations): fitted to real training runs at twice as many ranks as cores
-  on R-MAT 12 and 14 (`oversubscribed_fit`).
+  between synchronisations): fitted to real training runs (median of three per graph) at
+  twice as many ranks as cores on R-MAT 12 and 14 (`oversubscribed_fit`).
+* How much slower a rank computes when every core of the node computes
+  (``busy_compute_factor``): 1d runs with one rank per core on R-MAT 12 and 14, their
+  critical rank's compute against the model's (`busy_fit`), on nodes of 2 to 64 cores.
 * Memory bandwidth: a numpy triad.
 """
 
@@ -267,13 +270,11 @@ def oversubscribed_fit(
     got, sims = [], []
     cfg = TrainConfig(epochs=epochs)
     for graph in graphs:
-        out = subprocess.run(
-            [*cmd, graph, "--epochs", str(epochs), "--json", "--quiet"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        got.append(float(json.loads(out.stdout)["epoch_seconds"]))
+        runs = [
+            training_json([*cmd, graph, "--epochs", str(epochs)])["epoch_seconds"]
+            for _ in range(FIT_RUNS)
+        ]
+        got.append(float(np.median(runs)))
         sims.append(plan_training(graph, cfg, scheme, ranks))
 
     def pred(sim, sync: float, slice_: float) -> float:
@@ -289,6 +290,55 @@ def oversubscribed_fit(
 
     cost, slice_ = fit_sync_slice(excess, slopes)
     return cost, slice_, got, base
+
+
+#: training runs per graph in the fits on real runs (`busy_fit`, `oversubscribed_fit`): their
+#: median, as one run slowed by the rest of the machine would skew a fit
+FIT_RUNS = 3
+
+
+def training_json(cmd: list[str]) -> dict:
+    """The ``--json`` output of a `gcntrain train` command line (`cmd` without --json)."""
+    out = subprocess.run([*cmd, "--json", "--quiet"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+#: the scheme of the busy-node fit: block rows, products not overlapped with messages, so
+#: its measured aggregation, dense and element-wise times are the model's compute
+BUSY_SCHEME = "1d"
+#: the busy-node fit runs on nodes of at most this many cores (one rank per core)
+MAX_BUSY_CORES = 64
+
+
+def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8):
+    """(factor, measured, predicted): the compute of the critical rank of `BUSY_SCHEME`
+    runs with one rank per core on `graphs` (aggregation + dense + element-wise of the
+    median epoch) over the model's compute for them at factor 1, summed over the graphs:
+    how much slower a rank computes while every core of the node does (the rates were
+    measured with one core busy).  At least 1."""
+    from gcntrain.model.trainer import TrainConfig
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.timing import placement, predict
+
+    ranks = figs["cores"]
+    cfg = TrainConfig(epochs=epochs)
+    prof = parse_machine(_profile_text(name, {**figs, "busy": 1.0}), "<bench>")
+    measured, predicted = [], []
+    for graph in graphs:
+        cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", graph]
+        cmd += ["--scheme", BUSY_SCHEME, "--epochs", str(epochs)]
+        runs = []
+        for _ in range(FIT_RUNS):
+            b = training_json(cmd)["epoch_breakdown"]
+            runs.append(sum(float(b.get(k, 0.0)) for k in ("aggregation", "dense", "other")))
+        measured.append(float(np.median(runs)))
+        sim = plan_training(graph, cfg, BUSY_SCHEME, ranks)
+        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+        got = predict(sim, placement(prof, ranks, 1, ranks), widths)
+        predicted.append(float(got["breakdown"]["compute"]))
+    factor = sum(measured) / sum(predicted) if sum(predicted) > 0 else 1.0
+    return max(1.0, factor), measured, predicted
 
 
 #: the slices `fit_sync_slice` tries (seconds of compute between synchronisations)
@@ -396,6 +446,7 @@ def _profile_text(name: str, figs: dict) -> str:
         f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
         f"oversubscribed_slice_us = {figs.get('slice', 0.0) * 1e6:.4g}",
         f"memory_gib = {figs.get('memory_gib', 0.0):.4g}",
+        f"busy_compute_factor = {figs.get('busy', 1.0):.4g}",
         "",
         "[network.intra]",
         f"latency_us = {figs['alpha'] * 1e6:.4g}",
@@ -544,6 +595,18 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             f"element-wise              {figs['other']:.3f} G elements/s, "
             f"{figs['overhead'] * 1e6:.1f} us per Ops call"
         )
+        if 2 <= figs["cores"] <= MAX_BUSY_CORES:
+            # fitted on the two smaller graphs only: R-MAT 16 is the validation graph
+            graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in figs["scales"][:2]]
+            figs["busy"], got, base = busy_fit(exe, graphs, name, figs)
+            runs = ", ".join(
+                f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms modelled"
+                for sc, g, b in zip(figs["scales"][:2], got, base)
+            )
+            log(
+                f"busy node                 {figs['cores']} ranks, {BUSY_SCHEME}, compute of "
+                f"the critical rank: {runs}: x{figs['busy']:.3f}"
+            )
         if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
             # fitted on the two smaller graphs only: R-MAT 16 is the validation graph
             fit = figs["scales"][:2]

@@ -14,7 +14,11 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       ``oversubscribed_sync_us x min(1, w / slice)``, w the compute the
                       rank did since its previous synchronisation),
                       memory_gib (optional, 0 = unknown: memory per node, for the sweep's
-                      check that a configuration fits)
+                      check that a configuration fits),
+                      busy_compute_factor (optional, default 1: how much longer a rank's
+                      compute takes when every core of the node computes than when one
+                      core does, as the rates were measured: shared caches and memory
+                      bandwidth; `gcntrain bench` fits it)
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
     [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
@@ -82,6 +86,8 @@ class Machine:
     oversubscribed_slice: float = 0.0
     #: bytes of memory per node (0: unknown)
     memory: float = 0.0
+    #: compute time multiplier with every core of the node busy (1: none)
+    busy_compute_factor: float = 1.0
     path: str = ""
 
     def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
@@ -239,5 +245,10 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
         oversubscribed_slice=_optional(node, "oversubscribed_slice_us", "node.", path) * 1e-6,
         memory=_optional(node, "memory_gib", "node.", path) * 2**30,
+        busy_compute_factor=(
+            _get(node, "busy_compute_factor", "node.", path)
+            if "busy_compute_factor" in node
+            else 1.0
+        ),
         path=path,
     )

@@ -4,10 +4,11 @@ Every steady-state epoch of the recorded schedule is replayed call by call over 
 rank (vectorised over all ranks):
 
 * compute: each call's SpMM flops at the profile's rate for its width, dense flops at the
-  GEMM rate, quantized elements at the quantization rate, all times the rank's cores
-  (`Machine.cores_per_rank`); per epoch the model's element-wise work (local rows x local
-  columns' share x the sum of the layer widths, at ``other_gelems``) and a fixed cost per Ops
-  call;
+  GEMM rate for their k x n, quantized elements at the quantization rate, all times the
+  rank's cores (`Machine.cores_per_rank`); per epoch the model's element-wise work (local
+  rows x local columns' share x the sum of the layer widths, at ``other_gelems``) and a fixed
+  cost per Ops call; all but the per-call cost times `Placement.busy_factor` (compute
+  slowed by the node's other busy cores);
 * communication: each step of the call's exchange description (the same `Scheme.steps` the
   runtime executes and the plans count) priced by the α-β cost of its standard algorithm
   (`gcntrain.simulate.collectives`) on the intra-node link when its group lies on one node,
@@ -96,6 +97,17 @@ class Placement:
     @property
     def cores(self) -> float:
         return self.machine.cores_per_rank(self.local_ranks)
+
+    @property
+    def busy_factor(self) -> float:
+        """Multiplier of every rank's compute: the profile's ``busy_compute_factor`` when all
+        the node's cores compute (its ranks times their cores), 1 when one does (as the
+        rates were measured), linear in between."""
+        m = self.machine
+        if m.cores <= 1 or m.busy_compute_factor == 1.0:
+            return 1.0
+        busy = min(float(m.cores), self.local_ranks * self.cores)
+        return 1.0 + (m.busy_compute_factor - 1.0) * (busy - 1.0) / (m.cores - 1.0)
 
     @property
     def memory_rate(self) -> float:
@@ -314,13 +326,14 @@ def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement, strea
     nnz, sflops, dflops, drows = (work[:, i].astype(np.float64) for i in range(4))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
     kn = np.where(drows > 0, dflops / np.maximum(2 * drows, 1), np.inf)
+    busy = place.busy_factor
     out = {
-        "spmm": np.where(sflops > 0, sflops / (m.spmm_rate(width) * cores), 0.0),
-        "gemm": np.where(dflops > 0, dflops / (m.gemm_rate(kn) * cores), 0.0),
-        "quant": np.asarray(quant, np.float64) / (m.quant_rate * cores),
+        "spmm": np.where(sflops > 0, busy * sflops / (m.spmm_rate(width) * cores), 0.0),
+        "gemm": np.where(dflops > 0, busy * dflops / (m.gemm_rate(kn) * cores), 0.0),
+        "quant": busy * np.asarray(quant, np.float64) / (m.quant_rate * cores),
     }
     if stream is not None:
-        out["other"] = np.asarray(stream, np.float64) / place.memory_rate
+        out["other"] = busy * np.asarray(stream, np.float64) / place.memory_rate
     return out
 
 
@@ -337,7 +350,7 @@ def other_seconds(footprint: dict, widths: list[int], calls: int, place: Placeme
     """(P,) seconds of an epoch's element-wise work and per-call cost on every rank."""
     elems = elementwise_elements(footprint, widths)
     m = place.machine
-    return elems / (m.other_rate * place.cores) + calls * m.call_overhead
+    return place.busy_factor * elems / (m.other_rate * place.cores) + calls * m.call_overhead
 
 
 def epoch_calls(sim) -> list[list]:
