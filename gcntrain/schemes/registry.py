@@ -36,6 +36,9 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, ENTRIES)}
 AUTO_NAME = "auto"
 #: scheme chosen by ``--scheme auto`` without a recommendation: one process / several
 AUTO = ("serial", "p2p")
+#: scheme `gcntrain bench` fits the busy-node compute factor with: block rows whose products
+#: overlap no messages, so its measured compute is the model's compute
+BUSY_CALIBRATION = "1d"
 
 
 def names() -> list[str]:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gcntrain.schemes.registry import AUTO
+from gcntrain.schemes.registry import AUTO, BUSY_CALIBRATION
 
 #: the oversubscribed synchronisation is measured (at twice as many ranks as cores) only on
 #: machines with at most this many cores (a cluster node is not run oversubscribed)
@@ -303,9 +303,8 @@ def training_json(cmd: list[str]) -> dict:
     return json.loads(out.stdout)
 
 
-#: the scheme of the busy-node fit: block rows, products not overlapped with messages, so
-#: its measured aggregation, dense and element-wise times are the model's compute
-BUSY_SCHEME = "1d"
+#: the scheme of the busy-node fit (`gcntrain.schemes.registry.BUSY_CALIBRATION`)
+BUSY_SCHEME = BUSY_CALIBRATION
 #: the busy-node fit runs on nodes of at most this many cores (one rank per core)
 MAX_BUSY_CORES = 64
 
