@@ -76,7 +76,7 @@ def gcn_json(
         cmd = [mpiexec(), "-n", str(np_), *cmd]
     env = None
     if code:
-        path = os.pathsep.join([code, os.environ.get("PYTHONPATH", "")])
+        path = os.pathsep.join(p for p in (code, os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "PYTHONPATH": path}
     out = sh(cmd, env=env, cwd=tempfile.gettempdir() if code else None)
     return json.loads([ln for ln in out.splitlines() if ln.startswith("{")][0])
@@ -239,6 +239,12 @@ def main() -> int:
         help="also run gcntrain with --reorder ORDER for each (e.g. degree,rcm)",
     )
     a = ap.parse_args()
+    if a.mpi_baseline:
+        if not a.mpi:
+            ap.error("--mpi-baseline compares MPI runs: give --mpi too")
+        a.mpi_baseline = os.path.abspath(a.mpi_baseline)
+        if not os.path.isfile(os.path.join(a.mpi_baseline, "gcntrain", "__init__.py")):
+            ap.error(f"--mpi-baseline {a.mpi_baseline}: no gcntrain package there")
     anchor = a.anchor_python or (str(DEFAULT_ANCHOR) if DEFAULT_ANCHOR.exists() else None)
     if anchor and subprocess.run([anchor, "-c", "import torch_geometric"]).returncode != 0:
         print(f"{anchor} has no PyTorch Geometric: anchors skipped")

@@ -125,6 +125,7 @@ def test_directed_graphs_equal_serial_and_plan(nprocs):
             modes[label] = e["mode"]
     for d in verdict["details"]:  # repeated products: same sums, same message buffers
         assert d["repeat_identical"] and d["buffers_reused"], d["graph"]
+        assert d["results_own_memory"], d["graph"]
         assert (d["buffers"] > 0) == (nprocs > 1), d["graph"]
     # the undirected graph: the S^T fetch, which on a symmetric pattern is the forward pattern
     sym = W.symmetric_cases(nprocs)[0]

@@ -312,18 +312,19 @@ MAX_BUSY_CORES = 64
 def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8):
     """(factor, measured, predicted): the compute of the critical rank of `BUSY_SCHEME`
     runs with one rank per core on `graphs` (aggregation + dense + element-wise of the
-    median epoch) over the model's compute for them at factor 1, summed over the graphs:
-    how much slower a rank computes while every core of the node does (the rates were
-    measured with one core busy).  At least 1."""
+    median epoch) over the model's compute for them at factor 1, summed over the graphs,
+    both less the model's per-call cost (which the factor does not scale): how much slower
+    a rank computes while every core of the node does (the rates were measured with one
+    core busy).  At least 1."""
     from gcntrain.model.trainer import TrainConfig
     from gcntrain.simulate.machine import parse_machine
     from gcntrain.simulate.run import plan_training
-    from gcntrain.simulate.timing import placement, predict
+    from gcntrain.simulate.timing import epoch_counts, placement, predict
 
     ranks = figs["cores"]
     cfg = TrainConfig(epochs=epochs)
     prof = parse_machine(_profile_text(name, {**figs, "busy": 1.0}), "<bench>")
-    measured, predicted = [], []
+    measured, predicted, calls = [], [], []
     for graph in graphs:
         cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", graph]
         cmd += ["--scheme", BUSY_SCHEME, "--epochs", str(epochs)]
@@ -336,7 +337,10 @@ def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int
         widths = [sim.num_features, *cfg.hidden, sim.num_classes]
         got = predict(sim, placement(prof, ranks, 1, ranks), widths)
         predicted.append(float(got["breakdown"]["compute"]))
-    factor = sum(measured) / sum(predicted) if sum(predicted) > 0 else 1.0
+        calls.append(epoch_counts(sim, widths)[0] * prof.call_overhead)
+    scaled_m = sum(m - c for m, c in zip(measured, calls))
+    scaled_p = sum(p - c for p, c in zip(predicted, calls))
+    factor = scaled_m / scaled_p if scaled_p > 0 else 1.0
     return max(1.0, factor), measured, predicted
 
 

@@ -11,7 +11,8 @@ counts its stored nonzeros).  Memory is an ESTIMATE of the peak per rank, the su
 * activations: per layer the dropped-out input, Z and relu(Z), and two gradient blocks of the
   widest layer;
 * communication buffers: the rows of other ranks held at once, at the widest width, and the
-  message buffers kept across calls (the row schemes' `Scratch`), one set per layer width;
+  message buffers kept across calls (the row schemes' `Scratch`), one set per width the
+  products run at;
 * parameters: weights, gradients and the two Adam moments (replicated).
 """
 
@@ -35,12 +36,16 @@ def work_summary(table) -> dict:
     return out
 
 
-def memory(fp: dict, widths: list[int], itemsize: int, feature_nnz_rows=None) -> np.ndarray:
+def memory(
+    fp: dict, widths: list[int], itemsize: int, feature_nnz_rows=None, product_widths=None
+) -> np.ndarray:
     """(P,) estimated peak bytes per rank (see the module docstring).
 
     `fp` is ``Scheme.footprint(ctx)``; `widths` the layer widths [f0, f1, ..., C];
     `feature_nnz_rows` the stored feature nonzeros of each rank's rows when the first layer's
-    input is CSR (None: dense).
+    input is CSR (None: dense); `product_widths` the distinct widths of the recorded
+    products with S (None: every layer's output width, an upper bound under the default
+    evaluation order).
     """
     rows = np.asarray(fp["rows"], dtype=np.float64)
     frac = np.asarray(fp["col_fraction"], dtype=np.float64)
@@ -55,6 +60,7 @@ def memory(fp: dict, widths: list[int], itemsize: int, feature_nnz_rows=None) ->
     acts = sum(rows * frac * (a + 2 * b) * itemsize for a, b in zip(widths[:-1], widths[1:]))
     acts = acts + 2 * rows * frac * max(widths) * itemsize
     kept = np.asarray(fp.get("kept_buffer_rows", np.zeros_like(rows)), dtype=np.float64)
-    buffers = buf * max(wmax, 1) * itemsize + kept * sum(widths[1:]) * itemsize
+    kept_width = sum(widths[1:]) if product_widths is None else sum(set(product_widths))
+    buffers = buf * max(wmax, 1) * itemsize + kept * kept_width * itemsize
     params = 4 * itemsize * sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
     return (adjacency + features + acts + buffers + params).astype(np.int64)

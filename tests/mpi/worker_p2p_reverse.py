@@ -111,9 +111,14 @@ def probe(world, g, part, model: str) -> dict:
         ops.aggregate(X, phase=Phase("aggregate", 1, "fwd")),
         ops.aggregate_t(X, phase=Phase("aggregate", 1, "bwd")),
     )
+    kept = list(ops.scratch._bufs.values())
     out = {
         "repeat_identical": all(np.array_equal(a, b) for a, b in zip(first, again)),
         "buffers_reused": buffers == {k: id(b) for k, b in ops.scratch._bufs.items()},
+        # a product's result is the caller's: never a kept message buffer
+        "results_own_memory": not any(
+            np.shares_memory(r, b) for r in (*first, *again) for b in kept
+        ),
         "buffers": len(buffers),
     }
     for name, key in (("fwd", "L0.fwd.agg"), ("bwd", "L0.bwd.agg")):
