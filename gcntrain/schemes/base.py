@@ -382,16 +382,16 @@ def run_block_broadcasts(
     sizes: np.ndarray,
     X: np.ndarray,
     phase,
-    scratch: Scratch | None = None,
+    scratch: Scratch,
 ) -> np.ndarray:
     """Sum over the stages of `group` of ``blocks[q] @ X_q``, block q broadcast by member q of
     `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
     `BcastStages` description (row counts as sizes): it decides the order and skips empty
     blocks, as CAGNET's stages do.  The receive buffer comes from `scratch` (kept across
-    calls) when given."""
+    calls)."""
     out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
     shape = (int(sizes.max(initial=0)), X.shape[1])
-    buf = (scratch or Scratch()).get("bcast", shape, X.dtype)
+    buf = scratch.get("bcast", shape, X.dtype)
 
     def provide(s: int) -> np.ndarray:
         q = int(stages.root[s])

@@ -303,14 +303,12 @@ def training_json(cmd: list[str]) -> dict:
     return json.loads(out.stdout)
 
 
-#: the scheme of the busy-node fit (`gcntrain.schemes.registry.BUSY_CALIBRATION`)
-BUSY_SCHEME = BUSY_CALIBRATION
 #: the busy-node fit runs on nodes of at most this many cores (one rank per core)
 MAX_BUSY_CORES = 64
 
 
 def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8):
-    """(factor, measured, predicted): the compute of the critical rank of `BUSY_SCHEME`
+    """(factor, measured, predicted): the compute of the critical rank of `BUSY_CALIBRATION`
     runs with one rank per core on `graphs` (aggregation + dense + element-wise of the
     median epoch) over the model's compute for them at factor 1, summed over the graphs,
     both less the model's per-call cost (which the factor does not scale): how much slower
@@ -327,13 +325,13 @@ def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int
     measured, predicted, calls = [], [], []
     for graph in graphs:
         cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", graph]
-        cmd += ["--scheme", BUSY_SCHEME, "--epochs", str(epochs)]
+        cmd += ["--scheme", BUSY_CALIBRATION, "--epochs", str(epochs)]
         runs = []
         for _ in range(FIT_RUNS):
             b = training_json(cmd)["epoch_breakdown"]
             runs.append(sum(float(b.get(k, 0.0)) for k in ("aggregation", "dense", "other")))
         measured.append(float(np.median(runs)))
-        sim = plan_training(graph, cfg, BUSY_SCHEME, ranks)
+        sim = plan_training(graph, cfg, BUSY_CALIBRATION, ranks)
         widths = [sim.num_features, *cfg.hidden, sim.num_classes]
         got = predict(sim, placement(prof, ranks, 1, ranks), widths)
         predicted.append(float(got["breakdown"]["compute"]))
@@ -598,22 +596,21 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
             f"element-wise              {figs['other']:.3f} G elements/s, "
             f"{figs['overhead'] * 1e6:.1f} us per Ops call"
         )
+        # the fits on real runs use the two smaller graphs only: R-MAT 16 is the
+        # validation graph
+        fit = figs["scales"][:2]
+        graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in fit]
         if 2 <= figs["cores"] <= MAX_BUSY_CORES:
-            # fitted on the two smaller graphs only: R-MAT 16 is the validation graph
-            graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in figs["scales"][:2]]
             figs["busy"], got, base = busy_fit(exe, graphs, name, figs)
             runs = ", ".join(
                 f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms modelled"
-                for sc, g, b in zip(figs["scales"][:2], got, base)
+                for sc, g, b in zip(fit, got, base)
             )
             log(
-                f"busy node                 {figs['cores']} ranks, {BUSY_SCHEME}, compute of "
+                f"busy node                 {figs['cores']} ranks, {BUSY_CALIBRATION}, compute of "
                 f"the critical rank: {runs}: x{figs['busy']:.3f}"
             )
         if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
-            # fitted on the two smaller graphs only: R-MAT 16 is the validation graph
-            fit = figs["scales"][:2]
-            graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in fit]
             figs["sync"], figs["slice"], got, base = oversubscribed_fit(exe, graphs, name, figs)
             runs = ", ".join(
                 f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms without it"

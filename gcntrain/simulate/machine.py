@@ -174,19 +174,27 @@ def _table(d: dict, key: str, where: str, path: str) -> dict:
     return v
 
 
+def _rate_table(
+    table: dict, key: str, keys_are: str, small: str, path: str
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """(points, flops / s) of the table compute.`key` ({point = GFLOP/s, ...}): points are
+    integers (`keys_are` names them in errors) >= 1 (`small` names them then), sorted;
+    rates positive."""
+    try:
+        points = tuple(sorted(int(k) for k in table))
+    except ValueError:
+        raise InputError(f"machine profile: compute.{key} keys must be {keys_are}", path) from None
+    if not points or points[0] < 1:
+        raise InputError(f"machine profile: compute.{key} {small} must be >= 1", path)
+    return points, tuple(_get(table, str(p), f"compute.{key}.", path) * 1e9 for p in points)
+
+
 def _gemm_table(comp: dict, path: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """(kn points, flops / s) of compute.gemm_gflops: a number (one point) or a table."""
     v = comp.get("gemm_gflops")
     if not isinstance(v, dict):
         return (1,), (_get(comp, "gemm_gflops", "compute.", path) * 1e9,)
-    try:
-        keys = sorted(int(k) for k in v)
-    except ValueError:
-        raise InputError("machine profile: compute.gemm_gflops keys must be k * n", path) from None
-    if not keys or keys[0] < 1:
-        raise InputError("machine profile: compute.gemm_gflops keys must be >= 1", path)
-    rates = tuple(_get(v, str(k), "compute.gemm_gflops.", path) * 1e9 for k in keys)
-    return tuple(keys), rates
+    return _rate_table(v, "gemm_gflops", "k * n", "keys", path)
 
 
 def parse_machine(text: str, path: str = "<profile>") -> Machine:
@@ -207,18 +215,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
     spmm = comp.get("spmm_gflops")
     if not isinstance(spmm, dict) or not spmm:
         raise InputError("machine profile lacks compute.spmm_gflops {width = rate, ...}", path)
-    try:
-        points = sorted((int(k), v) for k, v in spmm.items())
-    except ValueError:
-        raise InputError("machine profile: compute.spmm_gflops keys must be widths", path) from None
-    widths = []
-    rates = []
-    for w, _ in points:
-        if w < 1:
-            raise InputError("machine profile: compute.spmm_gflops widths must be >= 1", path)
-        widths.append(w)
-        rates.append(_get(spmm, str(w), "compute.spmm_gflops.", path) * 1e9)
-
+    widths, rates = _rate_table(spmm, "spmm_gflops", "widths", "widths", path)
     gemm_points, gemm_rates = _gemm_table(comp, path)
 
     def link(t: dict, where: str) -> Link:
@@ -235,8 +232,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         intra=link(intra, "network.intra."),
         inter=link(inter, "network.inter."),
         injection=_get(inter, "injection_gbs", "network.inter.", path) * 1e9,
-        spmm_widths=tuple(widths),
-        spmm_rates=tuple(rates),
+        spmm_widths=widths,
+        spmm_rates=rates,
         gemm_points=gemm_points,
         gemm_rates=gemm_rates,
         quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,

@@ -81,7 +81,7 @@ class PlanTable:
         """(E, P, 4) traffic (or work with ``what="work"``: `Scheme.work`'s four columns) of
         each epoch summed over its calls; identical epochs are summed once."""
         prices = getattr(self, what)
-        width = 4
+        width = 4  # traffic and work both have four columns
         seen: dict = {}
         out = []
         for e in self.epochs:

@@ -196,12 +196,12 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
     widths = [sim.num_features, *[int(h) for h in config.hidden], classes]
     itemsize = np.dtype(config.dtype).itemsize
     sparse = sparse_decision(config, g.features)
+    fp = sim.scheme.footprint(ctx)
     fnnz = None
     if sparse and ctx.feature_nnz is not None:
-        fp_rows = sim.scheme.footprint(ctx)["rows"]
-        fnnz = fp_rows * (ctx.feature_nnz.sum() / max(g.n, 1))
+        fnnz = fp["rows"] * (ctx.feature_nnz.sum() / max(g.n, 1))
     products = {int(c.shape(0)[1]) for c in sim.calls if c.method in ("aggregate", "aggregate_t")}
-    mem = memory(sim.scheme.footprint(ctx), widths, itemsize, fnnz, sorted(products))
+    mem = memory(fp, widths, itemsize, fnnz, sorted(products))
     mid = t.epoch_phases(len(t.epochs) // 2) if t.epochs else {}
     held = sim.scheme.held_estimate(ctx, itemsize)
     rf = sim.scheme.replication_factor(ctx)
