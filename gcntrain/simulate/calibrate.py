@@ -342,6 +342,14 @@ def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int
     return max(1.0, factor), measured, predicted
 
 
+def _fit_runs(scales, measured, model, label: str) -> str:
+    """The log text of a fit's runs: per R-MAT scale, measured and model seconds in ms."""
+    return ", ".join(
+        f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms {label}"
+        for sc, g, b in zip(scales, measured, model)
+    )
+
+
 #: the slices `fit_sync_slice` tries (seconds of compute between synchronisations)
 SLICES = np.geomspace(20e-6, 50e-3, 28)
 
@@ -602,20 +610,14 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
         graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in fit]
         if 2 <= figs["cores"] <= MAX_BUSY_CORES:
             figs["busy"], got, base = busy_fit(exe, graphs, name, figs)
-            runs = ", ".join(
-                f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms modelled"
-                for sc, g, b in zip(fit, got, base)
-            )
+            runs = _fit_runs(fit, got, base, "modelled")
             log(
                 f"busy node                 {figs['cores']} ranks, {BUSY_CALIBRATION}, compute of "
                 f"the critical rank: {runs}: x{figs['busy']:.3f}"
             )
         if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
             figs["sync"], figs["slice"], got, base = oversubscribed_fit(exe, graphs, name, figs)
-            runs = ", ".join(
-                f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms without it"
-                for sc, g, b in zip(fit, got, base)
-            )
+            runs = _fit_runs(fit, got, base, "without it")
             log(
                 f"oversubscribed sync       {2 * figs['cores']} ranks on {figs['cores']} "
                 f"cores, {AUTO[1]}: {runs}: up to {figs['sync'] * 1e6:.0f} us per "
