@@ -8,7 +8,7 @@
 #PJM --mpi "max-proc-per-node=4"
 #PJM -g GROUPNAME
 # threads: 12 per rank = 48 cores per node // 4 ranks per node
-# estimated memory: 0.000595 GiB per rank, 0.00238 GiB per node (gcntrain simulate)
+# estimated memory: 0.000617 GiB per rank, 0.00247 GiB per node (gcntrain simulate)
 # Data or software on a /vol000N volume: add "#PJM -x PJM_LLIO_GFSCACHE=/vol000N" above.
 
 # Environment (adapt): Python and mpi4py built on Fujitsu MPI for the A64FX, e.g. from

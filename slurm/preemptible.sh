@@ -10,7 +10,7 @@
 #SBATCH --signal=USR1@120
 #SBATCH --requeue
 # threads: 8 per rank = 32 cores per node // 4 ranks per node
-# estimated memory: 0.00058 GiB per rank, 0.00232 GiB per node (gcntrain simulate)
+# estimated memory: 0.000603 GiB per rank, 0.00241 GiB per node (gcntrain simulate)
 
 # Environment (adapt): the site's MPI, and the environment gcntrain is installed in;
 # mpi4py must use the MPI library that srun starts the ranks with, e.g.

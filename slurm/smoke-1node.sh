@@ -7,7 +7,7 @@
 #SBATCH --cpus-per-task=1
 #SBATCH --time=00:10:00
 # threads: 1 per rank (default; with --cores-per-node C: C // ranks per node)
-# estimated memory: 0.00223 GiB per rank, 0.00893 GiB per node (gcntrain simulate)
+# estimated memory: 0.00232 GiB per rank, 0.00929 GiB per node (gcntrain simulate)
 
 # Environment (adapt): the site's MPI, and the environment gcntrain is installed in;
 # mpi4py must use the MPI library that srun starts the ranks with, e.g.

@@ -107,3 +107,63 @@ def test_pairs_equal_alltoallv_rank_by_rank():
     got = Pairs(P, src, dst, M[src, dst]).volumes()
     for r in range(P):
         assert np.array_equal(got[r], V.alltoallv(M[r, :], M[:, r], r))
+
+
+class _PostingComm:
+    """A one-rank stand-in for `Comm` that records the broadcasts `run_ahead` posts and
+    completes them only when waited for (a member that never progresses on its own)."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+        self.log: list[tuple] = []
+        self.in_flight: set[int] = set()
+        self.most_in_flight = 0
+
+    def ibcast_flat(self, buf, root, tag, phase):
+        self.log.append(("post", tag, root))
+        if root != self.rank:
+            self.in_flight.add(tag)
+            self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
+        return [tag]
+
+    def waitall(self, reqs, phase):
+        for tag in reqs:
+            self.log.append(("wait", tag))
+            self.in_flight.discard(tag)
+
+
+@pytest.mark.parametrize("me", [0, 2, 5])
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_run_ahead_posts_in_order_within_depth(me, depth):
+    """Every member posts the stages in array order (MPI's rule for collectives), never has
+    more than `depth` receives in flight, consumes its own stage first and every other once,
+    after its wait, in stage order; empty stages are skipped; a receive slot is reused only
+    once its stage is consumed."""
+    P = 6
+    nbytes = np.array([5, 3, 0, 4, 7, 2], dtype=np.int64)
+    stages = BcastStages(Groups.world(P), np.zeros(P, np.int64), np.arange(P), nbytes)
+    comm = _PostingComm(me)
+    consumed, slots = [], {}
+
+    def provide(s, slot):
+        if s != me:
+            assert 0 <= slot < depth
+            busy = [t for t, k in slots.items() if k == slot and t not in consumed]
+            assert busy in ([], [s])  # the slot is free, or already this stage's
+            slots[s] = slot
+        return np.zeros(int(nbytes[s]))
+
+    def consume(s, buf):
+        assert s not in consumed and buf.shape == (int(nbytes[s]),)
+        if s != me:
+            assert ("wait", s) in comm.log
+        consumed.append(s)
+
+    first = me if nbytes[me] else None
+    stages.run_ahead(comm, 0, provide, consume, "x", first=first, depth=depth)
+    live = [s for s in range(P) if nbytes[s]]
+    assert [e[1] for e in comm.log if e[0] == "post"] == live
+    assert [e[1] for e in comm.log if e[0] == "wait"] == live
+    assert comm.most_in_flight <= depth and not comm.in_flight
+    others = [s for s in live if s != me]
+    assert consumed == ([me] if first is not None else []) + others

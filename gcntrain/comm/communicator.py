@@ -242,6 +242,23 @@ class Comm:
         self._count(phase, "p2p", V.recv(self._nbytes(buf)), t0)
         return req
 
+    def ibcast_flat(self, buf: np.ndarray, root: int, tag: int, phase: str) -> list:
+        """A broadcast of a contiguous array as point-to-point messages, non-blocking: `root`
+        sends `buf` to every other member, the others receive into theirs; returns the
+        requests (`waitall` them before reading, or at the root changing, `buf`).  Counted
+        as a broadcast when posted (the flat convention of `gcntrain.comm.volume` is this
+        pattern).  Unlike MPI_Ibcast, whose schedule waits for the root's next MPI call, a
+        receiver gets the data while the root computes (a single copy within a node)."""
+        t0 = time.perf_counter()
+        reqs = []
+        if self.size > 1 and buf.size:
+            if self.rank == root:
+                reqs = [self.comm.Isend(buf, d, tag) for d in range(self.size) if d != root]
+            else:
+                reqs = [self.comm.Irecv(buf, root, tag)]
+        self._count(phase, "bcast", V.bcast(self._nbytes(buf), self.rank, self.size, root), t0)
+        return reqs
+
     def waitany(self, reqs: list, phase: str) -> int:
         t0 = time.perf_counter()
         idx = self.MPI.Request.Waitany(reqs)

@@ -138,6 +138,55 @@ class BcastStages:
             comm.bcast(buf, int(self.root[s]), phase)
             consume(int(s), buf)
 
+    def run_ahead(
+        self,
+        comm,
+        group: int,
+        provide: Callable[[int, int], np.ndarray],
+        consume: Callable[[int, np.ndarray], None],
+        phase,
+        first: int | None = None,
+        depth: int = 2,
+    ) -> None:
+        """`run` with the broadcasts posted ahead as non-blocking point-to-point messages
+        (`Comm.ibcast_flat`), so that a rank computes while the other blocks travel.  Every
+        member posts the stages of `group` in array order, at most `depth` stages it
+        receives in flight; ``provide(s, slot)`` returns the stage's buffer (the root's
+        data, or receive buffer ``slot`` in ``range(depth)``, free again once its stage is
+        consumed).  Stage `first` (one this rank roots, so its data is local) is consumed
+        before the others, which follow in array order as they arrive.  The same messages
+        as `run`; only the order of the consumer's work changes."""
+        live = [int(s) for s in self.stages_of(group) if self.nbytes[s] > 0]
+        me = comm.rank
+        posted: dict[int, list] = {}
+        free = list(range(depth - 1, -1, -1))
+        slot_of: dict[int, int] = {}
+        nxt = 0
+
+        def post() -> None:
+            nonlocal nxt
+            while nxt < len(live):
+                s = live[nxt]
+                root = int(self.root[s])
+                slot = -1
+                if root != me:
+                    if not free:
+                        return
+                    slot = slot_of[s] = free.pop()
+                posted[s] = comm.ibcast_flat(provide(s, slot), root, s % 32768, phase)
+                nxt += 1
+
+        post()
+        if first is not None and first in live:
+            consume(first, provide(first, -1))
+        for s in live:
+            comm.waitall(posted.pop(s), phase)
+            if s != first:
+                consume(s, provide(s, slot_of.get(s, -1)))
+            if s in slot_of:
+                free.append(slot_of.pop(s))
+                post()
+
 
 @dataclass
 class Allreduce:

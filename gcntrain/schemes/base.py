@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, Uniform
+from gcntrain.comm.exchange import Allgatherv, Allreduce, BcastStages, Groups, Pairs, Uniform
+from gcntrain.comm.node import ranks_on_node
 from gcntrain.kernels.spmm import spmm_csr_dense, spmm_csr_dense_add
 from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
@@ -23,6 +24,9 @@ from gcntrain.schemes.protocol import (
     PlanContext,
     Scheme,
 )
+
+#: broadcasts a rank of a `BroadcastRowScheme` may be receiving at once (one kept buffer each)
+BCAST_DEPTH = 2
 
 #: one int64 count, one (row, col) int64 pair, one float64 value
 COUNT_BYTES, PAIR_BYTES, VALUE_BYTES = 8, 16, 8
@@ -362,15 +366,30 @@ class RowScheme(Scheme):
 
 
 class BroadcastRowScheme(RowScheme):
-    """A row scheme whose products broadcast blocks (`run_block_broadcasts`): the broadcast
-    buffer of the largest block is kept across calls."""
+    """A row scheme whose products broadcast blocks (`run_block_broadcasts`): up to
+    `BCAST_DEPTH` receive buffers of the largest block are kept across calls."""
+
+    def broadcast_stages(self, layout: RowLayout) -> BcastStages:
+        """The broadcasts of one product, row counts as sizes."""
+        raise NotImplementedError
 
     def buffer_rows(self, ctx: PlanContext) -> np.ndarray:
         return np.zeros(ctx.layout.size, dtype=np.int64)
 
     def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
+        """One buffer of the largest block per broadcast a rank may have in flight: the
+        blocks it receives in one product, at most `BCAST_DEPTH`."""
         lay: RowLayout = ctx.layout
-        return np.full(lay.size, int(lay.sizes.max(initial=0)), dtype=np.int64)
+        receives = self.broadcast_stages(lay).volumes()[:, 3]
+        return np.minimum(receives, BCAST_DEPTH) * int(lay.sizes.max(initial=0))
+
+
+def broadcasts_ahead(comm) -> bool:
+    """Whether the block broadcasts over `comm` are posted ahead as point-to-point messages:
+    when it has two members (a broadcast is then one message whatever the algorithm) or
+    all of them share a node (the receivers copy from the root's memory themselves).
+    Across nodes MPI's broadcast trees move fewer bytes through the root's link."""
+    return comm.size <= 2 or ranks_on_node(comm) == comm.size
 
 
 def run_block_broadcasts(
@@ -383,26 +402,43 @@ def run_block_broadcasts(
     X: np.ndarray,
     phase,
     scratch: Scratch,
+    ahead: bool = False,
 ) -> np.ndarray:
     """Sum over the stages of `group` of ``blocks[q] @ X_q``, block q broadcast by member q of
     `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
-    `BcastStages` description (row counts as sizes): it decides the order and skips empty
-    blocks, as CAGNET's stages do.  The receive buffer comes from `scratch` (kept across
-    calls)."""
-    out = np.zeros((int(sizes[me]), X.shape[1]), dtype=X.dtype)
+    `BcastStages` description (row counts as sizes): it decides which blocks travel and
+    skips empty ones, as CAGNET's stages do.  With `ahead` (see `broadcasts_ahead`) the
+    broadcasts are posted ahead as point-to-point messages (`BcastStages.run_ahead`): the
+    rank multiplies its own block while the others travel, then theirs in stage order;
+    otherwise each stage is an MPI broadcast, in turn.  The receive buffers come from
+    `scratch` (kept across calls); the first product writes `out`, the others add to it."""
+    out = np.empty((int(sizes[me]), X.shape[1]), dtype=X.dtype)
     shape = (int(sizes.max(initial=0)), X.shape[1])
-    buf = scratch.get("bcast", shape, X.dtype)
+    written = False
 
-    def provide(s: int) -> np.ndarray:
+    def provide(s: int, slot: int) -> np.ndarray:
         q = int(stages.root[s])
-        return X if q == me else buf[: int(sizes[q])]
+        if q == me:
+            return X
+        return scratch.get(("bcast", slot), shape, X.dtype)[: int(sizes[q])]
 
     def consume(s: int, Xq: np.ndarray) -> None:
+        nonlocal written
         q = int(stages.root[s])
-        if blocks[q].nnz:
+        if not written:
+            csr_apply(blocks[q], Xq, out)
+            written = True
+        elif blocks[q].nnz:
             csr_apply(blocks[q], Xq, out, accumulate=True)
 
-    stages.run(comm, group, provide, consume, phase)
+    if ahead:
+        own = [int(s) for s in stages.stages_of(group) if int(stages.root[s]) == me]
+        first = own[0] if own else None
+        stages.run_ahead(comm, group, provide, consume, phase, first=first, depth=BCAST_DEPTH)
+    else:
+        stages.run(comm, group, lambda s: provide(s, 0), consume, phase)
+    if not written:
+        out[...] = 0
     return out
 
 

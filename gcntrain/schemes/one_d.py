@@ -20,6 +20,7 @@ from gcntrain.schemes.base import (
     RowLayout,
     RowOps,
     TypedBlocks,
+    broadcasts_ahead,
     run_block_broadcasts,
 )
 
@@ -49,12 +50,22 @@ class OneDOps(RowOps):
         self.layout = layout
         self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
         self.stages = broadcast_stages(layout, 1)
+        self.ahead = broadcasts_ahead(world)
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         blocks = self.blocks.get(which, X.dtype)
         me = self.world.rank
         return run_block_broadcasts(
-            self.world, self.stages, 0, me, blocks, self.layout.sizes, X, phase, self.scratch
+            self.world,
+            self.stages,
+            0,
+            me,
+            blocks,
+            self.layout.sizes,
+            X,
+            phase,
+            self.scratch,
+            self.ahead,
         )
 
 
@@ -63,6 +74,9 @@ class OneD(BroadcastRowScheme):
     summary = "CAGNET 1D block rows: every block broadcast in turn (Algorithm 1)"
 
     ops_class = OneDOps
+
+    def broadcast_stages(self, layout: RowLayout) -> BcastStages:
+        return broadcast_stages(layout, 1)
 
     def steps_aggregate(self, ctx, call) -> list:
         return [broadcast_stages(ctx.layout, call.shape(0)[1] * call.itemsize(0))]

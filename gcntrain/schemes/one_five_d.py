@@ -23,6 +23,7 @@ from gcntrain.schemes.base import (
     RowLayout,
     RowOps,
     TypedBlocks,
+    broadcasts_ahead,
     entry_blocks,
     row_setup,
     run_block_broadcasts,
@@ -94,12 +95,22 @@ class OneFiveDOps(RowOps):
         self.layout = layout
         self.stages = broadcast_stages(layout, 1)
         self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
+        self.ahead = broadcasts_ahead(grid.col)
 
     def _product(self, which: str, X, phase: str):
         g = self.grid
         blocks = self.blocks.get(which, X.dtype)
         partial = run_block_broadcasts(
-            g.col, self.stages, g.j, g.i, blocks, self.layout.sizes, X, phase, self.scratch
+            g.col,
+            self.stages,
+            g.j,
+            g.i,
+            blocks,
+            self.layout.sizes,
+            X,
+            phase,
+            self.scratch,
+            self.ahead,
         )
         return g.row.allreduce(partial, phase)
 
@@ -140,6 +151,9 @@ class OneFiveD(BroadcastRowScheme):
         grid = grid_2d(world, layout.blocks, layout.c)
         fwd, bwd = row_setup(world, grid.col, layout, local, kind)
         return OneFiveDOps(world, grid, layout, fwd, bwd, local.orig_ids)
+
+    def broadcast_stages(self, layout: RowLayout) -> BcastStages:
+        return broadcast_stages(layout, 1)
 
     def steps_aggregate(self, ctx, call) -> list:
         w, isz = call.shape(0)[1], call.itemsize(0)

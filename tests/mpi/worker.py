@@ -598,8 +598,11 @@ def ops_cases(size: int) -> list[tuple[str, str, dict]]:
     """(label, scheme, options) of every registered scheme valid on `size` ranks."""
     out = [("serial", "serial", {})] if size == 1 else []
     out += [("1d", "1d", {}), ("p2p", "p2p", {}), ("1.5d-c1", "1.5d", {"replication": 1})]
+    # "-inturn": the blocking MPI broadcasts used across nodes (one node here posts ahead)
+    out.append(("1d-inturn", "1d", {}))
     if size % 2 == 0:
         out.append(("1.5d-c2", "1.5d", {"replication": 2}))
+        out.append(("1.5d-c2-inturn", "1.5d", {"replication": 2}))
     out += [(f"2d-{grid}", "2d", {"grid": grid}) for grid in grids_2d(size)]
     out += [(f"3d-{grid}", "3d", {"grid": grid}) for grid in grids_3d(size)]
     out += [("vertexcut", "vertexcut", {})]
@@ -856,6 +859,9 @@ def case_ops(world):
                     part = "libra"
                 _, _, layout, local = load_rank(world, sch, g, mcfg, opts, part)
                 ops = sch.setup(world, layout, local, kind)
+                if label.endswith("-inturn"):
+                    assert ops.ahead
+                    ops.ahead = False
                 errors = plexus_ops_errors if scheme == "plexus" else ops_errors
                 err = errors(ops, ser, g.n, g.num_classes, seed=7)
                 worst = max(err.values())
