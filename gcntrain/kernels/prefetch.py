@@ -42,6 +42,10 @@ def cache_line_bytes() -> int:
 CACHE_LINE = cache_line_bytes()
 #: at most this many cache lines of one row are prefetched (hardware streams the rest)
 MAX_LINES = 8
+#: a gathering kernel prefetches about this many cache lines ahead of the row it reads ...
+LINES_AHEAD = 128
+#: ... but never fewer nor more than these many nonzeros ahead
+MIN_DISTANCE, MAX_DISTANCE = 8, 64
 
 
 def _make_prefetch(rw: int):
@@ -106,3 +110,13 @@ def prefetch_row_write(X, r):  # pragma: no cover - jitted
     for j in range(0, stop, step):
         prefetch_write(X, r, j)
     prefetch_write(X, r, stop - 1)
+
+
+@njit(nogil=True, cache=True)
+def prefetch_distance(f, itemsize):  # pragma: no cover - jitted
+    """Nonzeros ahead at which to prefetch gathered rows of `f` values of `itemsize` bytes:
+    `LINES_AHEAD` cache lines in flight, i.e. 64 nonzeros for one-line rows (width 16
+    float32 on a 64-byte line), 32 for width 64, 16 for width 128 (measured best at each
+    width in docs/kernels.md), within [`MIN_DISTANCE`, `MAX_DISTANCE`]."""
+    lines = max(1, (f * itemsize + CACHE_LINE - 1) // CACHE_LINE)
+    return max(MIN_DISTANCE, min(MAX_DISTANCE, LINES_AHEAD // lines))

@@ -4,7 +4,8 @@ Layout of every kernel here: the rows of A are cut into contiguous chunks of abo
 *work* (nonzeros plus one per row, see `balanced_row_splits`); a ``prange`` runs over the chunks
 and each chunk keeps one private accumulator row, so ``out`` is written once per row and never
 re-read.  While gathering ``X[indices[k]]`` the kernel prefetches the row needed
-`PREFETCH_DISTANCE` nonzeros later, which overlaps the cache misses of the random gathers.
+`prefetch_distance` nonzeros later (about 128 cache lines ahead), which overlaps the cache
+misses of the random gathers.
 
 Supported: float32 and float64 (``data`` has X's dtype), int32 or int64 ``indices``, int32 or
 int64 ``indptr``, any width (including 1 and 0), empty rows, rows != columns.  X and ``out`` must
@@ -17,10 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gcntrain.kernels.prefetch import prefetch_row_read
+from gcntrain.kernels.prefetch import prefetch_distance, prefetch_row_read
 
-#: gathered rows are prefetched this many nonzeros ahead (measured: 16-32 is best at widths 16-128)
-PREFETCH_DISTANCE = 16
 #: `spmm_csr_dense` cuts the rows into at most this many equal-work chunks ...
 MAX_PARTS = 1024
 #: ... of at least this many rows each (small matrices get fewer chunks)
@@ -88,6 +87,10 @@ def _spmm_rows(indptr, indices, data, X, out, r0, r1, acc, add):  # pragma: no c
     serially, with accumulator row `acc` (length X.shape[1])."""
     f = X.shape[1]
     kend = indptr[r1]
+    ahead = prefetch_distance(f, X.itemsize)
+    # the chunk's first `ahead` gathers: the loop below prefetches from the next ones on
+    for k in range(indptr[r0], min(indptr[r0] + ahead, kend)):
+        prefetch_row_read(X, indices[k])
     for i in range(r0, r1):
         if add:
             if indptr[i] == indptr[i + 1]:
@@ -98,7 +101,7 @@ def _spmm_rows(indptr, indices, data, X, out, r0, r1, acc, add):  # pragma: no c
             for j in range(f):
                 acc[j] = 0
         for k in range(indptr[i], indptr[i + 1]):
-            kp = k + PREFETCH_DISTANCE
+            kp = k + ahead
             if kp < kend:
                 prefetch_row_read(X, indices[kp])
             c = indices[k]

@@ -16,8 +16,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from gcntrain.kernels.prefetch import prefetch_row_write
-from gcntrain.kernels.spmm import PREFETCH_DISTANCE, balanced_row_splits_csr
+from gcntrain.kernels.prefetch import prefetch_distance, prefetch_row_write
+from gcntrain.kernels.spmm import balanced_row_splits_csr
 
 
 @njit(nogil=True, cache=True)
@@ -64,9 +64,10 @@ def _scatter_rows(indptr, indices, data, X, Y, r0, r1):  # pragma: no cover - ji
     """Y[indices[k]] += data[k] * X[i] for the nonzeros of rows r0..r1 (Y already zeroed)."""
     f = X.shape[1]
     kend = indptr[r1]
+    ahead = prefetch_distance(f, Y.itemsize)
     for i in range(r0, r1):
         for k in range(indptr[i], indptr[i + 1]):
-            kp = k + PREFETCH_DISTANCE
+            kp = k + ahead
             if kp < kend:
                 prefetch_row_write(Y, indices[kp])
             c = indices[k]
