@@ -137,8 +137,8 @@ class _PostingComm:
 def test_run_ahead_posts_in_order_within_depth(me, depth):
     """Every member posts the stages in array order (MPI's rule for collectives), never has
     more than `depth` receives in flight, consumes its own stage first and every other once,
-    after its wait, in stage order; empty stages are skipped; a receive slot is reused only
-    once its stage is consumed."""
+    after its wait, in stage order, and completes its own send last; empty stages are
+    skipped; a receive slot is reused only once its stage is consumed."""
     P = 6
     nbytes = np.array([5, 3, 0, 4, 7, 2], dtype=np.int64)
     stages = BcastStages(Groups.world(P), np.zeros(P, np.int64), np.arange(P), nbytes)
@@ -163,7 +163,9 @@ def test_run_ahead_posts_in_order_within_depth(me, depth):
     stages.run_ahead(comm, 0, provide, consume, "x", first=first, depth=depth)
     live = [s for s in range(P) if nbytes[s]]
     assert [e[1] for e in comm.log if e[0] == "post"] == live
-    assert [e[1] for e in comm.log if e[0] == "wait"] == live
+    # receives completed in stage order, the rank's own send last
+    own = [me] if nbytes[me] else []
+    assert [e[1] for e in comm.log if e[0] == "wait"] == [s for s in live if s != me] + own
     assert comm.most_in_flight <= depth and not comm.in_flight
     others = [s for s in live if s != me]
     assert consumed == ([me] if first is not None else []) + others

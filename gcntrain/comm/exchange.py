@@ -154,8 +154,10 @@ class BcastStages:
         receives in flight; ``provide(s, slot)`` returns the stage's buffer (the root's
         data, or receive buffer ``slot`` in ``range(depth)``, free again once its stage is
         consumed).  Stage `first` (one this rank roots, so its data is local) is consumed
-        before the others, which follow in array order as they arrive.  The same messages
-        as `run`; only the order of the consumer's work changes."""
+        before the others, which follow in array order as they arrive; the rank's own sends
+        are completed last (their receivers copy the data when they reach it, so waiting for
+        them earlier would wait for the slowest receiver).  The same messages as `run`; only
+        the order of the consumer's work changes."""
         live = [int(s) for s in self.stages_of(group) if self.nbytes[s] > 0]
         me = comm.rank
         posted: dict[int, list] = {}
@@ -179,13 +181,18 @@ class BcastStages:
         post()
         if first is not None and first in live:
             consume(first, provide(first, -1))
+        sends: list = []
         for s in live:
+            if int(self.root[s]) == me:  # its receivers pull it: complete it at the end
+                sends += posted.pop(s)
+                if s != first:
+                    consume(s, provide(s, -1))
+                continue
             comm.waitall(posted.pop(s), phase)
-            if s != first:
-                consume(s, provide(s, slot_of.get(s, -1)))
-            if s in slot_of:
-                free.append(slot_of.pop(s))
-                post()
+            consume(s, provide(s, slot_of[s]))
+            free.append(slot_of.pop(s))
+            post()
+        comm.waitall(sends, phase)
 
 
 @dataclass

@@ -151,6 +151,16 @@ class TypedBlocks:
             self._typed[key] = as_dtype(self._blocks[which], dtype)
         return self._typed[key]
 
+    def joined(self, which: str, dtype, qs: tuple) -> sp.csr_matrix:
+        """Blocks `qs` side by side, one matrix over their X blocks stacked in that order."""
+        key = (which, np.dtype(dtype).str, tuple(int(q) for q in qs))
+        if key not in self._typed:
+            blocks = self._blocks[which]
+            M = sp.hstack([blocks[q] for q in key[2]], format="csr")
+            M.sort_indices()
+            self._typed[key] = as_dtype([M], dtype)[0]
+        return self._typed[key]
+
 
 def csr_apply(
     M, X: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
@@ -377,11 +387,13 @@ class BroadcastRowScheme(RowScheme):
         return np.zeros(ctx.layout.size, dtype=np.int64)
 
     def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
-        """One buffer of the largest block per broadcast a rank may have in flight: the
-        blocks it receives in one product, at most `BCAST_DEPTH`."""
+        """One buffer of the largest block per broadcast a rank may have in flight (the
+        blocks it receives in one product, at most `BCAST_DEPTH`), plus one for its own
+        block when they all fit (the one-pass operand of `run_block_broadcasts`)."""
         lay: RowLayout = ctx.layout
         receives = self.broadcast_stages(lay).volumes()[:, 3]
-        return np.minimum(receives, BCAST_DEPTH) * int(lay.sizes.max(initial=0))
+        held = np.minimum(receives, BCAST_DEPTH) + ((receives > 0) & (receives <= BCAST_DEPTH))
+        return held * int(lay.sizes.max(initial=0))
 
 
 def broadcasts_ahead(comm) -> bool:
@@ -397,21 +409,32 @@ def run_block_broadcasts(
     stages,
     group: int,
     me: int,
-    blocks: list,
+    blocks: TypedBlocks,
+    which: str,
     sizes: np.ndarray,
     X: np.ndarray,
     phase,
     scratch: Scratch,
     ahead: bool = False,
 ) -> np.ndarray:
-    """Sum over the stages of `group` of ``blocks[q] @ X_q``, block q broadcast by member q of
-    `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
-    `BcastStages` description (row counts as sizes): it decides which blocks travel and
-    skips empty ones, as CAGNET's stages do.  With `ahead` (see `broadcasts_ahead`) the
-    broadcasts are posted ahead as point-to-point messages (`BcastStages.run_ahead`): the
-    rank multiplies its own block while the others travel, then theirs in stage order;
-    otherwise each stage is an MPI broadcast, in turn.  The receive buffers come from
-    `scratch` (kept across calls); the first product writes `out`, the others add to it."""
+    """Sum over the stages of `group` of ``S_q @ X_q`` (S_q: column block q of `blocks`'
+    matrix `which`), block q broadcast by member q of `comm` (`me` is this rank's block; its
+    X is X_me).  `stages` is the scheme's `BcastStages` description (row counts as sizes): it
+    decides which blocks travel and skips empty ones, as CAGNET's stages do.
+
+    With `ahead` (see `broadcasts_ahead`) the broadcasts are posted ahead as point-to-point
+    messages (`BcastStages.run_ahead`).  When every block the rank receives fits the
+    `BCAST_DEPTH` window at once, they are received into one operand beside a copy of X_me
+    and multiplied in one pass (`TypedBlocks.joined`; the rows of `out` are not re-read
+    once per block); otherwise the rank multiplies its own block while the others travel,
+    then theirs in stage order.  Without `ahead` each stage is an MPI broadcast, in turn.
+    The buffers come from `scratch` (kept across calls); the first product writes `out`,
+    the others add to it."""
+    live = [int(s) for s in stages.stages_of(group) if stages.nbytes[s] > 0]
+    receives = sum(int(stages.root[s]) != me for s in live)
+    if ahead and 0 < receives <= BCAST_DEPTH:
+        return _broadcast_one_pass(comm, stages, group, me, blocks, which, sizes, X, phase, scratch)
+    mats = blocks.get(which, X.dtype)
     out = np.empty((int(sizes[me]), X.shape[1]), dtype=X.dtype)
     shape = (int(sizes.max(initial=0)), X.shape[1])
     written = False
@@ -426,13 +449,13 @@ def run_block_broadcasts(
         nonlocal written
         q = int(stages.root[s])
         if not written:
-            csr_apply(blocks[q], Xq, out)
+            csr_apply(mats[q], Xq, out)
             written = True
-        elif blocks[q].nnz:
-            csr_apply(blocks[q], Xq, out, accumulate=True)
+        elif mats[q].nnz:
+            csr_apply(mats[q], Xq, out, accumulate=True)
 
     if ahead:
-        own = [int(s) for s in stages.stages_of(group) if int(stages.root[s]) == me]
+        own = [s for s in live if int(stages.root[s]) == me]
         first = own[0] if own else None
         stages.run_ahead(comm, group, provide, consume, phase, first=first, depth=BCAST_DEPTH)
     else:
@@ -440,6 +463,35 @@ def run_block_broadcasts(
     if not written:
         out[...] = 0
     return out
+
+
+def _broadcast_one_pass(comm, stages, group, me, blocks, which, sizes, X, phase, scratch):
+    """`run_block_broadcasts` when the blocks the rank receives fit the window: every block
+    of the group lands in its slice of one operand (X_me copied into its own), then one
+    product with the blocks joined in stage order (the order the in-turn stages add them)."""
+    live = [int(s) for s in stages.stages_of(group) if stages.nbytes[s] > 0]
+    qs = tuple(int(stages.root[s]) for s in live)
+    M = blocks.joined(which, X.dtype, qs)
+    start = np.concatenate(([0], np.cumsum([int(sizes[q]) for q in qs]))).astype(np.int64)
+    operand = scratch.get("operand", (int(start[-1]), X.shape[1]), X.dtype)
+    slot_of = {s: i for i, s in enumerate(live)}
+
+    def provide(s: int, slot: int) -> np.ndarray:
+        q = int(stages.root[s])
+        if q == me:
+            return X
+        i = slot_of[s]
+        return operand[start[i] : start[i + 1]]
+
+    def consume(s: int, Xq: np.ndarray) -> None:
+        if int(stages.root[s]) == me:
+            i = slot_of[s]
+            np.copyto(operand[start[i] : start[i + 1]], X)
+
+    own = [s for s in live if int(stages.root[s]) == me]
+    first = own[0] if own else None
+    stages.run_ahead(comm, group, provide, consume, phase, first=first, depth=BCAST_DEPTH)
+    return csr_apply(M, operand)
 
 
 def dense_rows_work(rows: np.ndarray, call, nnz_rows: np.ndarray | None) -> np.ndarray:

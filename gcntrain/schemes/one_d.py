@@ -53,14 +53,14 @@ class OneDOps(RowOps):
         self.ahead = broadcasts_ahead(world)
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
-        blocks = self.blocks.get(which, X.dtype)
         me = self.world.rank
         return run_block_broadcasts(
             self.world,
             self.stages,
             0,
             me,
-            blocks,
+            self.blocks,
+            which,
             self.layout.sizes,
             X,
             phase,

@@ -99,13 +99,13 @@ class OneFiveDOps(RowOps):
 
     def _product(self, which: str, X, phase: str):
         g = self.grid
-        blocks = self.blocks.get(which, X.dtype)
         partial = run_block_broadcasts(
             g.col,
             self.stages,
             g.j,
             g.i,
-            blocks,
+            self.blocks,
+            which,
             self.layout.sizes,
             X,
             phase,

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Groups, Pairs, Uniform
+from gcntrain.comm.node import ranks_on_node
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
 from gcntrain.schemes.base import (
     COUNT_BYTES,
@@ -163,6 +164,17 @@ class _Exchange:
             self._typed[key] = (typed[0], dict(zip(qs, typed[1:])))
         return self._typed[key]
 
+    def combined(self, dtype) -> sp.csr_matrix:
+        """The local rows of S as one matrix over [local rows; the rows received from each
+        source, in source order] (`P2POps` on one node): a row's entries in the order the
+        split products add them, so both give the same sums."""
+        key = ("combined", np.dtype(dtype).str)
+        if key not in self._typed:
+            M = sp.hstack([self.local, *self.remote.values()], format="csr")
+            M.sort_indices()
+            self._typed[key] = as_dtype([M], dtype)[0]
+        return self._typed[key]
+
 
 def fetch_sends(me: int, offsets: np.ndarray, indptr, indices) -> tuple:
     """(src, dst, rows) of the fetch exchange this rank would send: for every other rank q,
@@ -228,11 +240,15 @@ class P2POps(RowOps):
         if bwd is not None:
             self._bwd = _Backward(world, layout.offsets, self._ex["f"], fwd, bwd)
             self._ex["t"] = self._bwd.fetch
+        #: all ranks on one node: products over the received rows in one pass (`_one_pass`)
+        self.one_pass = world.size > 1 and ranks_on_node(world) == world.size
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         if which == "t" and self._bwd is not None:
             return self._backward(X, phase)
         ex = self._ex[which]
+        if self.one_pass:
+            return self._one_pass(which, ex, X, phase)
         local, remote = ex.typed(X.dtype)
         pairs = ex.pairs
         f = X.shape[1]
@@ -254,6 +270,37 @@ class P2POps(RowOps):
             phase=phase,
         )
         return result["out"]
+
+    def _one_pass(self, which: str, ex: _Exchange, X: np.ndarray, phase: str) -> np.ndarray:
+        """``S @ X`` (or the fetch ``S^T @ X``) when every rank shares this node: the same
+        messages, received into one operand after a copy of the local rows, then one product
+        over it (`_Exchange.combined`).  Within a node a message is a copy the receiver
+        makes when it waits, so multiplying the local rows meanwhile hides little, while
+        adding each source's rows in a pass of their own re-reads every output row."""
+        M = ex.combined(X.dtype)
+        pairs = ex.pairs
+        me, m, f = self.world.rank, X.shape[0], X.shape[1]
+        key = "f" if ex is self._ex["f"] else which
+        operand = self.scratch.get(("operand", key), (M.shape[1], f), X.dtype)
+        start = {}
+        pos = m
+        for k in np.flatnonzero((pairs.dst == me) & (pairs.src != me) & (pairs.nbytes > 0)):
+            start[int(k)] = pos
+            pos += int(pairs.nbytes[k])
+
+        def recv_buf(k: int) -> np.ndarray:
+            return operand[start[k] : start[k] + int(pairs.nbytes[k])]
+
+        pairs.run_p2p(
+            self.world,
+            me,
+            send_buf=lambda k: self._pack(X, ex.send[int(pairs.dst[k])], ("send", k)),
+            recv_buf=recv_buf,
+            local_work=lambda: np.copyto(operand[:m], X),
+            consume=lambda k, buf: None,
+            phase=phase,
+        )
+        return csr_apply(M, operand)
 
     def _pack(self, X: np.ndarray, rows: np.ndarray, key) -> np.ndarray:
         """The rows `rows` of `X` gathered into the message buffer `key` (kept across calls)."""
@@ -410,8 +457,9 @@ class P2P(RowScheme):
     def kept_buffer_rows(self, ctx) -> np.ndarray:
         """Every row a rank receives and every row it packs for others in one product (all
         receives are posted, all sends packed at once), forward and, when S is not
-        symmetric, backward: the message buffers it keeps across calls."""
-        out = np.zeros(ctx.P, dtype=np.float64)
+        symmetric, backward: the message buffers it keeps across calls; plus its own rows,
+        which the one-node product copies beside the received ones (`P2POps._one_pass`)."""
+        out = ctx.layout.sizes.astype(np.float64) if ctx.P > 1 else np.zeros(1)
         pairs = [halo_pairs(ctx, "f")]
         if not ctx.symmetric:
             pairs.append(self.backward_pairs(ctx)[:3])
