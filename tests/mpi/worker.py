@@ -598,8 +598,9 @@ def ops_cases(size: int) -> list[tuple[str, str, dict]]:
     """(label, scheme, options) of every registered scheme valid on `size` ranks."""
     out = [("serial", "serial", {})] if size == 1 else []
     out += [("1d", "1d", {}), ("p2p", "p2p", {}), ("1.5d-c1", "1.5d", {"replication": 1})]
-    # "-inturn": the blocking MPI broadcasts used across nodes (one node here posts ahead)
-    out.append(("1d-inturn", "1d", {}))
+    # "-inturn": the blocking MPI broadcasts used across nodes (one node here posts ahead);
+    # "-split": p2p's product per source used across nodes (one node here joins them)
+    out += [("1d-inturn", "1d", {}), ("p2p-split", "p2p", {})]
     if size % 2 == 0:
         out.append(("1.5d-c2", "1.5d", {"replication": 2}))
         out.append(("1.5d-c2-inturn", "1.5d", {"replication": 2}))
@@ -862,6 +863,9 @@ def case_ops(world):
                 if label.endswith("-inturn"):
                     assert ops.ahead
                     ops.ahead = False
+                if label.endswith("-split"):
+                    assert ops.one_pass == (world.size > 1)
+                    ops.one_pass = False
                 errors = plexus_ops_errors if scheme == "plexus" else ops_errors
                 err = errors(ops, ser, g.n, g.num_classes, seed=7)
                 worst = max(err.values())
