@@ -68,16 +68,35 @@ def triad(a, b, c, s):  # pragma: no cover - jitted
         a[i] = b[i] + s * c[i]
 
 
-def triad_bandwidth(n: int = 1 << 25, repeat: int = 5) -> float:
-    """GB/s of the best of `repeat` parallel triads over `n` float64 (3 x 8 n bytes moved)."""
+def triad_arrays(n: int = 1 << 25) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three float64 arrays of the triad (768 MiB at the default n), touched once."""
     a, b, c = np.empty(n), np.ones(n), np.full(n, 2.0)
     triad(a, b, c, 3.0)
+    return a, b, c
+
+
+def triad_bandwidth(n: int = 1 << 25, repeat: int = 5, arrays=None) -> float:
+    """GB/s of the best of `repeat` parallel triads over `n` float64 (3 x 8 n bytes moved);
+    `arrays`: preallocated `triad_arrays` (then `n` is theirs)."""
+    a, b, c = triad_arrays(n) if arrays is None else arrays
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
         triad(a, b, c, 3.0)
         best = min(best, time.perf_counter() - t0)
-    return 3 * 8 * n / best / 1e9
+    return 3 * 8 * a.shape[0] / best / 1e9
+
+
+def paired_rounds(kernel, rounds: int, arrays) -> list[tuple[float, float]]:
+    """(triad GB/s, kernel seconds) of `rounds` rounds, each a triad (best of 2) right before
+    one run of `kernel`: the bandwidth the machine gave at the moment the kernel ran."""
+    out = []
+    for _ in range(rounds):
+        bw = triad_bandwidth(repeat=2, arrays=arrays)
+        t0 = time.perf_counter()
+        kernel()
+        out.append((bw, time.perf_counter() - t0))
+    return out
 
 
 #: run by the anchor interpreter: torch.sparse.mm over the saved CSR, best of R (ms)
@@ -183,6 +202,12 @@ def main(argv: list[str] | None = None) -> None:
         help="an interpreter with PyTorch for the torch.sparse.mm row",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=7,
+        help="rounds of (triad, spmm_csr_dense) pairs for the paired roofline (0: none)",
+    )
     a = p.parse_args(argv)
     threads = set_threads(a.threads)
 
@@ -305,6 +330,23 @@ def main(argv: list[str] | None = None) -> None:
     best_numba = min(
         times["numba spmm_csr_dense A@X"][0], times["numba balanced (splits once) A@X"][0]
     )
+    if a.pairs > 0:
+        arrays = triad_arrays()
+        rounds = paired_rounds(
+            lambda: spmm_csr_dense(indptr, indices, data, X, out), a.pairs, arrays
+        )
+        del arrays
+        frac = [nbytes / t / (g * 1e9) for g, t in rounds]
+        print(
+            "paired (triad right before each spmm_csr_dense run): "
+            + ", ".join(f"{g:.1f} GB/s {t * 1e3:.0f} ms {q:.0%}" for (g, t), q in zip(rounds, frac))
+        )
+        gbs = [g for g, _ in rounds]
+        print(
+            f"paired roofline: median {np.median(frac):.0%} of the bandwidth measured right "
+            f"before (min {min(frac):.0%}, max {max(frac):.0%}; triad {min(gbs):.1f}"
+            f"-{max(gbs):.1f} GB/s)"
+        )
     print(
         f"roofline: best Numba A@X at {roof / best_numba * 100:.0f}% of {bw:.1f} "
         f"GB/s ({nbytes / best_numba / 1e9:.1f} GB/s achieved); "
