@@ -147,6 +147,7 @@ class BcastStages:
         phase,
         first: int | None = None,
         depth: int = 2,
+        finish: Callable[[], None] | None = None,
     ) -> None:
         """`run` with the broadcasts posted ahead as non-blocking point-to-point messages
         (`Comm.ibcast_flat`), so that a rank computes while the other blocks travel.  Every
@@ -156,8 +157,9 @@ class BcastStages:
         consumed).  Stage `first` (one this rank roots, so its data is local) is consumed
         before the others, which follow in array order as they arrive; the rank's own sends
         are completed last (their receivers copy the data when they reach it, so waiting for
-        them earlier would wait for the slowest receiver).  The same messages as `run`; only
-        the order of the consumer's work changes."""
+        them earlier would wait for the slowest receiver); ``finish()``, when given, runs once
+        every received stage is consumed, before that.  The same messages as `run`; only the
+        order of the consumer's work changes."""
         live = [int(s) for s in self.stages_of(group) if self.nbytes[s] > 0]
         me = comm.rank
         posted: dict[int, list] = {}
@@ -192,6 +194,8 @@ class BcastStages:
             consume(s, provide(s, slot_of[s]))
             free.append(slot_of.pop(s))
             post()
+        if finish is not None:
+            finish()
         comm.waitall(sends, phase)
 
 
@@ -302,12 +306,14 @@ class Pairs:
         consume: Callable[[int, np.ndarray], None],
         phase,
         tag: int = 7,
+        finish: Callable[[], None] | None = None,
     ) -> None:
         """Execute the pairs that involve rank `me`: post every receive, send every message
         (``send_buf(k)``), do `local_work` while they travel, then ``consume(k, buf)`` the
         received messages in pair order, each as soon as it and every message before it
         have arrived (Waitany), so the sums are added in one fixed order and a run repeats
-        bit for bit; then wait for the sends."""
+        bit for bit; then ``finish()`` when given (work that needs every message but not
+        the sends' completion), and wait for the sends."""
         live = (self.src != self.dst) & (self.nbytes > 0)
         rk = np.flatnonzero(live & (self.dst == me))
         sk = np.flatnonzero(live & (self.src == me))
@@ -323,6 +329,8 @@ class Pairs:
             while nxt < len(rreqs) and arrived[nxt]:
                 consume(int(rk[nxt]), bufs[nxt])
                 nxt += 1
+        if finish is not None:
+            finish()
         comm.waitall(sreqs, phase)
 
 

@@ -389,7 +389,9 @@ class BroadcastRowScheme(RowScheme):
     def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
         """One buffer of the largest block per broadcast a rank may have in flight (the
         blocks it receives in one product, at most `BCAST_DEPTH`), plus one for its own
-        block when they all fit (the one-pass operand of `run_block_broadcasts`)."""
+        block when they all fit (the one-pass operand of `run_block_broadcasts`).  The
+        plan does not know the placement (across nodes one buffer is used) nor whether the
+        own block is in the rank's chunk (1.5D): an upper bound."""
         lay: RowLayout = ctx.layout
         receives = self.broadcast_stages(lay).volumes()[:, 3]
         held = np.minimum(receives, BCAST_DEPTH) + ((receives > 0) & (receives <= BCAST_DEPTH))
@@ -402,6 +404,37 @@ def broadcasts_ahead(comm) -> bool:
     all of them share a node (the receivers copy from the root's memory themselves).
     Across nodes MPI's broadcast trees move fewer bytes through the root's link."""
     return comm.size <= 2 or ranks_on_node(comm) == comm.size
+
+
+@dataclass
+class BlockBroadcasts:
+    """One rank's block broadcasts (1D, 1.5D): the arguments of `run_block_broadcasts`
+    that do not change between products; `ahead` from `broadcasts_ahead` (tests set it to
+    run the in-turn broadcasts on one node)."""
+
+    comm: object
+    stages: BcastStages
+    group: int
+    me: int
+    blocks: TypedBlocks
+    sizes: np.ndarray
+    scratch: Scratch
+    ahead: bool
+
+    def product(self, which: str, X: np.ndarray, phase) -> np.ndarray:
+        return run_block_broadcasts(
+            self.comm,
+            self.stages,
+            self.group,
+            self.me,
+            self.blocks,
+            which,
+            self.sizes,
+            X,
+            phase,
+            self.scratch,
+            self.ahead,
+        )
 
 
 def run_block_broadcasts(
@@ -424,10 +457,14 @@ def run_block_broadcasts(
 
     With `ahead` (see `broadcasts_ahead`) the broadcasts are posted ahead as point-to-point
     messages (`BcastStages.run_ahead`).  When every block the rank receives fits the
-    `BCAST_DEPTH` window at once, they are received into one operand beside a copy of X_me
-    and multiplied in one pass (`TypedBlocks.joined`; the rows of `out` are not re-read
-    once per block); otherwise the rank multiplies its own block while the others travel,
-    then theirs in stage order.  Without `ahead` each stage is an MPI broadcast, in turn.
+    `BCAST_DEPTH` window at once, the group's blocks are gathered into one operand (X_me
+    copied in when its block is one of them) and multiplied in one pass
+    (`TypedBlocks.joined`; the rows of `out` are not re-read once per block); otherwise the
+    rank multiplies its own block while the others travel, then theirs in stage order.
+    Without `ahead` each stage is an MPI broadcast, in turn.  Within a node the messages
+    rely on the MPI library's single-copy transfers (a receiver copies from the root's
+    memory while the root computes, as MPICH does here); without them a message moves at
+    the root's next MPI call.
     The buffers come from `scratch` (kept across calls); the first product writes `out`,
     the others add to it."""
     live = [int(s) for s in stages.stages_of(group) if stages.nbytes[s] > 0]
@@ -490,8 +527,18 @@ def _broadcast_one_pass(comm, stages, group, me, blocks, which, sizes, X, phase,
 
     own = [s for s in live if int(stages.root[s]) == me]
     first = own[0] if own else None
-    stages.run_ahead(comm, group, provide, consume, phase, first=first, depth=BCAST_DEPTH)
-    return csr_apply(M, operand)
+    result: list = []
+    stages.run_ahead(
+        comm,
+        group,
+        provide,
+        consume,
+        phase,
+        first=first,
+        depth=BCAST_DEPTH,
+        finish=lambda: result.append(csr_apply(M, operand)),
+    )
+    return result[0]
 
 
 def dense_rows_work(rows: np.ndarray, call, nnz_rows: np.ndarray | None) -> np.ndarray:

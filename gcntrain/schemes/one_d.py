@@ -16,12 +16,12 @@ import numpy as np
 
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.schemes.base import (
+    BlockBroadcasts,
     BroadcastRowScheme,
     RowLayout,
     RowOps,
     TypedBlocks,
     broadcasts_ahead,
-    run_block_broadcasts,
 )
 
 
@@ -48,25 +48,19 @@ class OneDOps(RowOps):
     def __init__(self, world, layout: RowLayout, fwd, bwd, rows):
         super().__init__(world, world, rows, int(layout.offsets[-1]))
         self.layout = layout
-        self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
-        self.stages = broadcast_stages(layout, 1)
-        self.ahead = broadcasts_ahead(world)
+        self.broadcasts = BlockBroadcasts(
+            world,
+            broadcast_stages(layout, 1),
+            0,
+            world.rank,
+            TypedBlocks(layout.offsets, fwd, bwd),
+            layout.sizes,
+            self.scratch,
+            broadcasts_ahead(world),
+        )
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
-        me = self.world.rank
-        return run_block_broadcasts(
-            self.world,
-            self.stages,
-            0,
-            me,
-            self.blocks,
-            which,
-            self.layout.sizes,
-            X,
-            phase,
-            self.scratch,
-            self.ahead,
-        )
+        return self.broadcasts.product(which, X, phase)
 
 
 class OneD(BroadcastRowScheme):

@@ -19,6 +19,7 @@ from gcntrain.comm.exchange import Allreduce, BcastStages, Groups
 from gcntrain.comm.grid import check_grid, grid_2d
 from gcntrain.errors import InputError
 from gcntrain.schemes.base import (
+    BlockBroadcasts,
     BroadcastRowScheme,
     RowLayout,
     RowOps,
@@ -26,7 +27,6 @@ from gcntrain.schemes.base import (
     broadcasts_ahead,
     entry_blocks,
     row_setup,
-    run_block_broadcasts,
 )
 from gcntrain.schemes.layout import block_pair_counts
 from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption, reorder_config
@@ -93,26 +93,20 @@ class OneFiveDOps(RowOps):
         super().__init__(world, grid.col, rows, int(layout.offsets[-1]))
         self.grid = grid
         self.layout = layout
-        self.stages = broadcast_stages(layout, 1)
-        self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
-        self.ahead = broadcasts_ahead(grid.col)
+        self.broadcasts = BlockBroadcasts(
+            grid.col,
+            broadcast_stages(layout, 1),
+            grid.j,
+            grid.i,
+            TypedBlocks(layout.offsets, fwd, bwd),
+            layout.sizes,
+            self.scratch,
+            broadcasts_ahead(grid.col),
+        )
 
     def _product(self, which: str, X, phase: str):
-        g = self.grid
-        partial = run_block_broadcasts(
-            g.col,
-            self.stages,
-            g.j,
-            g.i,
-            self.blocks,
-            which,
-            self.layout.sizes,
-            X,
-            phase,
-            self.scratch,
-            self.ahead,
-        )
-        return g.row.allreduce(partial, phase)
+        partial = self.broadcasts.product(which, X, phase)
+        return self.grid.row.allreduce(partial, phase)
 
 
 class OneFiveD(BroadcastRowScheme):

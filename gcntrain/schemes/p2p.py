@@ -5,8 +5,10 @@ training every rank learns, for each other rank, which of its rows that rank nee
 distinct columns of the other rank's rows that it owns) through one Alltoall of counts and one
 Alltoallv of row ids.  ``S @ X`` then posts an Irecv per source, packs and Isends each row once
 per destination that needs it, multiplies the local diagonal block while the messages are in
-flight, and adds each source's contribution as its message arrives (Waitany).  The rows sent
-per aggregation equal the connectivity-1 metric of the column-net hypergraph of the partition.
+flight, and adds each source's contribution as its message arrives (Waitany).  When every
+rank shares one node, the same messages land in one operand beside a copy of the local rows
+and one product runs over it (`P2POps._one_pass`).  The rows sent per aggregation equal the
+connectivity-1 metric of the column-net hypergraph of the partition.
 
 ``S^T @ G`` (the backward product) moves, between each pair of ranks p and q, either
 
@@ -248,7 +250,7 @@ class P2POps(RowOps):
             return self._backward(X, phase)
         ex = self._ex[which]
         if self.one_pass:
-            return self._one_pass(which, ex, X, phase)
+            return self._one_pass(ex, X, phase)
         local, remote = ex.typed(X.dtype)
         pairs = ex.pairs
         f = X.shape[1]
@@ -271,17 +273,17 @@ class P2POps(RowOps):
         )
         return result["out"]
 
-    def _one_pass(self, which: str, ex: _Exchange, X: np.ndarray, phase: str) -> np.ndarray:
-        """``S @ X`` (or the fetch ``S^T @ X``) when every rank shares this node: the same
-        messages, received into one operand after a copy of the local rows, then one product
-        over it (`_Exchange.combined`).  Within a node a message is a copy the receiver
-        makes when it waits, so multiplying the local rows meanwhile hides little, while
-        adding each source's rows in a pass of their own re-reads every output row."""
+    def _one_pass(self, ex: _Exchange, X: np.ndarray, phase: str) -> np.ndarray:
+        """``S @ X`` (and ``S^T @ X`` on a symmetric S, the same exchange) when every rank
+        shares this node: the same messages, received into one operand after a copy of the
+        local rows, then one product over it (`_Exchange.combined`), run before the rank
+        waits for its own sends.  Within a node a message is a copy the receiver makes when
+        it waits, so multiplying the local rows meanwhile hides little, while adding each
+        source's rows in a pass of their own re-reads every output row."""
         M = ex.combined(X.dtype)
         pairs = ex.pairs
         me, m, f = self.world.rank, X.shape[0], X.shape[1]
-        key = "f" if ex is self._ex["f"] else which
-        operand = self.scratch.get(("operand", key), (M.shape[1], f), X.dtype)
+        operand = self.scratch.get("operand", (M.shape[1], f), X.dtype)
         start = {}
         pos = m
         for k in np.flatnonzero((pairs.dst == me) & (pairs.src != me) & (pairs.nbytes > 0)):
@@ -291,6 +293,8 @@ class P2POps(RowOps):
         def recv_buf(k: int) -> np.ndarray:
             return operand[start[k] : start[k] + int(pairs.nbytes[k])]
 
+        result: list = []
+
         pairs.run_p2p(
             self.world,
             me,
@@ -299,8 +303,9 @@ class P2POps(RowOps):
             local_work=lambda: np.copyto(operand[:m], X),
             consume=lambda k, buf: None,
             phase=phase,
+            finish=lambda: result.append(csr_apply(M, operand)),
         )
-        return csr_apply(M, operand)
+        return result[0]
 
     def _pack(self, X: np.ndarray, rows: np.ndarray, key) -> np.ndarray:
         """The rows `rows` of `X` gathered into the message buffer `key` (kept across calls)."""
@@ -354,7 +359,9 @@ class P2P(RowScheme):
     ops_class = P2POps
 
     def overlaps(self, ctx, call) -> str:
-        """Local rows are multiplied while the messages travel (`Pairs.run_p2p`)."""
+        """Local rows are multiplied while the messages travel (`Pairs.run_p2p`).  On one
+        node the runtime multiplies once after them (`P2POps._one_pass`); the model keeps
+        the overlap, whose messages there cost a copy (docs/simulator.md)."""
         return OVERLAP_CALL
 
     def backward_pairs(self, ctx):
@@ -458,7 +465,9 @@ class P2P(RowScheme):
         """Every row a rank receives and every row it packs for others in one product (all
         receives are posted, all sends packed at once), forward and, when S is not
         symmetric, backward: the message buffers it keeps across calls; plus its own rows,
-        which the one-node product copies beside the received ones (`P2POps._one_pass`)."""
+        which the one-node product copies beside the received ones (`P2POps._one_pass`;
+        the plan does not know the placement, so it counts them everywhere: an upper
+        bound)."""
         out = ctx.layout.sizes.astype(np.float64) if ctx.P > 1 else np.zeros(1)
         pairs = [halo_pairs(ctx, "f")]
         if not ctx.symmetric:

@@ -861,8 +861,8 @@ def case_ops(world):
                 _, _, layout, local = load_rank(world, sch, g, mcfg, opts, part)
                 ops = sch.setup(world, layout, local, kind)
                 if label.endswith("-inturn"):
-                    assert ops.ahead
-                    ops.ahead = False
+                    assert ops.broadcasts.ahead
+                    ops.broadcasts.ahead = False
                 if label.endswith("-split"):
                     assert ops.one_pass == (world.size > 1)
                     ops.one_pass = False
