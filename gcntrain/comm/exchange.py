@@ -1,4 +1,5 @@
-"""Exchange descriptions: who sends what, vectorised over all ranks (pure, except `run`).
+"""Exchange descriptions: who sends what, vectorised over all ranks (pure, except the `run*`
+methods).
 
 A scheme describes each communicating operation as a list of steps.  Each step is one
 collective pattern over a family of disjoint groups of ranks (`Groups`: the world, or the
