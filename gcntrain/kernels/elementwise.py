@@ -7,6 +7,7 @@ docs/kernels.md.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 
@@ -57,3 +58,26 @@ def row_normalize_inplace(X):  # pragma: no cover - jitted
             for j in range(f):
                 X[i, j] = X[i, j] * inv
     return X
+
+
+@njit(nogil=True, cache=True)
+def adam_update_2d(W, G, M, V, beta1, c1, beta2, c2, lr_t, eps, decay):  # pragma: no cover
+    """One Adam (AdamW when ``decay > 0``) step over 2-D arrays of one shape (any strides),
+    in place, in one pass: ``M = beta1 M + c1 G``, ``V = beta2 V + c2 G^2``, ``W -= decay W``
+    (when ``decay``), ``W -= lr_t M / (sqrt(V) + eps)``, with ``c1 = 1 - beta1`` and
+    ``c2 = 1 - beta2`` computed by the caller.  The scalars come in W's dtype, so float32
+    stays float32, and every element sees the NumPy formula's operations in its order,
+    without its temporaries."""
+    for i in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            g = G[i, j]
+            m = M[i, j] * beta1
+            m += c1 * g
+            v = V[i, j] * beta2
+            v += c2 * (g * g)
+            M[i, j] = m
+            V[i, j] = v
+            w = W[i, j]
+            if decay:
+                w -= decay * w
+            W[i, j] = w - lr_t * m / (np.sqrt(v) + eps)

@@ -35,7 +35,8 @@ def adam_update(
     eps: float = 1e-8,
     decoupled_decay: float = 0.0,
 ) -> None:
-    """One Adam (or AdamW when ``decoupled_decay > 0``) step, updating w, m, v in place.
+    """One Adam (or AdamW when ``decoupled_decay > 0``) step, updating w, m, v in place
+    (one fused pass, `gcntrain.kernels.elementwise.adam_update_2d`).
 
     Parameters
     ----------
@@ -44,15 +45,25 @@ def adam_update(
     lr, beta1, beta2, eps : Adam hyperparameters.
     decoupled_decay : AdamW's decay rate (0 = plain Adam).
     """
+    from gcntrain.kernels.elementwise import adam_update_2d
+
     dt = w.dtype.type
     lr_t = adam_step_size(lr, t, beta1, beta2)
-    m *= dt(beta1)
-    m += dt(1.0 - beta1) * g
-    v *= dt(beta2)
-    v += dt(1.0 - beta2) * np.square(g)
-    if decoupled_decay:
-        w -= dt(lr * decoupled_decay) * w
-    w -= dt(lr_t) * m / (np.sqrt(v) + dt(eps))
+    if not (w.shape == g.shape == m.shape == v.shape) or w.ndim > 2:
+        raise ValueError(f"Adam: shapes {w.shape}, {g.shape}, {m.shape}, {v.shape} differ")
+    flat = [
+        a if a.ndim == 2 else a[None, :] if a.ndim == 1 else a.reshape(1, 1) for a in (w, g, m, v)
+    ]
+    adam_update_2d(
+        *flat,
+        dt(beta1),
+        dt(1.0 - beta1),
+        dt(beta2),
+        dt(1.0 - beta2),
+        dt(lr_t),
+        dt(eps),
+        dt(lr * decoupled_decay),
+    )
 
 
 class Adam:
