@@ -376,7 +376,7 @@ class RowScheme(Scheme):
 
 
 class BroadcastRowScheme(RowScheme):
-    """A row scheme whose products broadcast blocks (`run_block_broadcasts`): up to
+    """A row scheme whose products broadcast blocks (`BlockBroadcasts`): up to
     `BCAST_DEPTH` receive buffers of the largest block are kept across calls."""
 
     def broadcast_stages(self, layout: RowLayout) -> BcastStages:
@@ -389,7 +389,7 @@ class BroadcastRowScheme(RowScheme):
     def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
         """One buffer of the largest block per broadcast a rank may have in flight (the
         blocks it receives in one product, at most `BCAST_DEPTH`), plus one for its own
-        block when they all fit (the one-pass operand of `run_block_broadcasts`).  The
+        block when they all fit (the one-pass operand of `BlockBroadcasts`).  The
         plan does not know the placement (across nodes one buffer is used) nor whether the
         own block is in the rank's chunk (1.5D): an upper bound."""
         lay: RowLayout = ctx.layout
@@ -408,9 +408,24 @@ def broadcasts_ahead(comm) -> bool:
 
 @dataclass
 class BlockBroadcasts:
-    """One rank's block broadcasts (1D, 1.5D): the arguments of `run_block_broadcasts`
-    that do not change between products; `ahead` from `broadcasts_ahead` (tests set it to
-    run the in-turn broadcasts on one node)."""
+    """One rank's products by block broadcasts (1D, 1.5D): the sum over the stages of
+    `group` of ``S_q @ X_q`` (S_q: column block q of `blocks`), block q broadcast by member
+    q of `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
+    `BcastStages` description (row counts as sizes): it decides which blocks travel and
+    skips empty ones, as CAGNET's stages do.
+
+    With `ahead` (see `broadcasts_ahead`; tests turn it off to run the in-turn broadcasts
+    on one node) the broadcasts are posted ahead as point-to-point messages
+    (`BcastStages.run_ahead`).  When every block the rank receives fits the `BCAST_DEPTH`
+    window at once, the group's blocks are gathered into one operand (X_me copied in when
+    its block is one of them) and multiplied in one pass (`TypedBlocks.joined`; the rows of
+    the output are not re-read once per block); otherwise the rank multiplies its own block
+    while the others travel, then theirs in stage order.  Without `ahead` each stage is an
+    MPI broadcast, in turn.  Within a node the messages rely on the MPI library's
+    single-copy transfers (a receiver copies from the root's memory while the root
+    computes, as MPICH does here); without them a message moves at the root's next MPI
+    call.  The buffers come from `scratch` (kept across calls); the first product writes
+    the output, the others add to it."""
 
     comm: object
     stages: BcastStages
@@ -421,124 +436,85 @@ class BlockBroadcasts:
     scratch: Scratch
     ahead: bool
 
+    def __post_init__(self) -> None:
+        st = self.stages
+        #: the group's non-empty stages, in order, and their blocks
+        self.live = [int(s) for s in st.stages_of(self.group) if st.nbytes[s] > 0]
+        self.qs = tuple(int(st.root[s]) for s in self.live)
+        own = [s for s, q in zip(self.live, self.qs) if q == self.me]
+        #: this rank's own stage (consumed first when ahead), if it has one
+        self.first = own[0] if own else None
+        self.receives = len(self.live) - len(own)
+        #: the one-pass operand: row offsets of each live stage's block in it
+        self.start = np.concatenate(([0], np.cumsum(self.sizes[list(self.qs)]))).astype(np.int64)
+        self.index = {s: i for i, s in enumerate(self.live)}
+
     def product(self, which: str, X: np.ndarray, phase) -> np.ndarray:
-        return run_block_broadcasts(
-            self.comm,
-            self.stages,
-            self.group,
-            self.me,
-            self.blocks,
-            which,
-            self.sizes,
-            X,
-            phase,
-            self.scratch,
-            self.ahead,
-        )
+        if self.ahead and 0 < self.receives <= BCAST_DEPTH:
+            return self._one_pass(which, X, phase)
+        st, me, sizes = self.stages, self.me, self.sizes
+        mats = self.blocks.get(which, X.dtype)
+        out = np.empty((int(sizes[me]), X.shape[1]), dtype=X.dtype)
+        shape = (int(sizes.max(initial=0)), X.shape[1])
+        written = False
 
+        def provide(s: int, slot: int) -> np.ndarray:
+            q = int(st.root[s])
+            if q == me:
+                return X
+            return self.scratch.get(("bcast", slot), shape, X.dtype)[: int(sizes[q])]
 
-def run_block_broadcasts(
-    comm,
-    stages,
-    group: int,
-    me: int,
-    blocks: TypedBlocks,
-    which: str,
-    sizes: np.ndarray,
-    X: np.ndarray,
-    phase,
-    scratch: Scratch,
-    ahead: bool = False,
-) -> np.ndarray:
-    """Sum over the stages of `group` of ``S_q @ X_q`` (S_q: column block q of `blocks`'
-    matrix `which`), block q broadcast by member q of `comm` (`me` is this rank's block; its
-    X is X_me).  `stages` is the scheme's `BcastStages` description (row counts as sizes): it
-    decides which blocks travel and skips empty ones, as CAGNET's stages do.
+        def consume(s: int, Xq: np.ndarray) -> None:
+            nonlocal written
+            q = int(st.root[s])
+            if not written:
+                csr_apply(mats[q], Xq, out)
+                written = True
+            elif mats[q].nnz:
+                csr_apply(mats[q], Xq, out, accumulate=True)
 
-    With `ahead` (see `broadcasts_ahead`) the broadcasts are posted ahead as point-to-point
-    messages (`BcastStages.run_ahead`).  When every block the rank receives fits the
-    `BCAST_DEPTH` window at once, the group's blocks are gathered into one operand (X_me
-    copied in when its block is one of them) and multiplied in one pass
-    (`TypedBlocks.joined`; the rows of `out` are not re-read once per block); otherwise the
-    rank multiplies its own block while the others travel, then theirs in stage order.
-    Without `ahead` each stage is an MPI broadcast, in turn.  Within a node the messages
-    rely on the MPI library's single-copy transfers (a receiver copies from the root's
-    memory while the root computes, as MPICH does here); without them a message moves at
-    the root's next MPI call.
-    The buffers come from `scratch` (kept across calls); the first product writes `out`,
-    the others add to it."""
-    live = [int(s) for s in stages.stages_of(group) if stages.nbytes[s] > 0]
-    receives = sum(int(stages.root[s]) != me for s in live)
-    if ahead and 0 < receives <= BCAST_DEPTH:
-        return _broadcast_one_pass(comm, stages, group, me, blocks, which, sizes, X, phase, scratch)
-    mats = blocks.get(which, X.dtype)
-    out = np.empty((int(sizes[me]), X.shape[1]), dtype=X.dtype)
-    shape = (int(sizes.max(initial=0)), X.shape[1])
-    written = False
-
-    def provide(s: int, slot: int) -> np.ndarray:
-        q = int(stages.root[s])
-        if q == me:
-            return X
-        return scratch.get(("bcast", slot), shape, X.dtype)[: int(sizes[q])]
-
-    def consume(s: int, Xq: np.ndarray) -> None:
-        nonlocal written
-        q = int(stages.root[s])
+        if self.ahead:
+            st.run_ahead(self.comm, self.group, provide, consume, phase, self.first, BCAST_DEPTH)
+        else:
+            st.run(self.comm, self.group, lambda s: provide(s, 0), consume, phase)
         if not written:
-            csr_apply(mats[q], Xq, out)
-            written = True
-        elif mats[q].nnz:
-            csr_apply(mats[q], Xq, out, accumulate=True)
+            out[...] = 0
+        return out
 
-    if ahead:
-        own = [s for s in live if int(stages.root[s]) == me]
-        first = own[0] if own else None
-        stages.run_ahead(comm, group, provide, consume, phase, first=first, depth=BCAST_DEPTH)
-    else:
-        stages.run(comm, group, lambda s: provide(s, 0), consume, phase)
-    if not written:
-        out[...] = 0
-    return out
+    def _one_pass(self, which: str, X: np.ndarray, phase) -> np.ndarray:
+        """`product` when the blocks the rank receives fit the window: every block of the
+        group lands in its slice of one operand (X_me copied into its own), then one product
+        with the blocks joined in stage order (the order the in-turn stages add them)."""
+        M = self.blocks.joined(which, X.dtype, self.qs)
+        start = self.start
+        operand = self.scratch.get("operand", (int(start[-1]), X.shape[1]), X.dtype)
 
+        def block(s: int) -> np.ndarray:
+            i = self.index[s]
+            return operand[start[i] : start[i + 1]]
 
-def _broadcast_one_pass(comm, stages, group, me, blocks, which, sizes, X, phase, scratch):
-    """`run_block_broadcasts` when the blocks the rank receives fit the window: every block
-    of the group lands in its slice of one operand (X_me copied into its own), then one
-    product with the blocks joined in stage order (the order the in-turn stages add them)."""
-    live = [int(s) for s in stages.stages_of(group) if stages.nbytes[s] > 0]
-    qs = tuple(int(stages.root[s]) for s in live)
-    M = blocks.joined(which, X.dtype, qs)
-    start = np.concatenate(([0], np.cumsum([int(sizes[q]) for q in qs]))).astype(np.int64)
-    operand = scratch.get("operand", (int(start[-1]), X.shape[1]), X.dtype)
-    slot_of = {s: i for i, s in enumerate(live)}
+        def own(s: int) -> bool:
+            return self.qs[self.index[s]] == self.me
 
-    def provide(s: int, slot: int) -> np.ndarray:
-        q = int(stages.root[s])
-        if q == me:
-            return X
-        i = slot_of[s]
-        return operand[start[i] : start[i + 1]]
+        def provide(s: int, slot: int) -> np.ndarray:
+            return X if own(s) else block(s)
 
-    def consume(s: int, Xq: np.ndarray) -> None:
-        if int(stages.root[s]) == me:
-            i = slot_of[s]
-            np.copyto(operand[start[i] : start[i + 1]], X)
+        def consume(s: int, Xq: np.ndarray) -> None:
+            if own(s):
+                np.copyto(block(s), X)
 
-    own = [s for s in live if int(stages.root[s]) == me]
-    first = own[0] if own else None
-    result: list = []
-    stages.run_ahead(
-        comm,
-        group,
-        provide,
-        consume,
-        phase,
-        first=first,
-        depth=BCAST_DEPTH,
-        finish=lambda: result.append(csr_apply(M, operand)),
-    )
-    return result[0]
+        result: list = []
+        self.stages.run_ahead(
+            self.comm,
+            self.group,
+            provide,
+            consume,
+            phase,
+            self.first,
+            BCAST_DEPTH,
+            finish=lambda: result.append(csr_apply(M, operand)),
+        )
+        return result[0]
 
 
 def dense_rows_work(rows: np.ndarray, call, nnz_rows: np.ndarray | None) -> np.ndarray:

@@ -145,6 +145,13 @@ class _Exchange:
             np.concatenate([np.diff(ptr), send_counts[sends]]).astype(np.int64),
             kind="p2p",
         )
+        # where each received message lands in the one-node operand [local rows; received]
+        pr = self.pairs
+        recv_k = np.flatnonzero((pr.dst == me) & (pr.src != me) & (pr.nbytes > 0))
+        ends = m + np.cumsum(pr.nbytes[recv_k])
+        self.operand_rows = {
+            int(k): (int(e - n), int(e)) for k, e, n in zip(recv_k, ends, pr.nbytes[recv_k])
+        }
         loc = own == me
         self.local = sp.csr_matrix((vals[loc], (row[loc], cols[loc] - lo)), shape=(m, m))
         self.local.sort_indices()
@@ -284,14 +291,10 @@ class P2POps(RowOps):
         pairs = ex.pairs
         me, m, f = self.world.rank, X.shape[0], X.shape[1]
         operand = self.scratch.get("operand", (M.shape[1], f), X.dtype)
-        start = {}
-        pos = m
-        for k in np.flatnonzero((pairs.dst == me) & (pairs.src != me) & (pairs.nbytes > 0)):
-            start[int(k)] = pos
-            pos += int(pairs.nbytes[k])
 
         def recv_buf(k: int) -> np.ndarray:
-            return operand[start[k] : start[k] + int(pairs.nbytes[k])]
+            lo, hi = ex.operand_rows[k]
+            return operand[lo:hi]
 
         result: list = []
 
