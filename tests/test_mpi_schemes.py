@@ -40,6 +40,8 @@ def test_weights_equal_serial_and_traffic_equals_plan(worker_batches, nprocs):
     for g, dt in EQUIV_RUNS:
         for s in ("1d", f"1.5d-c{c}", "p2p-block", "p2p-random", "p2p-metis", *grids):
             assert (g, dt, s) in labels
+        for s in ("1d-messages", "p2p-random-messages"):
+            assert (g, dt, s) in labels
 
 
 @pytest.mark.mpi
@@ -167,11 +169,23 @@ def test_every_ops_method_of_every_scheme_equals_serial_ops(worker_batches, npro
     verdict = _check(worker_batches, nprocs, "ops")
     schemes = {d["scheme"] for d in verdict["details"]}
     assert {"1d", "p2p", "1.5d-c1", f"2d-1x{nprocs}", f"2d-{nprocs}x1"} <= schemes
+    assert {"1d-messages", "p2p-messages", "1.5d-c1-messages", "p2p-split"} <= schemes
     assert {f"3d-1x1x{nprocs}", f"3d-{nprocs}x1x1"} <= schemes
     grids = ["x".join(map(str, f)) for f in factorizations(nprocs, 3)]
     assert {f"plexus-{g}" for g in grids} | {f"plexus-{g}-double" for g in grids} <= schemes
     assert "vertexcut" in schemes and "hier" in schemes
     assert ("serial" in schemes) == (nprocs == 1)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", NPROCS)
+@worker_case("windows")
+def test_node_windows_share_every_members_rows(worker_batches, nprocs):
+    """`gcntrain.comm.shared.SharedRows`: every member reads every member's rows after one
+    fence, across widths and dtypes, with the slot before intact; none when turned off."""
+    verdict = _check(worker_batches, nprocs, "windows")
+    steps = [d for d in verdict["details"] if "step" in d]
+    assert len(steps) == (5 * nprocs if nprocs > 1 else 0)
 
 
 @pytest.mark.mpi

@@ -259,6 +259,13 @@ class Comm:
         self._count(phase, "bcast", V.bcast(self._nbytes(buf), self.rank, self.size, root), t0)
         return reqs
 
+    def count_shared(self, vol: np.ndarray, kind: str, phase: str) -> None:
+        """Tally the logical volume `vol` of an exchange whose data went through a node-shared
+        window (`gcntrain.comm.shared`) instead of messages: the bytes and messages those
+        messages would count (the conventions of `gcntrain.comm.volume` are logical), no
+        time (the window's fence is timed as ``wait``)."""
+        self.tally.add(phase, vol, kind, 0.0)
+
     def waitany(self, reqs: list, phase: str) -> int:
         t0 = time.perf_counter()
         idx = self.MPI.Request.Waitany(reqs)

@@ -24,6 +24,8 @@ from functools import cached_property
 
 import numpy as np
 
+from gcntrain.comm import volume as V
+
 
 def _sum_by(index: np.ndarray, values, size: int) -> np.ndarray:
     """Exact int64 sums of `values` grouped by `index` (length `size`)."""
@@ -138,6 +140,15 @@ class BcastStages:
             buf = provide(int(s))
             comm.bcast(buf, int(self.root[s]), phase)
             consume(int(s), buf)
+
+    def count_shared(self, comm, group: int, unit: int, phase) -> None:
+        """Tally, on this member of `comm`, the broadcasts of `group` (sizes times `unit`
+        bytes) whose blocks went through a node-shared window instead (`Comm.count_shared`):
+        the volumes `run` and `run_ahead` count."""
+        for s in self.stages_of(group):
+            nbytes = int(self.nbytes[s]) * int(unit)
+            vol = V.bcast(nbytes, comm.rank, comm.size, int(self.root[s]))
+            comm.count_shared(vol, "bcast", phase)
 
     def run_ahead(
         self,
@@ -296,6 +307,16 @@ class Pairs:
             _count_by(s, self.P),
             _count_by(d, self.P),
         )
+
+    def count_shared(self, comm, me: int, unit: int, phase) -> None:
+        """Tally, on rank `me`, the messages of the pairs (sizes times `unit` bytes) whose
+        rows went through a node-shared window instead (`Comm.count_shared`): the volumes
+        `run_p2p` counts."""
+        live = (self.src != self.dst) & (self.nbytes > 0)
+        for k in np.flatnonzero(live & (self.dst == me)):
+            comm.count_shared(V.recv(int(self.nbytes[k]) * int(unit)), "p2p", phase)
+        for k in np.flatnonzero(live & (self.src == me)):
+            comm.count_shared(V.send(int(self.nbytes[k]) * int(unit)), "p2p", phase)
 
     def run_p2p(
         self,

@@ -5,13 +5,14 @@ and the pricing of the calls that do not depend on how S is multiplied.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, BcastStages, Groups, Pairs, Uniform
 from gcntrain.comm.node import ranks_on_node
+from gcntrain.comm.shared import SharedRows
 from gcntrain.kernels.spmm import spmm_csr_dense, spmm_csr_dense_add
 from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
@@ -149,6 +150,19 @@ class TypedBlocks:
         key = (which, np.dtype(dtype).str)
         if key not in self._typed:
             self._typed[key] = as_dtype(self._blocks[which], dtype)
+        return self._typed[key]
+
+    def windowed(self, which: str, dtype, qs: tuple) -> sp.csr_matrix:
+        """Every block side by side, those not in `qs` emptied: one matrix over all X blocks
+        stacked in block order (a node window's layout, `BlockBroadcasts`)."""
+        key = ("window", which, np.dtype(dtype).str, tuple(int(q) for q in qs))
+        if key not in self._typed:
+            blocks = self._blocks[which]
+            keep = set(key[3])
+            parts = [b if q in keep else sp.csr_matrix(b.shape) for q, b in enumerate(blocks)]
+            M = sp.hstack(parts, format="csr")
+            M.sort_indices()
+            self._typed[key] = as_dtype([M], dtype)[0]
         return self._typed[key]
 
     def joined(self, which: str, dtype, qs: tuple) -> sp.csr_matrix:
@@ -389,12 +403,15 @@ class BroadcastRowScheme(RowScheme):
     def kept_buffer_rows(self, ctx: PlanContext) -> np.ndarray:
         """One buffer of the largest block per broadcast a rank may have in flight (the
         blocks it receives in one product, at most `BCAST_DEPTH`), plus one for its own
-        block when they all fit (the one-pass operand of `BlockBroadcasts`).  The
+        block when they all fit (the one-pass operand of `BlockBroadcasts`); at least two
+        for a rank that broadcasts (its segments of the two node-window slots).  The
         plan does not know the placement (across nodes one buffer is used) nor whether the
         own block is in the rank's chunk (1.5D): an upper bound."""
         lay: RowLayout = ctx.layout
-        receives = self.broadcast_stages(lay).volumes()[:, 3]
+        vol = self.broadcast_stages(lay).volumes()
+        receives = vol[:, 3]
         held = np.minimum(receives, BCAST_DEPTH) + ((receives > 0) & (receives <= BCAST_DEPTH))
+        held = np.maximum(held, 2 * (vol[:, 2] > 0))
         return held * int(lay.sizes.max(initial=0))
 
 
@@ -413,6 +430,14 @@ class BlockBroadcasts:
     q of `comm` (`me` is this rank's block; its X is X_me).  `stages` is the scheme's
     `BcastStages` description (row counts as sizes): it decides which blocks travel and
     skips empty ones, as CAGNET's stages do.
+
+    When the members of `comm` share one node, the blocks go through a node window
+    instead of messages (`shared`, a `SharedRows` over `comm`, opened here unless
+    ``GCNTRAIN_NODE_WINDOWS=0``): each member writes its block into its segment, one fence,
+    and one product over the whole window (`TypedBlocks.windowed`, the group's blocks in
+    block order, which is stage order).  The counters record the broadcasts the window
+    stands for (`BcastStages.count_shared`); tests set `shared` to None to run the
+    messages on one node.
 
     With `ahead` (see `broadcasts_ahead`; tests turn it off to run the in-turn broadcasts
     on one node) the broadcasts are posted ahead as point-to-point messages
@@ -435,6 +460,7 @@ class BlockBroadcasts:
     sizes: np.ndarray
     scratch: Scratch
     ahead: bool
+    shared: SharedRows | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         st = self.stages
@@ -448,8 +474,12 @@ class BlockBroadcasts:
         #: the one-pass operand: row offsets of each live stage's block in it
         self.start = np.concatenate(([0], np.cumsum(self.sizes[list(self.qs)]))).astype(np.int64)
         self.index = {s: i for i, s in enumerate(self.live)}
+        if self.ahead and list(self.qs) == sorted(set(self.qs)):  # block order = stage order
+            self.shared = SharedRows.open(self.comm, self.sizes)
 
     def product(self, which: str, X: np.ndarray, phase) -> np.ndarray:
+        if self.ahead and self.shared is not None:
+            return self._in_window(which, X, phase)
         if self.ahead and 0 < self.receives <= BCAST_DEPTH:
             return self._one_pass(which, X, phase)
         st, me, sizes = self.stages, self.me, self.sizes
@@ -480,6 +510,17 @@ class BlockBroadcasts:
         if not written:
             out[...] = 0
         return out
+
+    def _in_window(self, which: str, X: np.ndarray, phase) -> np.ndarray:
+        """`product` through the node window: this member's block written into its segment
+        (when its block is one of the group's), one fence, one product over all blocks."""
+        window = self.shared
+        operand = window.next(X.shape[1], X.dtype)
+        if self.first is not None:
+            np.copyto(window.mine(operand), X)
+        window.publish(phase)
+        self.stages.count_shared(self.comm, self.group, X.shape[1] * X.dtype.itemsize, phase)
+        return csr_apply(self.blocks.windowed(which, X.dtype, self.qs), operand)
 
     def _one_pass(self, which: str, X: np.ndarray, phase) -> np.ndarray:
         """`product` when the blocks the rank receives fit the window: every block of the

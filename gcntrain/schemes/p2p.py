@@ -36,6 +36,7 @@ import scipy.sparse as sp
 
 from gcntrain.comm.exchange import Groups, Pairs, Uniform
 from gcntrain.comm.node import ranks_on_node
+from gcntrain.comm.shared import SharedRows
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
 from gcntrain.schemes.base import (
     COUNT_BYTES,
@@ -156,13 +157,18 @@ class _Exchange:
         self.local = sp.csr_matrix((vals[loc], (row[loc], cols[loc] - lo)), shape=(m, m))
         self.local.sort_indices()
         self.remote = {}
+        #: global ids of the columns of `combined`: the local rows, then each source's
+        glob = [np.arange(lo, hi, dtype=np.int64)]
         for k, q in enumerate(recvs):
             ids = need[ptr[k] : ptr[k + 1]]
+            glob.append(np.asarray(ids, dtype=np.int64))
             sel = own == q
             pos = np.searchsorted(ids, cols[sel])
             M = sp.csr_matrix((vals[sel], (row[sel], pos)), shape=(m, ids.size))
             M.sort_indices()
             self.remote[q] = M
+        self.columns = np.concatenate(glob)
+        self.n_global = int(offsets[-1])
         self._typed: dict = {}
 
     def typed(self, dtype):
@@ -171,6 +177,20 @@ class _Exchange:
             qs = list(self.remote)
             typed = as_dtype([self.local, *(self.remote[q] for q in qs)], dtype)
             self._typed[key] = (typed[0], dict(zip(qs, typed[1:])))
+        return self._typed[key]
+
+    def windowed(self, dtype) -> sp.csr_matrix:
+        """`combined` over all rows in the global (renumbered) order, a node window's
+        layout: the same entries in the same order in every row, so the same sums."""
+        key = ("window", np.dtype(dtype).str)
+        if key not in self._typed:
+            C = self.combined(dtype)
+            M = sp.csr_matrix(
+                (C.data, self.columns[C.indices], C.indptr), (C.shape[0], self.n_global)
+            )
+            if M.indices.dtype != C.indices.dtype:
+                M.indices = M.indices.astype(C.indices.dtype)
+            self._typed[key] = M
         return self._typed[key]
 
     def combined(self, dtype) -> sp.csr_matrix:
@@ -251,11 +271,15 @@ class P2POps(RowOps):
             self._ex["t"] = self._bwd.fetch
         #: all ranks on one node: products over the received rows in one pass (`_one_pass`)
         self.one_pass = world.size > 1 and ranks_on_node(world) == world.size
+        #: ... and through a node window rather than messages (`_in_window`; tests set None)
+        self.shared = SharedRows.open(world, layout.sizes) if self.one_pass else None
 
     def _product(self, which: str, X: np.ndarray, phase: str) -> np.ndarray:
         if which == "t" and self._bwd is not None:
             return self._backward(X, phase)
         ex = self._ex[which]
+        if self.shared is not None:
+            return self._in_window(ex, X, phase)
         if self.one_pass:
             return self._one_pass(ex, X, phase)
         local, remote = ex.typed(X.dtype)
@@ -309,6 +333,18 @@ class P2POps(RowOps):
             finish=lambda: result.append(csr_apply(M, operand)),
         )
         return result[0]
+
+    def _in_window(self, ex: _Exchange, X: np.ndarray, phase: str) -> np.ndarray:
+        """``S @ X`` (and ``S^T @ X`` on a symmetric S) through the node window: the local
+        rows written into this rank's segment, one fence, one product reading every rank's
+        rows in place (`_Exchange.windowed`); the counters record the messages it stands
+        for (`Pairs.count_shared`)."""
+        window = self.shared
+        operand = window.next(X.shape[1], X.dtype)
+        np.copyto(window.mine(operand), X)
+        window.publish(phase)
+        ex.pairs.count_shared(self.world, self.world.rank, X.shape[1] * X.dtype.itemsize, phase)
+        return csr_apply(ex.windowed(X.dtype), operand)
 
     def _pack(self, X: np.ndarray, rows: np.ndarray, key) -> np.ndarray:
         """The rows `rows` of `X` gathered into the message buffer `key` (kept across calls)."""
@@ -467,11 +503,12 @@ class P2P(RowScheme):
     def kept_buffer_rows(self, ctx) -> np.ndarray:
         """Every row a rank receives and every row it packs for others in one product (all
         receives are posted, all sends packed at once), forward and, when S is not
-        symmetric, backward: the message buffers it keeps across calls; plus its own rows,
-        which the one-node product copies beside the received ones (`P2POps._one_pass`;
-        the plan does not know the placement, so it counts them everywhere: an upper
-        bound)."""
-        out = ctx.layout.sizes.astype(np.float64) if ctx.P > 1 else np.zeros(1)
+        symmetric, backward: the message buffers it keeps across calls; plus twice its own
+        rows: the one-node product's copy of them beside the received ones
+        (`P2POps._one_pass`), or its segments of the two node-window slots
+        (`P2POps._in_window`), which keep no message buffers (the plan does not know the
+        placement, so it counts them everywhere: an upper bound)."""
+        out = 2.0 * ctx.layout.sizes if ctx.P > 1 else np.zeros(1)
         pairs = [halo_pairs(ctx, "f")]
         if not ctx.symmetric:
             pairs.append(self.backward_pairs(ctx)[:3])

@@ -7,7 +7,9 @@ exits with the same status (0 ok, 1 failed).  Driven by tests/test_mpi_schemes.p
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import scipy.sparse as sp
 from gcntrain.comm.communicator import Comm
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.grid import factorizations
+from gcntrain.comm.shared import ENV as WINDOWS_ENV
 from gcntrain.data.convert import convert_source
 from gcntrain.data.generate import rmat
 from gcntrain.model.normalize import support_kind, support_matrix
@@ -70,6 +73,9 @@ def scheme_cases(g, size):
         ("p2p-block", "p2p", {}, block_partition(g.n, size)),
         ("p2p-random", "p2p", {}, random_partition(g.n, size, seed=5)),
         ("p2p-metis", "p2p", {}, metis_partition(g.indptr, g.indices, size, seed=0)),
+        # one node here: the cases above go through node windows, these through messages
+        ("1d-messages", "1d", {}, block_partition(g.n, size)),
+        ("p2p-random-messages", "p2p", {}, random_partition(g.n, size, seed=5)),
     ] + [(f"2d-{grid}", "2d", {"grid": grid}, None) for grid in grids_2d(size)]
 
 
@@ -109,6 +115,20 @@ def source_of(g):
 
 def forget_sources() -> None:
     _sources.clear()
+
+
+@contextlib.contextmanager
+def node_windows(on: bool):
+    """Node windows on (the default) or off (`GCNTRAIN_NODE_WINDOWS=0`) while inside."""
+    old = os.environ.get(WINDOWS_ENV)
+    os.environ[WINDOWS_ENV] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[WINDOWS_ENV]
+        else:
+            os.environ[WINDOWS_ENV] = old
 
 
 def run_scheme(world, g, scheme, opts, part, cfg):
@@ -167,7 +187,8 @@ def check_cases(world, g, cfg, cases, tol, label_extra, masks=None):
     ser = serial_fit(g, cfg, masks)
     ok, details = True, []
     for label, scheme, opts, part in cases:
-        run = run_scheme(world, g, scheme, opts, part, cfg)
+        with node_windows(not label.endswith("-messages")):
+            run = run_scheme(world, g, scheme, opts, part, cfg)
         err = rel_err(run.result.weights, ser.weights)
         diffs = plan_diffs(run, g, cfg, scheme, opts, part, world.rank)
         good = err <= tol and not diffs
@@ -594,13 +615,55 @@ def case_volume(world):
     return ok, details
 
 
+def case_windows(world):
+    """`SharedRows` over one node: ragged segments (some empty) written by their members and
+    read whole by every member, widths growing and shrinking, float32 and float64; the slot
+    before stays intact (two alternate); no windows with `GCNTRAIN_NODE_WINDOWS=0` or alone."""
+    from gcntrain.comm.shared import SharedRows
+
+    counts = np.array([3, 0, 5, 2, 4][: world.size], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    ok, details = True, []
+    with node_windows(False):
+        off = SharedRows.open(world, counts)
+    rows = SharedRows.open(world, counts)
+    ok &= off is None and ((rows is None) == (world.size == 1))
+    details.append({"rank": world.rank, "off": off is None, "on": rows is not None})
+    if rows is None:
+        return ok, details
+
+    def expected(k: int, width: int, dtype) -> np.ndarray:
+        owner = np.repeat(np.arange(world.size), counts)
+        row = np.arange(int(offsets[-1]))
+        col = np.arange(width)
+        return (1000 * owner[:, None] + 10 * row[:, None] + col + 0.5 * k).astype(dtype)
+
+    prev = None
+    for k, (width, dtype) in enumerate([(2, "f8"), (3, "f4"), (1, "f8"), (6, "f8"), (6, "f4")]):
+        arr = rows.next(width, dtype)
+        want = expected(k, width, dtype)
+        rows.mine(arr)[...] = rows.mine(want)
+        # until this fence no member writes the previous product's slot again
+        good = prev is None or np.array_equal(prev[0], prev[1])
+        rows.publish("test")
+        good &= arr.shape == want.shape and arr.dtype == want.dtype and np.array_equal(arr, want)
+        prev = (arr.copy(), arr)
+        ok &= bool(good)
+        details.append({"rank": world.rank, "step": k, "ok": bool(good)})
+    rows.free()
+    return ok, details
+
+
 def ops_cases(size: int) -> list[tuple[str, str, dict]]:
     """(label, scheme, options) of every registered scheme valid on `size` ranks."""
     out = [("serial", "serial", {})] if size == 1 else []
     out += [("1d", "1d", {}), ("p2p", "p2p", {}), ("1.5d-c1", "1.5d", {"replication": 1})]
-    # "-inturn": the blocking MPI broadcasts used across nodes (one node here posts ahead);
-    # "-split": p2p's product per source used across nodes (one node here joins them)
+    # one node here, so the default cases go through node windows; "-messages": the
+    # one-node messages (`GCNTRAIN_NODE_WINDOWS=0`), "-inturn": the blocking MPI broadcasts
+    # used across nodes, "-split": p2p's product per source used across nodes
     out += [("1d-inturn", "1d", {}), ("p2p-split", "p2p", {})]
+    out += [("1d-messages", "1d", {}), ("p2p-messages", "p2p", {})]
+    out += [("1.5d-c1-messages", "1.5d", {"replication": 1})]
     if size % 2 == 0:
         out.append(("1.5d-c2", "1.5d", {"replication": 2}))
         out.append(("1.5d-c2-inturn", "1.5d", {"replication": 2}))
@@ -860,11 +923,18 @@ def case_ops(world):
                     part = "libra"
                 _, _, layout, local = load_rank(world, sch, g, mcfg, opts, part)
                 ops = sch.setup(world, layout, local, kind)
+                # windows on one node wherever a product has more than one member
+                windowed = ops.broadcasts if hasattr(ops, "broadcasts") else ops
+                if scheme in ("1d", "p2p") or label.startswith("1.5d-c1"):
+                    assert (windowed.shared is not None) == (world.size > 1), label
                 if label.endswith("-inturn"):
                     assert ops.broadcasts.ahead
                     ops.broadcasts.ahead = False
+                if label.endswith("-messages"):
+                    windowed.shared = None
                 if label.endswith("-split"):
                     assert ops.one_pass == (world.size > 1)
+                    ops.shared = None
                     ops.one_pass = False
                 errors = plexus_ops_errors if scheme == "plexus" else ops_errors
                 err = errors(ops, ser, g.n, g.num_classes, seed=7)
@@ -991,6 +1061,7 @@ CASES = {
     "nomask": case_nomask,
     "volume": case_volume,
     "ops": case_ops,
+    "windows": case_windows,
     "fault": case_fault,
 }
 

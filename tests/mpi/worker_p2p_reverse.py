@@ -112,6 +112,8 @@ def probe(world, g, part, model: str) -> dict:
         ops.aggregate_t(X, phase=Phase("aggregate", 1, "bwd")),
     )
     kept = list(ops.scratch._bufs.values())
+    if ops.shared is not None:  # the node windows' memory is not the caller's either
+        kept += [np.frombuffer(slot[2], np.uint8) for slot in ops.shared._slots if slot]
     out = {
         "repeat_identical": all(np.array_equal(a, b) for a, b in zip(first, again)),
         "buffers_reused": buffers == {k: id(b) for k, b in ops.scratch._bufs.items()},
@@ -120,6 +122,7 @@ def probe(world, g, part, model: str) -> dict:
             np.shares_memory(r, b) for r in (*first, *again) for b in kept
         ),
         "buffers": len(buffers),
+        "windowed": ops.shared is not None,
     }
     for name, key in (("fwd", "L0.fwd.agg"), ("bwd", "L0.bwd.agg")):
         v = np.asarray(world.tally.phases.get(key, np.zeros(4)), dtype=np.int64)
