@@ -205,17 +205,65 @@ def _compute(ep, r) -> float:
     return sum(ep.parts[k][r] for k in COMPUTE_KINDS)
 
 
-def test_overlap_hides_what_the_network_moves_not_what_the_cpu_copies(graph_file):
+def test_overlap_hides_what_the_network_moves_not_what_the_cpu_copies(graph_file, monkeypatch):
     # two nodes: p2p's exchange travels while the local block is multiplied, so the rank's
     # epoch is shorter than its compute plus its exchanges
     ep, r = _slow_network_epoch(graph_file, "p2p", None, nodes=2)
     comm = ep.parts["p2p"][r] + ep.parts["allreduce"][r] + ep.parts["bcast"][r]
     assert ep.clock[r] < _compute(ep, r) + comm
-    # one node: the ranks copy the messages themselves, nothing of the exchange is hidden
-    # (the aggregations alone: each is its compute, then its exchange)
+    # one node with messages (GCNTRAIN_NODE_WINDOWS=0): the ranks copy the messages
+    # themselves, nothing of the exchange is hidden (the aggregations alone: each is its
+    # compute, then its exchange)
+    monkeypatch.setenv("GCNTRAIN_NODE_WINDOWS", "0")
     ep, r = _slow_network_epoch(graph_file, "p2p", None, nodes=1, only="aggregate")
     assert ep.parts["p2p"][r] > _compute(ep, r) > 0
     assert ep.clock[r] >= (_compute(ep, r) + ep.parts["p2p"][r]) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("scheme", ["1d", "p2p"])
+def test_node_windows_cost_a_fence_not_the_bytes(graph_file, machine, monkeypatch, scheme):
+    # one node: the rows go through a node window, so an aggregation's exchange costs one
+    # barrier of intra-node latencies whatever the network's bandwidth; two nodes: messages
+    ep, r = _slow_network_epoch(graph_file, scheme, None, nodes=1, only="aggregate")
+    kind = "p2p" if scheme == "p2p" else "bcast"
+    calls = [c for c in epoch_calls(plan_training(graph_file, TrainConfig(epochs=3), scheme, 2))[1]]
+    n_agg = sum(c.method == "aggregate" for c in calls)
+    alpha = parse_machine(GOOD).intra.alpha  # the slow network changed bandwidths only
+    assert ep.parts[kind][r] == pytest.approx(n_agg * alpha)  # log2(2) = 1 latency each
+    monkeypatch.setenv("GCNTRAIN_NODE_WINDOWS", "0")
+    msg, r2 = _slow_network_epoch(graph_file, scheme, None, nodes=1, only="aggregate")
+    assert msg.parts[kind][r2] > 1000 * ep.parts[kind][r]
+    monkeypatch.delenv("GCNTRAIN_NODE_WINDOWS")
+    two, r3 = _slow_network_epoch(graph_file, scheme, None, nodes=2, only="aggregate")
+    assert two.parts[kind][r3] > 1000 * ep.parts[kind][r]
+
+
+def test_a_windowed_broadcast_starts_when_its_group_has_arrived(machine):
+    # 1D-style stages over two groups of two ranks, one group per node: a fence each,
+    # starting at the group's latest arrival, whatever the bytes
+    groups = Groups(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
+    step = BcastStages(
+        groups,
+        np.array([0, 0, 1, 1]),
+        np.array([0, 1, 0, 1]),
+        np.array([10**9, 10**9, 10**9, 10**9]),
+        window=True,
+    )
+    place = Placement(4, 2, machine)
+    clock = np.array([1.0, 3.0, 2.0, 0.5])
+    from gcntrain.simulate.timing import _window_timing, _windowed
+
+    mask = _windowed(step, place)
+    assert mask is not None and mask.all()
+    start, cost, kind = _window_timing(step, place, clock, np.zeros(4), mask)
+    assert start.tolist() == [3.0, 3.0, 2.0, 2.0] and kind == "bcast"
+    np.testing.assert_allclose(cost, machine.intra.alpha)
+    # the same stages across nodes (one group of four on two nodes): no window
+    world = BcastStages(
+        Groups.world(4), np.zeros(4, np.int64), np.arange(4), np.full(4, 10**6), window=True
+    )
+    assert _windowed(world, place) is None
+    assert _windowed(BcastStages(groups, step.group, step.root, step.nbytes), place) is None
 
 
 def test_an_oversubscribed_wait_is_not_hidden_by_the_overlapped_compute(graph_file):

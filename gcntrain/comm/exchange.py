@@ -97,12 +97,16 @@ class Groups:
 class BcastStages:
     """Broadcast stages: stage s is a broadcast of ``nbytes[s]`` bytes from member
     ``root[s]`` of group ``group[s]`` to the rest of that group.  Stages of one group run in
-    array order; empty stages (0 bytes) are skipped."""
+    array order; empty stages (0 bytes) are skipped.  `window`: where a group lies on one
+    node the runtime publishes its blocks through a node window (`gcntrain.comm.shared`)
+    instead, one fence per product (the volumes are the same; the time model prices the
+    fence)."""
 
     groups: Groups
     group: np.ndarray
     root: np.ndarray
     nbytes: np.ndarray
+    window: bool = False
 
     def volumes(self) -> np.ndarray:
         g = self.groups
@@ -289,7 +293,9 @@ POINT_TO_POINT = "p2p"
 class Pairs:
     """Sparse rank pairs: ``src[k]`` sends ``nbytes[k]`` bytes to ``dst[k]`` (an Alltoallv
     over the world when ``kind == "alltoallv"``, Isend/Irecv when ``kind == "p2p"``).  Pairs
-    with src == dst or no bytes move nothing."""
+    with src == dst or no bytes move nothing.  `window`: where every rank lies on one node
+    the runtime publishes the rows through a node window (`gcntrain.comm.shared`) instead,
+    one fence per product (the volumes are the same; the time model prices the fence)."""
 
     P: int
     src: np.ndarray
@@ -297,6 +303,7 @@ class Pairs:
     nbytes: np.ndarray
     kind: str = "alltoallv"
     ids: list = field(default_factory=list)
+    window: bool = False
 
     def volumes(self) -> np.ndarray:
         live = (self.src != self.dst) & (self.nbytes > 0)

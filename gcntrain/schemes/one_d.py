@@ -30,7 +30,9 @@ def broadcast_stages(layout: RowLayout, unit_bytes: int) -> BcastStages:
     the world, q = 0..P-1 (run time: unit_bytes = 1, i.e. row counts)."""
     P = layout.size
     q = np.arange(P, dtype=np.int64)
-    return BcastStages(Groups.world(P), np.zeros(P, np.int64), q, layout.sizes * unit_bytes)
+    return BcastStages(
+        Groups.world(P), np.zeros(P, np.int64), q, layout.sizes * unit_bytes, window=True
+    )
 
 
 class OneDOps(RowOps):

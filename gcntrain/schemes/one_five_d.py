@@ -68,6 +68,7 @@ def broadcast_stages(layout: RowLayout, unit_bytes: int) -> BcastStages:
         np.array(grp, dtype=np.int64),
         root_a,
         layout.sizes[root_a] * unit_bytes,
+        window=True,
     )
 
 

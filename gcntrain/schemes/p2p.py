@@ -417,11 +417,15 @@ class P2P(RowScheme):
 
     def steps_aggregate(self, ctx, call) -> list:
         src, dst, rows = halo_pairs(ctx, "f")
-        return [Pairs(ctx.P, src, dst, rows * self._row_bytes(call), kind="p2p")]
+        nbytes = rows * self._row_bytes(call)
+        return [Pairs(ctx.P, src, dst, nbytes, kind="p2p", window=True)]
 
     def steps_aggregate_t(self, ctx, call) -> list:
+        """The backward pairs; through the node window on a symmetric S (the forward
+        exchange), by messages otherwise (`P2POps._backward`)."""
         src, dst, rows, _ = self.backward_pairs(ctx)
-        return [Pairs(ctx.P, src, dst, rows * self._row_bytes(call), kind="p2p")]
+        nbytes = rows * self._row_bytes(call)
+        return [Pairs(ctx.P, src, dst, nbytes, kind="p2p", window=bool(ctx.symmetric))]
 
     @staticmethod
     def _row_bytes(call) -> int:

@@ -26,6 +26,7 @@ project's own kernels and MPI library.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -290,6 +291,26 @@ def oversubscribed_fit(
 
     cost, slice_ = fit_sync_slice(excess, slopes)
     return cost, slice_, got, base
+
+
+@contextlib.contextmanager
+def messages_only():
+    """While inside, training runs (and the model pricing them) keep one node's exchanges
+    on messages (``GCNTRAIN_NODE_WINDOWS=0``, `gcntrain.comm.shared`): the fits on real
+    runs measure what a busy node and a synchronisation between busy-polling ranks cost
+    with the messages every multi-node run has; on one node the schemes with node windows
+    pay one fence per product instead, priced with the same figures."""
+    from gcntrain.comm.shared import ENV
+
+    old = os.environ.get(ENV)
+    os.environ[ENV] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = old
 
 
 #: training runs per graph in the fits on real runs (`busy_fit`, `oversubscribed_fit`): their
@@ -609,14 +630,16 @@ def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tup
         fit = figs["scales"][:2]
         graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in fit]
         if 2 <= figs["cores"] <= MAX_BUSY_CORES:
-            figs["busy"], got, base = busy_fit(exe, graphs, name, figs)
+            with messages_only():
+                figs["busy"], got, base = busy_fit(exe, graphs, name, figs)
             runs = _fit_runs(fit, got, base, "modelled")
             log(
                 f"busy node                 {figs['cores']} ranks, {BUSY_CALIBRATION}, compute of "
                 f"the critical rank: {runs}: x{figs['busy']:.3f}"
             )
         if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
-            figs["sync"], figs["slice"], got, base = oversubscribed_fit(exe, graphs, name, figs)
+            with messages_only():
+                figs["sync"], figs["slice"], got, base = oversubscribed_fit(exe, graphs, name, figs)
             runs = _fit_runs(fit, got, base, "without it")
             log(
                 f"oversubscribed sync       {2 * figs['cores']} ranks on {figs['cores']} "

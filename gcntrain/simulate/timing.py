@@ -21,6 +21,11 @@ rank (vectorised over all ranks):
   ``min(1, w / oversubscribed_slice_us)`` when the profile gives a slice (w: the compute
   the rank did since its previous synchronisation; `Placement.sync_cost_for`); reductions
   add their arithmetic at the rank's share of the memory bandwidth;
+* node windows: where a step's `window` is set and its group lies on one node (1D and
+  1.5D broadcasts, p2p's exchanges when every rank shares the node), the runtime writes its
+  rows into a shared-memory window and fences once (`gcntrain.comm.shared`): the step costs
+  that fence, ``ceil(log2 p)`` intra-node latencies plus the synchronisation cost, starting
+  when its group's last member arrives, and nothing overlaps;
 * overlap: a scheme that overlaps its exchanges with local compute (`Scheme.overlaps`: p2p's
   Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
   of its compute (from its own clock) and its exchange (from the synchronisation point);
@@ -52,6 +57,7 @@ from gcntrain.comm.exchange import (
     ReduceScatterv,
     Uniform,
 )
+from gcntrain.comm.shared import windows_enabled
 from gcntrain.errors import InputError
 from gcntrain.schemes.protocol import OVERLAP_CALL, OVERLAP_EPOCHS
 from gcntrain.simulate import collectives as C
@@ -260,6 +266,38 @@ def _pairs_cost(step: Pairs, place: Placement, sync: np.ndarray) -> np.ndarray:
     return sum(_pairs_parts(step, place, sync))
 
 
+def _windowed(step, place: Placement) -> np.ndarray | None:
+    """(P,) the ranks whose part of `step` runs through a node window (the step's `window`,
+    its group on one node: every rank for `Pairs`), or None where no rank's does (also with
+    ``GCNTRAIN_NODE_WINDOWS=0``, as at run time)."""
+    if not getattr(step, "window", False) or not windows_enabled():
+        return None
+    if isinstance(step, Pairs):
+        return np.ones(place.P, dtype=bool) if place.nodes == 1 and place.P > 1 else None
+    one = _one_node(step.groups, place) & (step.groups.size_of_rank() > 1)
+    return one if one.any() else None
+
+
+def _window_timing(step, place: Placement, clock: np.ndarray, sync: np.ndarray, mask):
+    """(start, cost, kind) of `step` where `mask` ranks publish through a node window: a
+    fence over the group (every rank for `Pairs`), a barrier of ``ceil(log2 p)`` intra-node
+    latencies plus the group's synchronisation cost, no bytes (the rows are read in place by
+    the product); the other ranks' part as usual (`step_timing`)."""
+    start, cost, kind = step_timing(step, place, clock, sync)
+    if isinstance(step, Pairs):
+        p = np.full(place.P, float(place.P))
+        fence_start = np.full(place.P, clock.max(initial=0.0))
+        fence_sync = np.full(place.P, sync.max(initial=0.0))
+    else:
+        g: Groups = step.groups
+        G = g.sizes.shape[0]
+        p = g.size_of_rank().astype(np.float64)
+        fence_start = _group_max(clock, g.gid, G)[g.gid]
+        fence_sync = _group_max(sync, g.gid, G)[g.gid]
+    fence = np.ceil(np.log2(np.maximum(p, 1.0))) * place.intra.alpha + fence_sync
+    return np.where(mask, fence_start, start), np.where(mask, fence, cost), kind
+
+
 def _pairs_start_kind(step: Pairs, clock: np.ndarray) -> tuple[np.ndarray, str]:
     """(start, kind) of a sparse exchange: a point-to-point exchange starts when the rank's
     partners have arrived, an Alltoallv over the world when every rank has."""
@@ -442,7 +480,11 @@ class TimeModel:
             c = sum(comp.values())
             for k, v in comp.items():
                 parts[k] += v
-            pairs = bool(overlaps) and any(isinstance(s, Pairs) for s in steps)
+            windows = [_windowed(st, self.place) for st in steps]
+            # a windowed exchange has no messages to overlap: fence, then the product
+            pairs = bool(overlaps) and any(
+                isinstance(s, Pairs) and w is None for s, w in zip(steps, windows)
+            )
             if pairs:
                 done = clock + c
             else:
@@ -450,11 +492,17 @@ class TimeModel:
             # the call's compute is spread evenly over its synchronisations (broadcast
             # stages interleave with the partial products): each synchronising step comes
             # after its share; a rank the step does not synchronise carries its compute on
-            for st in steps:
-                n = _sync_points(st)
-                since = since + c * (n / max(1, sum(_sync_points(x) for x in steps)))
+            # a window fences once per product (where only some groups have one, the
+            # others' stages still count)
+            points = [
+                1 if w is not None and w.all() else _sync_points(x) for x, w in zip(steps, windows)
+            ]
+            for st, win, n in zip(steps, windows, points):
+                since = since + c * (n / max(1, sum(points)))
                 sync = self.place.sync_cost_for(since / max(1, n))
-                if pairs and overlaps == OVERLAP_CALL and isinstance(st, Pairs):
+                if win is not None:
+                    start, cost, kind = _window_timing(st, self.place, clock, sync, win)
+                elif pairs and overlaps == OVERLAP_CALL and isinstance(st, Pairs):
                     # what the rank's CPU does for the exchange (intra-node copies, the
                     # oversubscribed wait) comes after its compute; the NIC's part overlaps
                     intra, inter, syn = _pairs_parts(st, self.place, sync)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 
 from gcntrain.cli.main import run
@@ -55,7 +56,26 @@ def configurations(graph: str, tmp: str) -> list[tuple[str, list[str]]]:
         ("vertexcut", [*base, "--scheme", "vertexcut", "--delay", "1"]),
         ("hier", [*base, "--scheme", "hier", "--partition", "metis"]),
         ("auto", [*base]),
+        # one node's messages (GCNTRAIN_NODE_WINDOWS=0): the recommender prices them and
+        # picks a configuration with options (the node windows make 1d the cheapest here)
+        ("auto-messages", [*base]),
     ]
+
+
+@contextlib.contextmanager
+def node_windows(on: bool):
+    """`GCNTRAIN_NODE_WINDOWS` set to 1 or 0 while inside (the recommender reads it too)."""
+    from gcntrain.comm.shared import ENV
+
+    old = os.environ.get(ENV)
+    os.environ[ENV] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = old
 
 
 def main(graph: str, tmp: str) -> int:
@@ -65,7 +85,7 @@ def main(graph: str, tmp: str) -> int:
     got, status = {}, 0
     for label, argv in configurations(graph, tmp):
         out = io.StringIO()
-        with contextlib.redirect_stdout(out):
+        with contextlib.redirect_stdout(out), node_windows(not label.endswith("-messages")):
             rc = run(["train", *argv])
         if rc != 0:
             status = rc
