@@ -190,6 +190,18 @@ def test_node_windows_share_every_members_rows(worker_batches, nprocs):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
+@worker_case("windowbits")
+def test_node_windows_give_the_bits_of_the_multi_node_paths(worker_batches, nprocs):
+    """1d, 1.5d and p2p through node windows equal the in-turn broadcasts / per-source
+    products bit for bit; a window failing on one rank only leaves all on messages."""
+    verdict = _check(worker_batches, nprocs, "windowbits")
+    labels = {d["scheme"] for d in verdict["details"]}
+    for s in ("1d", "p2p", "1.5d-c1"):
+        assert {s, f"{s}-mpi-fails-on-one", f"{s}-no-room-on-one"} <= labels
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", NPROCS)
 @worker_case("directed")
 def test_directed_graph_uses_transposed_rows(worker_batches, nprocs):
     _check(worker_batches, nprocs, "directed")

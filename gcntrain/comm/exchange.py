@@ -150,6 +150,8 @@ class BcastStages:
         bytes) whose blocks went through a node-shared window instead (`Comm.count_shared`):
         the volumes `run` and `run_ahead` count."""
         for s in self.stages_of(group):
+            if self.nbytes[s] <= 0:  # skipped by `run`
+                continue
             nbytes = int(self.nbytes[s]) * int(unit)
             vol = V.bcast(nbytes, comm.rank, comm.size, int(self.root[s]))
             comm.count_shared(vol, "bcast", phase)

@@ -10,9 +10,19 @@ which every member reaches only once done reading slot k.
 
 The windows are allocated collectively (every member calls `next` in the same sequence, with
 the same width and dtype, as SPMD products do); a slot is reallocated when a wider array is
-asked for.  `SharedRows.open` returns None (and the caller keeps its messages) when the members
-do not share a node, when a segment would be empty everywhere, when MPI cannot allocate the
-windows or lays the segments out apart, or when ``GCNTRAIN_NODE_WINDOWS=0`` asks for messages.
+asked for.  Every decision is agreed by all members (an Allreduce), so none waits in a
+collective the others skip:
+
+* `SharedRows.open` returns None (the caller keeps its messages) when the members do not all
+  share a node, have no rows, or ``GCNTRAIN_NODE_WINDOWS=0`` is set on any of them;
+* `SharedRows.next` returns None, on every member, when a slot cannot be made: the node's
+  shared-memory file system (``/dev/shm``, where MPI places the segments) has too little
+  room for both slots (tmpfs reserves nothing at allocation, so a full one would fault at
+  the first write), MPI fails to allocate the window on any member, or lays the segments
+  apart.  The caller then drops the windows and keeps its messages.
+
+`free` releases the windows (collective; `Ops.close` calls it at the end of a run: MPICH
+holds a communicator per window and fails after a few thousand).
 """
 
 from __future__ import annotations
@@ -22,14 +32,40 @@ import time
 
 import numpy as np
 
-#: environment variable: ``0`` keeps one-node exchanges on messages (for instance to smoke-test
-#: the multi-node path on one node)
+from gcntrain.errors import InputError
+
+#: environment variable: ``0`` keeps one-node exchanges on messages (for instance to rehearse
+#: a multi-node job on one node)
 ENV = "GCNTRAIN_NODE_WINDOWS"
+#: where MPI libraries place node shared memory on Linux
+SHM_DIR = "/dev/shm"
+
+_ON = ("1", "yes", "on", "true")
+_OFF = ("0", "no", "off", "false")
 
 
 def windows_enabled(environ=os.environ) -> bool:
-    """False when ``GCNTRAIN_NODE_WINDOWS`` is ``0`` / ``no`` / ``off`` / ``false``."""
-    return environ.get(ENV, "1").strip().lower() not in ("0", "no", "off", "false")
+    """``GCNTRAIN_NODE_WINDOWS``: on unless ``0`` / ``no`` / ``off`` / ``false``; any other
+    value than those and ``1`` / ``yes`` / ``on`` / ``true`` is an `InputError`."""
+    value = environ.get(ENV, "1").strip().lower()
+    if value not in _ON + _OFF:
+        raise InputError(f"{ENV} must be 1 or 0 (on or off), got {environ.get(ENV)!r}")
+    return value in _ON
+
+
+def shm_free_bytes(path: str = SHM_DIR) -> float:
+    """Free bytes of the node's shared-memory file system (infinite where it has none)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return float("inf")
+    return float(st.f_bavail) * float(st.f_frsize)
+
+
+def allocate_window(comm, nbytes: int):
+    """This member's `nbytes`-byte segment of a new shared-memory window over `comm`
+    (collective; a module function so that tests can make it fail)."""
+    return comm.MPI.Win.Allocate_shared(int(nbytes), 1, comm=comm.comm)
 
 
 class SharedRows:
@@ -43,7 +79,7 @@ class SharedRows:
         self.comm = comm
         self.counts = np.asarray(counts, dtype=np.int64)
         self.offsets = np.concatenate(([0], np.cumsum(self.counts))).astype(np.int64)
-        self._slots: list = [None] * self.SLOTS  # (win, row bytes, array)
+        self._slots: list = [None] * self.SLOTS  # (win, row bytes, buffer)
         self._turn = 0
 
     @classmethod
@@ -51,67 +87,70 @@ class SharedRows:
         """A `SharedRows` over `comm`, or None where windows do not apply (module docstring).
         Collective over `comm`; every member gets the same answer."""
         counts = np.asarray(counts, dtype=np.int64)
-        if comm.size < 2 or not windows_enabled() or counts.sum() == 0:
+        if comm.size < 2 or counts.sum() == 0:
             return None
         MPI = comm.MPI
         node = comm.comm.Split_type(MPI.COMM_TYPE_SHARED)
         try:
-            together = node.Get_size() == comm.size
+            ok = node.Get_size() == comm.size and windows_enabled()
         finally:
             node.Free()
-        if comm.comm.allreduce(int(together), op=MPI.MIN) == 0:
-            return None
-        rows = cls(comm, counts)
-        try:
-            rows._allocate(0, 1, np.dtype(np.float32))  # a probe: can MPI lay them out?
-            ok = True
-        except (MPI.Exception, _NotContiguous):
-            ok = False
-        if comm.comm.allreduce(int(ok), op=MPI.MIN) == 0:
-            rows.free()
-            return None
-        return rows
+        return cls(comm, counts) if cls._all(comm, ok) else None
+
+    @staticmethod
+    def _all(comm, flag: bool) -> bool:
+        """Whether `flag` holds on every member (collective)."""
+        return comm.comm.allreduce(int(bool(flag)), op=comm.MPI.MIN) == 1
 
     # -- windows ----------------------------------------------------------------------------
-    def _allocate(self, slot: int, width: int, dtype: np.dtype) -> None:
-        """(Re)allocate `slot` for rows of `width` elements of `dtype` (collective)."""
+    def _allocate(self, slot: int, width: int, dtype: np.dtype) -> bool:
+        """(Re)allocate `slot` for rows of `width` elements of `dtype`; False, on every
+        member, where it cannot be (module docstring).  Collective."""
         MPI = self.comm.MPI
         row = int(width) * dtype.itemsize
+        total = int(self.offsets[-1]) * row
+        self._release(slot)
+        if not self._all(self.comm, shm_free_bytes() >= self.SLOTS * total):
+            return False
+        try:
+            win = allocate_window(self.comm, int(self.counts[self.comm.rank]) * row)
+        except MPI.Exception:
+            win = None
+        if not self._all(self.comm, win is not None):
+            return False  # a member holds no window to free with the others: keep them
+        base, apart = None, False
+        for r in range(self.comm.size):  # the segments must follow each other
+            if self.counts[r] == 0:
+                continue
+            buf, _ = win.Shared_query(r)
+            addr = buf.address - int(self.offsets[r]) * row
+            base = addr if base is None else base
+            apart |= addr != base
+        if not self._all(self.comm, not apart):
+            win.Free()
+            return False
+        win.Lock_all(MPI.MODE_NOCHECK)
+        whole = MPI.buffer.fromaddress(base, total) if total else bytearray(0)
+        self._slots[slot] = (win, row, whole)
+        return True
+
+    def _release(self, slot: int) -> None:
         old = self._slots[slot]
         if old is not None:
+            self._slots[slot] = None
             old[0].Unlock_all()
             old[0].Free()
-            self._slots[slot] = None
-        mine = int(self.counts[self.comm.rank]) * row
-        win = MPI.Win.Allocate_shared(mine, 1, comm=self.comm.comm)
-        try:
-            base = None
-            for r in range(self.comm.size):  # the segments must follow each other
-                if self.counts[r] == 0:
-                    continue
-                buf, _ = win.Shared_query(r)
-                addr = buf.address - int(self.offsets[r]) * row
-                if base is None:
-                    base = addr
-                elif addr != base:
-                    raise _NotContiguous
-            total = int(self.offsets[-1]) * row
-            whole = MPI.buffer.fromaddress(base, total) if total else bytearray(0)
-        except BaseException:
-            win.Free()
-            raise
-        win.Lock_all(MPI.MODE_NOCHECK)
-        self._slots[slot] = (win, row, whole)
 
-    def next(self, width: int, dtype) -> np.ndarray:
+    def next(self, width: int, dtype) -> np.ndarray | None:
         """The next slot as a ``(sum(counts), width)`` array of `dtype` (collective when it
-        must grow); write this member's rows (`mine`), then `publish`."""
+        must grow), or None on every member when it cannot be made; write this member's
+        rows (`mine`), then `publish`."""
         dtype = np.dtype(dtype)
         self._turn = slot = (self._turn + 1) % self.SLOTS
         need = int(width) * dtype.itemsize
         cur = self._slots[slot]
-        if cur is None or cur[1] < need:
-            self._allocate(slot, width, dtype)
+        if (cur is None or cur[1] < need) and not self._allocate(slot, width, dtype):
+            return None
         whole = self._slots[slot][2]
         n = int(self.offsets[-1])
         return np.frombuffer(whole, dtype=dtype, count=n * int(width)).reshape(n, int(width))
@@ -133,12 +172,5 @@ class SharedRows:
 
     def free(self) -> None:
         """Release the windows (collective); safe to call twice."""
-        for k, s in enumerate(self._slots):
-            if s is not None:
-                s[0].Unlock_all()
-                s[0].Free()
-                self._slots[k] = None
-
-
-class _NotContiguous(Exception):
-    """MPI placed the members' segments apart (a non-contiguous shared window)."""
+        for k in range(self.SLOTS):
+            self._release(k)

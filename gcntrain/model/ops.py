@@ -60,6 +60,7 @@ PROTOCOL: dict[str, str] = {
     "end_epoch": "hook",
     "state_dict": "hook",
     "load_state": "hook",
+    "close": "hook",
 }
 
 #: dropout key: (seed, stream) of the counter-based mask, or None for no dropout
@@ -235,6 +236,10 @@ class Ops:
         """Restore what `state_dict` returned (on the same rank of the same layout)."""
         if state:
             raise ValueError(f"{type(self).__name__} keeps no state, got {sorted(state)}")
+
+    def close(self, *, phase: Phase) -> None:
+        """Release what the Ops hold for communication (node windows, `gcntrain.comm.shared`).
+        Collective: every rank calls it once, after its last call; none may follow."""
 
 
 def csr_product(M: sp.csr_matrix, X: np.ndarray) -> np.ndarray:

@@ -113,6 +113,14 @@ class RowOps(Ops):
         """Local rows of ``S @ X`` ("f") or ``S^T @ X`` ("t"); each scheme implements it."""
         raise NotImplementedError
 
+    def close(self, *, phase) -> None:
+        """Free the node windows of the products (this Ops' and its broadcasts')."""
+        for owner in (self, getattr(self, "broadcasts", None)):
+            window = getattr(owner, "shared", None)
+            if window is not None:
+                window.free()
+                owner.shared = None
+
     def aggregate(self, X, *, phase):
         return self._product("f", np.ascontiguousarray(X), phase_key(phase))
 
@@ -150,19 +158,6 @@ class TypedBlocks:
         key = (which, np.dtype(dtype).str)
         if key not in self._typed:
             self._typed[key] = as_dtype(self._blocks[which], dtype)
-        return self._typed[key]
-
-    def windowed(self, which: str, dtype, qs: tuple) -> sp.csr_matrix:
-        """Every block side by side, those not in `qs` emptied: one matrix over all X blocks
-        stacked in block order (a node window's layout, `BlockBroadcasts`)."""
-        key = ("window", which, np.dtype(dtype).str, tuple(int(q) for q in qs))
-        if key not in self._typed:
-            blocks = self._blocks[which]
-            keep = set(key[3])
-            parts = [b if q in keep else sp.csr_matrix(b.shape) for q, b in enumerate(blocks)]
-            M = sp.hstack(parts, format="csr")
-            M.sort_indices()
-            self._typed[key] = as_dtype([M], dtype)[0]
         return self._typed[key]
 
     def joined(self, which: str, dtype, qs: tuple) -> sp.csr_matrix:
@@ -431,13 +426,14 @@ class BlockBroadcasts:
     `BcastStages` description (row counts as sizes): it decides which blocks travel and
     skips empty ones, as CAGNET's stages do.
 
-    When the members of `comm` share one node, the blocks go through a node window
-    instead of messages (`shared`, a `SharedRows` over `comm`, opened here unless
-    ``GCNTRAIN_NODE_WINDOWS=0``): each member writes its block into its segment, one fence,
-    and one product over the whole window (`TypedBlocks.windowed`, the group's blocks in
-    block order, which is stage order).  The counters record the broadcasts the window
-    stands for (`BcastStages.count_shared`); tests set `shared` to None to run the
-    messages on one node.
+    When the members of `comm` share one node and the group has stages, the blocks go
+    through a node window instead of messages (`shared`, a `SharedRows` over `comm` with a
+    segment for each block of the group, opened here unless ``GCNTRAIN_NODE_WINDOWS=0``):
+    each member writes its block into its segment, one fence, and one product over the
+    group's blocks joined in block order, which is stage order (the sums of the in-turn
+    stages, bit for bit).  The counters record the broadcasts the window stands for
+    (`BcastStages.count_shared`).  Where the window cannot be made the product falls back
+    to the messages below, on every member; tests set `shared` to None to run them.
 
     With `ahead` (see `broadcasts_ahead`; tests turn it off to run the in-turn broadcasts
     on one node) the broadcasts are posted ahead as point-to-point messages
@@ -474,12 +470,17 @@ class BlockBroadcasts:
         #: the one-pass operand: row offsets of each live stage's block in it
         self.start = np.concatenate(([0], np.cumsum(self.sizes[list(self.qs)]))).astype(np.int64)
         self.index = {s: i for i, s in enumerate(self.live)}
-        if self.ahead and list(self.qs) == sorted(set(self.qs)):  # block order = stage order
-            self.shared = SharedRows.open(self.comm, self.sizes)
+        # a window over the group's blocks in block order, which must be stage order
+        if self.ahead and self.live and list(self.qs) == sorted(set(self.qs)):
+            counts = np.zeros(len(self.sizes), dtype=np.int64)
+            counts[list(self.qs)] = np.asarray(self.sizes)[list(self.qs)]
+            self.shared = SharedRows.open(self.comm, counts)
 
     def product(self, which: str, X: np.ndarray, phase) -> np.ndarray:
         if self.ahead and self.shared is not None:
-            return self._in_window(which, X, phase)
+            out = self._in_window(which, X, phase)
+            if out is not None:
+                return out
         if self.ahead and 0 < self.receives <= BCAST_DEPTH:
             return self._one_pass(which, X, phase)
         st, me, sizes = self.stages, self.me, self.sizes
@@ -511,16 +512,22 @@ class BlockBroadcasts:
             out[...] = 0
         return out
 
-    def _in_window(self, which: str, X: np.ndarray, phase) -> np.ndarray:
+    def _in_window(self, which: str, X: np.ndarray, phase) -> np.ndarray | None:
         """`product` through the node window: this member's block written into its segment
-        (when its block is one of the group's), one fence, one product over all blocks."""
+        (when its block is one of the group's), one fence, one product over the group's
+        blocks; None (and no window from now on, on every member) where the window cannot
+        be made."""
         window = self.shared
         operand = window.next(X.shape[1], X.dtype)
+        if operand is None:
+            window.free()
+            self.shared = None
+            return None
         if self.first is not None:
             np.copyto(window.mine(operand), X)
         window.publish(phase)
         self.stages.count_shared(self.comm, self.group, X.shape[1] * X.dtype.itemsize, phase)
-        return csr_apply(self.blocks.windowed(which, X.dtype, self.qs), operand)
+        return csr_apply(self.blocks.joined(which, X.dtype, self.qs), operand)
 
     def _one_pass(self, which: str, X: np.ndarray, phase) -> np.ndarray:
         """`product` when the blocks the rank receives fit the window: every block of the

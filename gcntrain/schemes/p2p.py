@@ -279,7 +279,9 @@ class P2POps(RowOps):
             return self._backward(X, phase)
         ex = self._ex[which]
         if self.shared is not None:
-            return self._in_window(ex, X, phase)
+            out = self._in_window(ex, X, phase)
+            if out is not None:
+                return out
         if self.one_pass:
             return self._one_pass(ex, X, phase)
         local, remote = ex.typed(X.dtype)
@@ -334,13 +336,18 @@ class P2POps(RowOps):
         )
         return result[0]
 
-    def _in_window(self, ex: _Exchange, X: np.ndarray, phase: str) -> np.ndarray:
+    def _in_window(self, ex: _Exchange, X: np.ndarray, phase: str) -> np.ndarray | None:
         """``S @ X`` (and ``S^T @ X`` on a symmetric S) through the node window: the local
         rows written into this rank's segment, one fence, one product reading every rank's
         rows in place (`_Exchange.windowed`); the counters record the messages it stands
-        for (`Pairs.count_shared`)."""
+        for (`Pairs.count_shared`).  None (and messages from now on, on every rank) where
+        the window cannot be made."""
         window = self.shared
         operand = window.next(X.shape[1], X.dtype)
+        if operand is None:
+            window.free()
+            self.shared = None
+            return None
         np.copyto(window.mine(operand), X)
         window.publish(phase)
         ex.pairs.count_shared(self.world, self.world.rank, X.shape[1] * X.dtype.itemsize, phase)

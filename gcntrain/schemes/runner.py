@@ -21,6 +21,7 @@ from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads, ranks_on_node
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
+from gcntrain.model.phase import Phase
 from gcntrain.model.run import model_summary, result_summary
 from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
@@ -236,6 +237,7 @@ def train_with(
         checkpoint=saver,
         resume=state,
     )
+    ops.close(phase=Phase("control"))  # every rank, after its last product
     end = world.tally.snapshot()
     epochs = [b.since(a) for a, b in zip(marks.begins, marks.ends)]
     return Run(

@@ -25,7 +25,8 @@ rank (vectorised over all ranks):
   1.5D broadcasts, p2p's exchanges when every rank shares the node), the runtime writes its
   rows into a shared-memory window and fences once (`gcntrain.comm.shared`): the step costs
   that fence, ``ceil(log2 p)`` intra-node latencies plus the synchronisation cost, starting
-  when its group's last member arrives, and nothing overlaps;
+  when its group's last member arrives (``wait`` in the breakdown), then the product's
+  compute; nothing overlaps;
 * overlap: a scheme that overlaps its exchanges with local compute (`Scheme.overlaps`: p2p's
   Waitany loop, the hier and vertex-cut non-blocking Alltoallv) finishes a call at the later
   of its compute (from its own clock) and its exchange (from the synchronisation point);
@@ -274,7 +275,9 @@ def _windowed(step, place: Placement) -> np.ndarray | None:
         return None
     if isinstance(step, Pairs):
         return np.ones(place.P, dtype=bool) if place.nodes == 1 and place.P > 1 else None
-    one = _one_node(step.groups, place) & (step.groups.size_of_rank() > 1)
+    g: Groups = step.groups
+    staged = np.bincount(step.group[step.nbytes > 0], minlength=g.sizes.shape[0]) > 0
+    one = _one_node(g, place) & (g.size_of_rank() > 1) & staged[g.gid]
     return one if one.any() else None
 
 
@@ -282,7 +285,8 @@ def _window_timing(step, place: Placement, clock: np.ndarray, sync: np.ndarray, 
     """(start, cost, kind) of `step` where `mask` ranks publish through a node window: a
     fence over the group (every rank for `Pairs`), a barrier of ``ceil(log2 p)`` intra-node
     latencies plus the group's synchronisation cost, no bytes (the rows are read in place by
-    the product); the other ranks' part as usual (`step_timing`)."""
+    the product), counted as ``wait`` as the runtime counts it; the other ranks' part as
+    usual (`step_timing`; mixed groups keep the step's kind)."""
     start, cost, kind = step_timing(step, place, clock, sync)
     if isinstance(step, Pairs):
         p = np.full(place.P, float(place.P))
@@ -295,6 +299,7 @@ def _window_timing(step, place: Placement, clock: np.ndarray, sync: np.ndarray, 
         fence_start = _group_max(clock, g.gid, G)[g.gid]
         fence_sync = _group_max(sync, g.gid, G)[g.gid]
     fence = np.ceil(np.log2(np.maximum(p, 1.0))) * place.intra.alpha + fence_sync
+    kind = "wait" if mask.all() else kind
     return np.where(mask, fence_start, start), np.where(mask, fence, cost), kind
 
 
@@ -485,9 +490,10 @@ class TimeModel:
             pairs = bool(overlaps) and any(
                 isinstance(s, Pairs) and w is None for s, w in zip(steps, windows)
             )
+            fence_first = bool(steps) and all(w is not None and w.all() for w in windows)
             if pairs:
                 done = clock + c
-            else:
+            elif not fence_first:
                 clock = clock + c
             # the call's compute is spread evenly over its synchronisations (broadcast
             # stages interleave with the partial products): each synchronising step comes
@@ -498,7 +504,8 @@ class TimeModel:
                 1 if w is not None and w.all() else _sync_points(x) for x, w in zip(steps, windows)
             ]
             for st, win, n in zip(steps, windows, points):
-                since = since + c * (n / max(1, sum(points)))
+                if not fence_first:
+                    since = since + c * (n / max(1, sum(points)))
                 sync = self.place.sync_cost_for(since / max(1, n))
                 if win is not None:
                     start, cost, kind = _window_timing(st, self.place, clock, sync, win)
@@ -518,6 +525,10 @@ class TimeModel:
             if pairs:
                 # the exchange and the local compute overlap: the later one ends the call
                 clock = np.maximum(done, clock)
+            elif fence_first:
+                # the rows published, the product reads them: its compute comes after
+                clock = clock + c
+                since = since + c
         return EpochTime(clock, parts)
 
     def epochs(self) -> list[EpochTime]:

@@ -615,6 +615,107 @@ def case_volume(world):
     return ok, details
 
 
+def window_cases(size: int) -> list[tuple[str, str, dict]]:
+    """(label, scheme, options) of the schemes with node windows on `size` ranks."""
+    out = [("1d", "1d", {}), ("p2p", "p2p", {}), ("1.5d-c1", "1.5d", {"replication": 1})]
+    if size % 2 == 0:
+        out.append(("1.5d-c2", "1.5d", {"replication": 2}))
+    return out
+
+
+def _products(ops, rng_seed: int, rows: int) -> list[np.ndarray]:
+    """S @ X and S^T @ X at two widths and dtypes (the second grows the windows)."""
+    out = []
+    for width, dtype in ((5, np.float64), (9, np.float32), (5, np.float64)):
+        X = np.random.default_rng(rng_seed).random((rows, width)).astype(dtype)
+        out.append(ops.aggregate(X, phase=Phase("aggregate", 0, "fwd")))
+        out.append(ops.aggregate_t(X, phase=Phase("aggregate", 0, "bwd")))
+    return out
+
+
+def case_windowbits(world):
+    """Products through node windows equal, bit for bit, the in-turn broadcasts (1D, 1.5D)
+    and the per-source products (p2p) used across nodes, on a directed and an undirected
+    graph; a window that cannot be made on one rank only (MPI failing there, or no room in
+    /dev/shm there) leaves every rank on messages, with the same sums, and no hang."""
+    from mpi4py import MPI
+
+    import gcntrain.comm.shared as shm
+
+    ok, details = True, []
+    graphs = {
+        "undirected": rmat_odd(8, 251, edge_factor=6, seed=21, num_features=7, num_classes=4),
+        "directed": rmat_odd(
+            7, 127, edge_factor=6, seed=22, num_features=7, num_classes=4, symmetrize=False
+        ),
+    }
+    real_alloc, real_free = shm.allocate_window, shm.shm_free_bytes
+
+    def alloc_fails_on_last(comm, nbytes):
+        # the allocation is collective: the last rank takes part, then reports a failure
+        win = real_alloc(comm, nbytes)
+        if comm.rank == comm.size - 1:
+            raise MPI.Exception(MPI.ERR_NO_MEM)
+        return win
+
+    faults = {
+        "": None,
+        "-mpi-fails-on-one": ("allocate_window", alloc_fails_on_last),
+        "-no-room-on-one": ("shm_free_bytes", lambda *a: 0.0 if world.rank == 0 else 1e18),
+    }
+    cfg = TrainConfig(dtype="float64")
+    for gname, g in graphs.items():
+        for label, scheme, opts in window_cases(world.size):
+            sch = SCHEMES[scheme]
+            part = random_partition(
+                g.n, sch.row_parts(world.size, sch.configure(world.size, opts)), seed=4
+            )
+            _, _, layout, local = load_rank(world, sch, g, cfg, opts, part)
+            for fault, patch in faults.items():
+                if patch is not None:
+                    setattr(shm, *patch)
+                try:
+                    ops = sch.setup(world, layout, local, "gcn")
+                    owner = ops.broadcasts if hasattr(ops, "broadcasts") else ops
+                    opened = owner.shared is not None
+                    got = _products(ops, 3, local.orig_ids.size)
+                    kept = owner.shared is not None
+                finally:
+                    shm.allocate_window, shm.shm_free_bytes = real_alloc, real_free
+                ops.close(phase=Phase("control"))
+                if patch is None:  # the multi-node paths: in-turn broadcasts, per source
+                    if hasattr(ops, "broadcasts"):
+                        ops.broadcasts.ahead = False
+                    else:
+                        ops.one_pass = False
+                # (after a fallback: the one-node messages it fell back to; at more than
+                # BCAST_DEPTH received blocks they add the own block first, other bits)
+                want = _products(ops, 3, local.orig_ids.size)
+                same = all(np.array_equal(a, b) for a, b in zip(got, want))
+                # windows on one node wherever a product has two or more members; kept
+                # only where every member of the product could make them (the no-room
+                # fault is on world rank 0: 1.5D's other process columns keep theirs)
+                group = ops.broadcasts.comm if hasattr(ops, "broadcasts") else ops.world
+                has0 = group.comm.allreduce(int(world.rank == 0), op=MPI.MAX) == 1
+                spared = fault == "-no-room-on-one" and not has0
+                members = world.size if scheme != "1.5d" else world.size // opts["replication"]
+                good = same and opened == (members > 1)
+                good &= kept == (opened and (patch is None or spared))
+                ok &= good
+                if not good or world.rank == 0:
+                    details.append(
+                        {
+                            "graph": gname,
+                            "scheme": label + fault,
+                            "rank": world.rank,
+                            "same": same,
+                            "opened": opened,
+                            "kept": kept,
+                        }
+                    )
+    return ok, details
+
+
 def case_windows(world):
     """`SharedRows` over one node: ragged segments (some empty) written by their members and
     read whole by every member, widths growing and shrinking, float32 and float64; the slot
@@ -931,13 +1032,14 @@ def case_ops(world):
                     assert ops.broadcasts.ahead
                     ops.broadcasts.ahead = False
                 if label.endswith("-messages"):
-                    windowed.shared = None
+                    ops.close(phase=Phase("control"))  # frees the windows: messages
                 if label.endswith("-split"):
                     assert ops.one_pass == (world.size > 1)
-                    ops.shared = None
+                    ops.close(phase=Phase("control"))
                     ops.one_pass = False
                 errors = plexus_ops_errors if scheme == "plexus" else ops_errors
                 err = errors(ops, ser, g.n, g.num_classes, seed=7)
+                ops.close(phase=Phase("control"))
                 worst = max(err.values())
                 good = worst <= 1e-12
                 ok &= good
@@ -1062,6 +1164,7 @@ CASES = {
     "volume": case_volume,
     "ops": case_ops,
     "windows": case_windows,
+    "windowbits": case_windowbits,
     "fault": case_fault,
 }
 
