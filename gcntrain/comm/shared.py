@@ -27,6 +27,7 @@ holds a communicator per window and fails after a few thousand).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -51,6 +52,21 @@ def windows_enabled(environ=os.environ) -> bool:
     if value not in _ON + _OFF:
         raise InputError(f"{ENV} must be 1 or 0 (on or off), got {environ.get(ENV)!r}")
     return value in _ON
+
+
+@contextlib.contextmanager
+def windows_set(on: bool, environ=os.environ):
+    """``GCNTRAIN_NODE_WINDOWS`` set to 1 or 0 while inside (in this process and the runs it
+    starts), restored after."""
+    old = environ.get(ENV)
+    environ[ENV] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            environ.pop(ENV, None)
+        else:
+            environ[ENV] = old
 
 
 def shm_free_bytes(path: str = SHM_DIR) -> float:
@@ -154,6 +170,21 @@ class SharedRows:
         whole = self._slots[slot][2]
         n = int(self.offsets[-1])
         return np.frombuffer(whole, dtype=dtype, count=n * int(width)).reshape(n, int(width))
+
+    def share(self, X: np.ndarray | None, phase: str, width: int | None = None, dtype=None):
+        """`next`, this member's rows `X` written into its segment (None: it has none), then
+        `publish`: the whole array, every member's rows; None on every member (and the
+        windows freed) where the slot cannot be made."""
+        width = X.shape[1] if X is not None else width
+        dtype = X.dtype if X is not None else dtype
+        array = self.next(width, dtype)
+        if array is None:
+            self.free()
+            return None
+        if X is not None:
+            np.copyto(self.mine(array), X)
+        self.publish(phase)
+        return array
 
     def mine(self, array: np.ndarray) -> np.ndarray:
         """This member's rows of an array from `next`."""

@@ -517,15 +517,11 @@ class BlockBroadcasts:
         (when its block is one of the group's), one fence, one product over the group's
         blocks; None (and no window from now on, on every member) where the window cannot
         be made."""
-        window = self.shared
-        operand = window.next(X.shape[1], X.dtype)
+        mine = X if self.first is not None else None
+        operand = self.shared.share(mine, phase, X.shape[1], X.dtype)
         if operand is None:
-            window.free()
             self.shared = None
             return None
-        if self.first is not None:
-            np.copyto(window.mine(operand), X)
-        window.publish(phase)
         self.stages.count_shared(self.comm, self.group, X.shape[1] * X.dtype.itemsize, phase)
         return csr_apply(self.blocks.joined(which, X.dtype, self.qs), operand)
 

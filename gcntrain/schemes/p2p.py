@@ -342,14 +342,10 @@ class P2POps(RowOps):
         rows in place (`_Exchange.windowed`); the counters record the messages it stands
         for (`Pairs.count_shared`).  None (and messages from now on, on every rank) where
         the window cannot be made."""
-        window = self.shared
-        operand = window.next(X.shape[1], X.dtype)
+        operand = self.shared.share(X, phase)
         if operand is None:
-            window.free()
             self.shared = None
             return None
-        np.copyto(window.mine(operand), X)
-        window.publish(phase)
         ex.pairs.count_shared(self.world, self.world.rank, X.shape[1] * X.dtype.itemsize, phase)
         return csr_apply(ex.windowed(X.dtype), operand)
 

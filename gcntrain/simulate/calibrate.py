@@ -26,7 +26,6 @@ project's own kernels and MPI library.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -293,24 +292,15 @@ def oversubscribed_fit(
     return cost, slice_, got, base
 
 
-@contextlib.contextmanager
 def messages_only():
     """While inside, training runs (and the model pricing them) keep one node's exchanges
     on messages (``GCNTRAIN_NODE_WINDOWS=0``, `gcntrain.comm.shared`): the fits on real
     runs measure what a busy node and a synchronisation between busy-polling ranks cost
     with the messages every multi-node run has; on one node the schemes with node windows
     pay one fence per product instead, priced with the same figures."""
-    from gcntrain.comm.shared import ENV
+    from gcntrain.comm.shared import windows_set
 
-    old = os.environ.get(ENV)
-    os.environ[ENV] = "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = old
+    return windows_set(False)
 
 
 #: training runs per graph in the fits on real runs (`busy_fit`, `oversubscribed_fit`): their

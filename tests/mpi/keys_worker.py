@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import sys
 
 from gcntrain.cli.main import run
+from gcntrain.comm.shared import windows_set
 
 
 def configurations(graph: str, tmp: str) -> list[tuple[str, list[str]]]:
@@ -62,20 +62,9 @@ def configurations(graph: str, tmp: str) -> list[tuple[str, list[str]]]:
     ]
 
 
-@contextlib.contextmanager
 def node_windows(on: bool):
     """`GCNTRAIN_NODE_WINDOWS` set to 1 or 0 while inside (the recommender reads it too)."""
-    from gcntrain.comm.shared import ENV
-
-    old = os.environ.get(ENV)
-    os.environ[ENV] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = old
+    return windows_set(on)
 
 
 def main(graph: str, tmp: str) -> int:

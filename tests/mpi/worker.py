@@ -7,9 +7,7 @@ exits with the same status (0 ok, 1 failed).  Driven by tests/test_mpi_schemes.p
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import scipy.sparse as sp
 from gcntrain.comm.communicator import Comm
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.grid import factorizations
-from gcntrain.comm.shared import ENV as WINDOWS_ENV
+from gcntrain.comm.shared import windows_set
 from gcntrain.data.convert import convert_source
 from gcntrain.data.generate import rmat
 from gcntrain.model.normalize import support_kind, support_matrix
@@ -117,18 +115,9 @@ def forget_sources() -> None:
     _sources.clear()
 
 
-@contextlib.contextmanager
 def node_windows(on: bool):
-    """Node windows on (the default) or off (`GCNTRAIN_NODE_WINDOWS=0`) while inside."""
-    old = os.environ.get(WINDOWS_ENV)
-    os.environ[WINDOWS_ENV] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[WINDOWS_ENV]
-        else:
-            os.environ[WINDOWS_ENV] = old
+    """`GCNTRAIN_NODE_WINDOWS` set to 1 or 0 while inside (the recommender reads it too)."""
+    return windows_set(on)
 
 
 def run_scheme(world, g, scheme, opts, part, cfg):
