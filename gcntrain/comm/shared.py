@@ -33,6 +33,8 @@ import time
 
 import numpy as np
 
+from gcntrain.comm import volume as V
+from gcntrain.comm.node import ranks_on_node
 from gcntrain.errors import InputError
 
 #: environment variable: ``0`` keeps one-node exchanges on messages (for instance to rehearse
@@ -105,12 +107,7 @@ class SharedRows:
         counts = np.asarray(counts, dtype=np.int64)
         if comm.size < 2 or counts.sum() == 0:
             return None
-        MPI = comm.MPI
-        node = comm.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        try:
-            ok = node.Get_size() == comm.size and windows_enabled()
-        finally:
-            node.Free()
+        ok = ranks_on_node(comm) == comm.size and windows_enabled()
         return cls(comm, counts) if cls._all(comm, ok) else None
 
     @staticmethod
@@ -171,17 +168,16 @@ class SharedRows:
         n = int(self.offsets[-1])
         return np.frombuffer(whole, dtype=dtype, count=n * int(width)).reshape(n, int(width))
 
-    def share(self, X: np.ndarray | None, phase: str, width: int | None = None, dtype=None):
-        """`next`, this member's rows `X` written into its segment (None: it has none), then
-        `publish`: the whole array, every member's rows; None on every member (and the
-        windows freed) where the slot cannot be made."""
-        width = X.shape[1] if X is not None else width
-        dtype = X.dtype if X is not None else dtype
-        array = self.next(width, dtype)
+    def share(self, X: np.ndarray, phase: str, mine: bool = True) -> np.ndarray | None:
+        """`next` at X's width and dtype, X written into this member's segment when `mine`
+        (False: the member has no rows here), then `publish`: the whole array, every
+        member's rows; None on every member (and the windows freed) where the slot cannot
+        be made."""
+        array = self.next(X.shape[1], X.dtype)
         if array is None:
             self.free()
             return None
-        if X is not None:
+        if mine:
             np.copyto(self.mine(array), X)
         self.publish(phase)
         return array
@@ -199,7 +195,7 @@ class SharedRows:
         win.Sync()
         self.comm.comm.Barrier()
         win.Sync()
-        self.comm.tally.add(phase, np.zeros(4, dtype=np.int64), "wait", time.perf_counter() - t0)
+        self.comm.tally.add(phase, V.zero(), "wait", time.perf_counter() - t0)
 
     def free(self) -> None:
         """Release the windows (collective); safe to call twice."""

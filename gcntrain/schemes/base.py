@@ -517,8 +517,7 @@ class BlockBroadcasts:
         (when its block is one of the group's), one fence, one product over the group's
         blocks; None (and no window from now on, on every member) where the window cannot
         be made."""
-        mine = X if self.first is not None else None
-        operand = self.shared.share(mine, phase, X.shape[1], X.dtype)
+        operand = self.shared.share(X, phase, mine=self.first is not None)
         if operand is None:
             self.shared = None
             return None

@@ -402,8 +402,11 @@ class P2P(RowScheme):
 
     def overlaps(self, ctx, call) -> str:
         """Local rows are multiplied while the messages travel (`Pairs.run_p2p`).  On one
-        node the runtime multiplies once after them (`P2POps._one_pass`); the model keeps
-        the overlap, whose messages there cost a copy (docs/simulator.md)."""
+        node the exchanges marked `window` run through a node window and overlap nothing
+        (the time model prices their fence, docs/simulator.md); with
+        ``GCNTRAIN_NODE_WINDOWS=0`` the runtime multiplies once after the messages
+        (`P2POps._one_pass`) and the model keeps the overlap, whose messages there cost a
+        copy."""
         return OVERLAP_CALL
 
     def backward_pairs(self, ctx):

@@ -287,7 +287,6 @@ def _window_timing(step, place: Placement, clock: np.ndarray, sync: np.ndarray, 
     latencies plus the group's synchronisation cost, no bytes (the rows are read in place by
     the product), counted as ``wait`` as the runtime counts it; the other ranks' part as
     usual (`step_timing`; mixed groups keep the step's kind)."""
-    start, cost, kind = step_timing(step, place, clock, sync)
     if isinstance(step, Pairs):
         p = np.full(place.P, float(place.P))
         fence_start = np.full(place.P, clock.max(initial=0.0))
@@ -299,7 +298,9 @@ def _window_timing(step, place: Placement, clock: np.ndarray, sync: np.ndarray, 
         fence_start = _group_max(clock, g.gid, G)[g.gid]
         fence_sync = _group_max(sync, g.gid, G)[g.gid]
     fence = np.ceil(np.log2(np.maximum(p, 1.0))) * place.intra.alpha + fence_sync
-    kind = "wait" if mask.all() else kind
+    if mask.all():
+        return fence_start, fence, "wait"
+    start, cost, kind = step_timing(step, place, clock, sync)
     return np.where(mask, fence_start, start), np.where(mask, fence, cost), kind
 
 
@@ -466,7 +467,8 @@ class TimeModel:
                 self.place,
                 sch.stream_bytes(ctx, call),
             )
-            self._steps[pk] = (steps, comp)
+            windows = [_windowed(st, self.place) for st in steps]
+            self._steps[pk] = (steps, comp, windows)
         return self._steps[pk]
 
     def epoch(self, calls) -> EpochTime:
@@ -481,11 +483,10 @@ class TimeModel:
             overlaps = self.sim.scheme.overlaps(self.sim.ctx, call)
             if overlaps not in OVERLAPS:
                 raise TypeError(f"Scheme.overlaps returned {overlaps!r}, not one of {OVERLAPS}")
-            steps, comp = self._call(call)
+            steps, comp, windows = self._call(call)
             c = sum(comp.values())
             for k, v in comp.items():
                 parts[k] += v
-            windows = [_windowed(st, self.place) for st in steps]
             # a windowed exchange has no messages to overlap: fence, then the product
             pairs = bool(overlaps) and any(
                 isinstance(s, Pairs) and w is None for s, w in zip(steps, windows)
