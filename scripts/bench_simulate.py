@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gcntrain.simulate.calibrate import find_mpiexec, gcntrain_cmd, triad_gbs
+from gcntrain.simulate.calibrate import find_mpiexec, gcntrain_cmd
+from gcntrain.simulate.measure import triad_gbs
 
 CASES = [
     ("1d", []),

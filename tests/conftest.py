@@ -7,8 +7,43 @@ computing.  Tests of the parallel kernels set their own thread counts explicitly
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import numba
 import pytest
+
+#: the profile every test that asks for ``--machine local`` gets (no calibration in tests,
+#: except where a test empties the cache on purpose): a 2-core machine with measured
+#: thread scaling
+LOCAL_PROFILE = Path(__file__).parent / "golden" / "local-profile.toml"
+
+
+def local_profile_text(cores: int) -> str:
+    """`LOCAL_PROFILE` with `cores` cores (so that a cache of it is taken on this host)."""
+    text = LOCAL_PROFILE.read_text(encoding="utf-8")
+    text = text.replace("cores = 2\n", f"cores = {cores}\n").replace(
+        "ranks = 2\n", f"ranks = {cores}\n"
+    )
+    if cores < 2:  # the golden tables name 2 threads
+        text = text[: text.index("[compute.threads]")]
+    return text
+
+
+def _local_cache() -> None:
+    """Point the profile cache (`gcntrain.simulate.local`) at a fresh directory holding
+    `LOCAL_PROFILE` as this host's profile, for this process and every one it starts."""
+    from gcntrain.simulate.local import cache_path, host_cores
+
+    os.environ["GCNTRAIN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gcntrain-cache-")
+    text = local_profile_text(host_cores())
+    path = cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+_local_cache()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -33,12 +33,24 @@ call_overhead_us = 15
 """
 
 
-@pytest.mark.parametrize("name", ["fugaku", "abci", "local"])
+@pytest.mark.parametrize("name", ["fugaku", "abci"])
 def test_shipped_profiles_load_and_state_their_sources(name):
     m = load_machine(name)
     assert m.name == name and len(m.sources) >= 2 and name in shipped()
     assert m.inter.alpha > 0 and m.intra.beta > 0 and m.ranks_per_node >= 1
     assert np.all(np.diff(m.spmm_rate([1, 8, 64, 1024])) >= 0)
+    # each names its topology, and its thread scaling is derived (no bench was run there)
+    assert m.topology.kind in ("torus", "fattree") and "roofline" in m.threads_source
+
+
+def test_local_is_this_machine_not_a_shipped_stand_in():
+    """``local`` is this host's cached profile (the suite's: tests/golden/local-profile.toml),
+    with the host's core count and measured thread scaling; no file ships under that name."""
+    from gcntrain.simulate.local import host_cores
+
+    m = load_machine("local")
+    assert "local" not in shipped() and m.name == "local"
+    assert m.cores == host_cores() and m.path.endswith(".toml")
 
 
 def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
@@ -69,6 +81,19 @@ def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
         (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { 16 = -1 }"), "gflops.16"),
         (lambda s: s.replace("gemm_gflops = 30", "gemm_gflops = { 0 = 1 }"), "keys must be >= 1"),
         (lambda s: s.replace("ranks = 2", "ranks = 2\nbusy_compute_factor = 0"), "busy_compute"),
+        (lambda s: s + "[compute.threads]\nspmm = { 1 = 1, 4 = 3 }\n", "threads.gemm"),
+        (
+            lambda s: s + "[compute.threads]\n" + "".join(
+                f"{k} = {{ 1 = 1, 16 = 9 }}\n" for k in ("spmm", "gemm", "other")
+            ),
+            "16 threads, more than node.cores = 8",
+        ),
+        (lambda s: s + "[network.topology]\nkind = \"ring\"\n", "topology.kind must be one"),
+        (lambda s: s + "[network.topology]\nkind = \"torus\"\n", "topology.link_gbs"),
+        (
+            lambda s: s + "[network.topology]\nkind = \"fattree\"\ntaper = 0.5\n",
+            "taper must be >= 1",
+        ),
         (lambda s: s.replace('name = "mine"', "name = 3"), "name must be a string"),
     ],
 )
@@ -81,7 +106,7 @@ def test_bad_profiles_are_one_line_errors(tmp_path, edit, needle):
 
 
 def test_unknown_profile():
-    with pytest.raises(InputError, match="unknown machine profile 'summit'.*abci, fugaku, local"):
+    with pytest.raises(InputError, match="unknown machine profile 'summit'.*local.*abci, fugaku"):
         load_machine("summit")
 
 
@@ -139,30 +164,26 @@ def test_gemm_rate_follows_the_products_short_dimensions():
     assert f[0] == pytest.approx(f[1]) == pytest.approx(f[2])
 
 
-def test_busy_factor_scales_compute_with_the_busy_cores():
-    """`busy_compute_factor` multiplies compute in full when every core of the node
-    computes, not at all when one does (how the rates were measured), linearly between; the
-    per-call cost is not scaled; without the key nothing changes."""
+def test_an_older_benchs_busy_factor_still_prices_as_it_did():
+    """A profile written by an older `gcntrain bench` (``busy_compute_factor`` f, no thread
+    tables) loads, and its derived scaling prices compute as the older model did: f times
+    the one-core rates when every core of the node computes, linearly between; the per-call
+    cost is not scaled."""
     from gcntrain.simulate.timing import Placement, compute_seconds, other_seconds
 
     text = GOOD.replace("[network.intra]", "busy_compute_factor = 1.4\n[network.intra]")
     m, flat = parse_machine(text), parse_machine(GOOD)
-    assert m.busy_compute_factor == 1.4 and flat.busy_compute_factor == 1.0
-    assert m.cores == 8
-    # one rank of 8 cores, 8 of one core, 16 on 8 cores: the node is busy
-    for P, k in ((1, 1), (8, 8), (16, 16)):
-        assert Placement(P, k, m).busy_factor == pytest.approx(1.4)
-    # 3 ranks of 8 // 3 = 2 cores: 6 of 8 cores busy, 5/7 of the way from one
-    assert Placement(3, 3, m).busy_factor == pytest.approx(1 + 0.4 * 5 / 7)
-    one_core = parse_machine(text.replace("cores = 8", "cores = 1"))
-    assert Placement(1, 1, one_core).busy_factor == 1.0
+    assert "busy_compute_factor" in m.threads_source and m.cores == 8
     work = np.array([[1000, 2 * 1000 * 16, 2 * 500 * 256, 500]])
-    fast = compute_seconds(work, np.zeros(1), Placement(1, 1, flat))
-    slow = compute_seconds(work, np.zeros(1), Placement(1, 1, m))
-    for k in ("spmm", "gemm"):
-        assert slow[k][0] == pytest.approx(1.4 * fast[k][0])
     fp = {"rows": np.array([100]), "col_fraction": np.array([1.0])}
-    a = other_seconds(fp, [8, 4], 10, Placement(1, 1, flat))
-    b = other_seconds(fp, [8, 4], 10, Placement(1, 1, m))
     calls = 10 * flat.call_overhead
-    assert b[0] - calls == pytest.approx(1.4 * (a[0] - calls))
+    for P, k, slow_by in ((1, 1, 1.4), (8, 8, 1.4), (3, 3, 1 + 0.4 * 5 / 7)):
+        work_p = np.repeat(work, P, axis=0)
+        fast = compute_seconds(work_p, np.zeros(P), Placement(P, k, flat))
+        slow = compute_seconds(work_p, np.zeros(P), Placement(P, k, m))
+        for kind in ("spmm", "gemm"):
+            np.testing.assert_allclose(slow[kind], slow_by * fast[kind])
+        fp_p = {key: np.repeat(v, P) for key, v in fp.items()}
+        a = other_seconds(fp_p, [8, 4], 10, Placement(P, k, flat))
+        b = other_seconds(fp_p, [8, 4], 10, Placement(P, k, m))
+        np.testing.assert_allclose(b - calls, slow_by * (a - calls))

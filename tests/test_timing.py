@@ -108,7 +108,10 @@ def test_oversubscription_adds_a_cost_per_synchronisation():
     step = Allreduce(Groups.world(16), np.array([1]), 8)
     fits = step_timing(step, Placement(16, 8, m), np.zeros(16))[1]
     over = step_timing(step, Placement(16, 16, m), np.zeros(16))[1]  # 16 ranks, 8 cores
-    base = C.allreduce(16, 8, m.intra) + C.reduction(16, 8, m.memory_bandwidth / 16)
+    # 16 ranks copying share the node's memory bandwidth: the link of the contended node
+    link = Placement(16, 16, m).intra
+    assert link.beta == pytest.approx(2 * 16 / m.memory_bandwidth) and link.beta > m.intra.beta
+    base = C.allreduce(16, 8, link) + C.reduction(16, 8, m.memory_bandwidth / 16)
     np.testing.assert_allclose(over, base + 5e-4)
     assert np.all(fits < over)
     with pytest.raises(InputError, match="oversubscribed_sync_us"):
@@ -171,15 +174,20 @@ def test_epoch_replay_is_compute_plus_comm_plus_wait(graph_file, machine):
     # the critical rank's clock is exactly its compute, its communication and its waits
     assert b["compute"] + b["comm"] + b["wait"] == pytest.approx(got["epoch_seconds"])
     assert set(b["comm_parts"]) <= {"bcast", "allreduce"} and b["comm_parts"]["bcast"] > 0
-    # twice the SpMM rate: less time, the same communication
+    # twice the SpMM rate: less time, the same communication; exactly half the SpMM time
+    # where the node's bandwidth does not bind (its derived scaling stays linear)
     fast = parse_machine(
         GOOD.replace("{ 16 = 2.0, 4 = 1.0, 64 = 4.0 }", "{ 16 = 4.0, 4 = 2.0, 64 = 8.0 }")
     )
     got2 = predict(sim, Placement(3, 3, fast), widths)
     assert got2["epoch_seconds"] < got["epoch_seconds"]
-    assert got2["breakdown"]["compute_parts"]["spmm"] == pytest.approx(
-        b["compute_parts"]["spmm"] / 2
+    wide = GOOD.replace("memory_bandwidth_gbs = 50", "memory_bandwidth_gbs = 5000")
+    base = predict(sim, Placement(3, 3, parse_machine(wide)), widths)["breakdown"]
+    fast = parse_machine(
+        wide.replace("{ 16 = 2.0, 4 = 1.0, 64 = 4.0 }", "{ 16 = 4.0, 4 = 2.0, 64 = 8.0 }")
     )
+    got3 = predict(sim, Placement(3, 3, fast), widths)["breakdown"]
+    assert got3["compute_parts"]["spmm"] == pytest.approx(base["compute_parts"]["spmm"] / 2)
 
 
 def _slow_network_epoch(graph_file, scheme, options, nodes, only=None):
@@ -352,27 +360,33 @@ def test_link_and_collective_fits_invert_the_models():
 
 
 def test_profile_text_round_trips_through_the_parser():
+    from gcntrain.simulate.profile_text import profile_text
+
     figs = {
         "host": "h",
         "when": "now",
         "cores": 4,
         "version": "0",
         "scales": [12, 14],
-        "triad_gbs": 20.0,
+        "core_gbs": 10.0,
+        "node_gbs": 20.0,
         "alpha": 2e-6,
         "bandwidth": 5e9,
         "sync": 3e-4,
-        "busy": 1.25,
         "spmm": {8: 1.0, 64: 3.0},
         "gemm": {16: 10.0, 1024: 40.0},
         "quant": 0.2,
         "other": 0.1,
         "overhead": 1e-5,
+        "threads": {k: {1: 1.0, 2: 1.5, 4: 2.5} for k in ("spmm", "gemm", "other")},
+        "node_scaling": {k: {1: 1.0, 2: 1.9, 4: 3.0} for k in ("spmm", "gemm", "other")},
     }
-    m = parse_machine(K._profile_text("mine", figs), "t")
+    m = parse_machine(profile_text("mine", figs), "t")
     assert m.name == "mine" and m.cores == 4 and m.ranks_per_node == 4
-    assert m.oversubscribed_sync == pytest.approx(3e-4)
-    assert m.busy_compute_factor == pytest.approx(1.25)
+    assert m.oversubscribed_sync == pytest.approx(3e-4) and m.threads_source == "measured"
+    assert m.memory_bandwidth == pytest.approx(2e10) and m.core_bandwidth == pytest.approx(1e10)
+    assert m.scaling("spmm")(2) == pytest.approx(1.5) and m.sharing("gemm")(4) == 3.0
+    assert m.scaling("other")(3) == pytest.approx(2.0)  # interpolated
     assert m.intra.beta == pytest.approx(1 / 5e9) and m.call_overhead == pytest.approx(1e-5)
     np.testing.assert_allclose(m.spmm_rate([8, 64]), [1e9, 3e9])
     np.testing.assert_allclose(

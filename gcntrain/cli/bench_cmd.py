@@ -13,10 +13,17 @@ from gcntrain.cli.display import info
     "--out",
     "out",
     type=click.Path(dir_okay=False),
-    required=True,
-    help="Profile file to write (TOML; written to a temporary name, then renamed).",
+    default=None,
+    help="Profile file to write (TOML; written to a temporary name, then renamed) "
+    "[default: only this host's cached profile, what `--machine local` loads].",
 )
 @click.option("--name", default="local", show_default=True, help="The profile's name.")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="The short calibration behind `--machine local` (at most about 15 s): smaller "
+    "operands, fewer widths, shorter serial runs.",
+)
 @click.option(
     "--mpiexec",
     default=None,
@@ -24,15 +31,21 @@ from gcntrain.cli.display import info
     help="MPI launcher for the communication figures [default: the one beside this Python, "
     "else on PATH].",
 )
-def bench(out, name, mpiexec):
-    """Calibrate a machine profile on this machine (kernel rates with the project's own
-    kernels, MPI latency and bandwidth, element-wise and per-call costs of serial training)
-    in about a minute; use it with `gcntrain simulate --machine OUT`."""
+def bench(out, name, quick, mpiexec):
+    """Calibrate a machine profile on this machine (memory bandwidth, kernel rates and their
+    thread scaling with the project's own kernels, MPI latency and bandwidth, element-wise
+    and per-call costs of serial training) in at most a minute on an idle machine; use it
+    with `gcntrain simulate --machine OUT`.  The profile also becomes this host's cached
+    `--machine local`."""
     from pathlib import Path
 
     from gcntrain.data.atomic import write_text
     from gcntrain.simulate.calibrate import calibrate
+    from gcntrain.simulate.local import store
+    from gcntrain.simulate.profile_text import profile_text
 
-    text, _ = calibrate(name, mpiexec, log=info)
-    write_text(Path(out), text)
-    info(f"wrote {out}")
+    text, figs = calibrate(name, mpiexec, log=info, quick=quick)
+    if out is not None:
+        write_text(Path(out), text)
+        info(f"wrote {out}")
+    info(f"cached as this host's local profile: {store(profile_text('local', figs))}")

@@ -4,8 +4,9 @@
 message size: ping-pong between ranks 0 and 1 (one-way time = half the round trip), and
 Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall over all ranks; each figure is the
 median over `R` repetitions of the slowest rank, every repetition starting with cold caches
-(a training step's buffers are cold too).  Rank 0 prints one JSON object ``{"ranks",
-"pingpong": [[bytes, seconds], ...], "allreduce": [...], ...}``.
+(a training step's buffers are cold too); the ping-pong's best repetition too (a median far
+above it says the machine is busy).  Rank 0 prints one JSON object ``{"ranks", "pingpong":
+[[bytes, seconds], ...], "pingpong_best": [...], "allreduce": [...], ...}``.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ SIZES = (8, 1024, 16384, 131072, 1 << 20, 4 << 20)
 FLUSH_BYTES = 64 << 20
 
 
-def _median(fn, reps: int, flush: np.ndarray, comm) -> float:
-    """Median over `reps` of the slowest rank's time of `fn`, each repetition after a cache
-    flush and a barrier (one warm-up call first)."""
+def _median(fn, reps: int, flush: np.ndarray, comm) -> tuple[float, float]:
+    """(median, best) over `reps` of the slowest rank's time of `fn`, each repetition after
+    a cache flush and a barrier (one warm-up call first)."""
     fn()
     times = []
     for _ in range(reps):
@@ -37,7 +38,8 @@ def _median(fn, reps: int, flush: np.ndarray, comm) -> float:
         times.append(time.perf_counter() - t0)
     from mpi4py import MPI
 
-    return float(comm.allreduce(float(np.median(times)), MPI.MAX))
+    med = float(comm.allreduce(float(np.median(times)), MPI.MAX))
+    return med, float(comm.allreduce(float(np.min(times)), MPI.MAX))
 
 
 def measure(comm, reps: int = 9) -> dict:
@@ -46,7 +48,7 @@ def measure(comm, reps: int = 9) -> dict:
 
     rank, size = comm.Get_rank(), comm.Get_size()
     kinds = ("pingpong", "allreduce", "allgather", "bcast", "reduce_scatter", "alltoall")
-    out: dict = {"ranks": size, **{k: [] for k in kinds}}
+    out: dict = {"ranks": size, "pingpong_best": [], **{k: [] for k in kinds}}
     flush = np.zeros(FLUSH_BYTES // 8)
     for n in SIZES:
         buf = np.zeros(n, dtype=np.uint8)
@@ -80,9 +82,10 @@ def measure(comm, reps: int = 9) -> dict:
             "alltoall": (lambda i=at_in, o=at_out: comm.Alltoall(i, o), at_in.nbytes),
         }
         for kind, (fn, nbytes) in fns.items():
-            t = _median(fn, reps, flush, comm)
+            t, best = _median(fn, reps, flush, comm)
             if kind == "pingpong":
-                t /= 2
+                t, best = t / 2, best / 2
+                out["pingpong_best"].append([int(nbytes), best])
             out[kind].append([int(nbytes), t])
     return out
 

@@ -562,22 +562,25 @@ class BlockBroadcasts:
 
 def dense_rows_work(rows: np.ndarray, call, nnz_rows: np.ndarray | None) -> np.ndarray:
     """(P, 4) work of `matmul` / `matmul_grads` with local blocks of `rows` rows of H
-    (f_in columns) and W (f_in x f_out): 2 flops per multiply-add; ``H @ W`` (or ``H^T dZ``)
-    counts the stored nonzeros of a CSR H (`nnz_rows`), ``dZ W^T`` is dense; dense rows:
-    `rows` per product."""
+    (f_in columns) and W (f_in x f_out): 2 flops per multiply-add; dense rows: `rows` per
+    dense product.  ``H @ W`` (or ``H^T dZ``) with a CSR H is a sparse product over its
+    stored nonzeros (`nnz_rows`), `f_out` wide: counted as SpMM work (nonzeros and flops),
+    as it runs at a sparse product's rate; ``dZ W^T`` is dense."""
     f_in, f_out = call.shape(1)
     rows = np.asarray(rows, dtype=np.int64)
-    if call.sparse(0) and nnz_rows is not None:
-        prod = 2 * np.asarray(nnz_rows, dtype=np.int64) * f_out
-    else:
-        prod = 2 * rows * f_in * f_out
-    products = 1
-    if call.method == "matmul_grads" and call.kw("need_input_grad"):
-        prod = prod + 2 * rows * f_in * f_out
-        products = 2
     out = np.zeros((rows.shape[0], 4), dtype=np.int64)
-    out[:, 2] = prod
-    out[:, 3] = rows * products
+    dense_products = 0
+    if call.sparse(0) and nnz_rows is not None:
+        nnz = np.asarray(nnz_rows, dtype=np.int64)
+        out[:, 0] = nnz
+        out[:, 1] = 2 * nnz * f_out
+    else:
+        out[:, 2] = 2 * rows * f_in * f_out
+        dense_products = 1
+    if call.method == "matmul_grads" and call.kw("need_input_grad"):
+        out[:, 2] += 2 * rows * f_in * f_out
+        dense_products += 1
+    out[:, 3] = rows * dense_products
     return out
 
 

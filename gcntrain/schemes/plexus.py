@@ -725,6 +725,7 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
 class Plexus(Scheme):
     name = "plexus"
     whole_rows = False  # feature columns split over the grid
+    sparse_input = False  # the input block is densified at setup
     sweep_partitions = ("block",)  # its load balance is --permute double
     summary = "Plexus 3D tensor parallelism: rotating X x Y x Z shards, Allreduce per product"
     options = (

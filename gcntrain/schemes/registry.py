@@ -36,9 +36,10 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, ENTRIES)}
 AUTO_NAME = "auto"
 #: scheme chosen by ``--scheme auto`` without a recommendation: one process / several
 AUTO = ("serial", "p2p")
-#: scheme `gcntrain bench` fits the busy-node compute factor with: block rows whose products
-#: overlap no messages, so its measured compute is the model's compute
-BUSY_CALIBRATION = "1d"
+#: scheme `gcntrain bench` fits the distributed per-call cost with: block rows whose products
+#: overlap no messages, so what its epoch does not spend computing or communicating is the
+#: per-call cost
+OVERHEAD_CALIBRATION = "1d"
 
 
 def names() -> list[str]:

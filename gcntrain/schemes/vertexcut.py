@@ -609,7 +609,13 @@ class VertexCut(RowScheme):
     work_aggregate_t = work_aggregate
 
     def work_matmul(self, ctx, call) -> np.ndarray:
-        return dense_rows_work(ctx.layout.cut.clone_counts(), call, None)
+        cut: EdgeCut = ctx.layout.cut
+        nnz = None
+        if ctx.feature_nnz is not None:  # a CSR input: its clones' stored entries
+            parts, verts = cut.replicas()
+            weights = ctx.feature_nnz[verts].astype(np.float64)
+            nnz = np.bincount(parts, weights=weights, minlength=ctx.P).astype(np.int64)
+        return dense_rows_work(cut.clone_counts(), call, nnz)
 
     work_matmul_grads = work_matmul
 

@@ -1,33 +1,35 @@
 """`gcntrain bench`: measure this machine's profile (`gcntrain.simulate.machine`) with the
 project's own kernels and MPI library.
 
-* SpMM (`spmm_csr_dense`, one thread): random CSR matrices of two densities (4 and 16
-  nonzeros per row) at dense widths 8, 16, 64 and 256, each product timed with its operands
-  out of the caches; the profile keeps the median over the densities per width.
-* GEMM (numpy ``@``, as the Ops' dense products): tall-skinny products of the model's shapes.
-* Quantization (`quantize_blocks` + `dequantize_blocks`, 2 bits).
+* Memory bandwidth, SpMM, GEMM and quantization rates of one core, and the node's thread
+  scaling of SpMM, GEMM and element-wise work at 1, half and all cores
+  (`gcntrain.simulate.measure`).
 * Element-wise work and the cost per Ops call: serial `gcntrain train` runs (one thread) on
-  two R-MAT graphs; the part of their median epoch that SpMM and GEMM do not explain, solved
-  for a rate per element (local rows x sum of widths) and a cost per call.
+  R-MAT graphs; the graph and dense products timed inside them scale the SpMM and GEMM rates
+  (`product_scales`), and the part of their median epoch those products do not explain is
+  solved for a rate per element (local rows x sum of widths) and a cost per call.
 * MPI (``mpiexec -n 2 python -m gcntrain.comm.bench``): the latency of an 8-byte ping-pong;
   the bandwidth that makes the collective models meet the measured (median, cold-cache)
   Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of the largest messages (the
   intra-node link; this machine is one node, so the inter-node link is set to the same);
   every measured collective printed beside the model.
-* On a machine of at most 16 cores, what a synchronisation costs when busy-polling ranks
-  share cores (``oversubscribed_sync_us``, reached at ``oversubscribed_slice_us`` of compute
-  between synchronisations): fitted to real training runs (median of three per graph) at
-  twice as many ranks as cores on R-MAT 12 and 14 (`oversubscribed_fit`).
-* How much slower a rank computes when every core of the node computes
-  (``busy_compute_factor``): 1d runs with one rank per core on R-MAT 12 and 14, their
-  critical rank's compute against the model's (`busy_fit`), on nodes of 2 to 64 cores.
-* Memory bandwidth: a numpy triad.
+* On a machine of at most `MAX_OVERSUBSCRIBE_CORES` cores, what a synchronisation costs when
+  busy-polling ranks share cores (``oversubscribed_sync_us``, reached at
+  ``oversubscribed_slice_us`` of compute between synchronisations): fitted to real training
+  runs at twice as many ranks as cores on R-MAT 12 and 14 (`oversubscribed_fit`).
+
+``quick`` (`gcntrain bench --quick`, the calibration behind ``--machine local``) measures the
+same quantities on smaller operands, fewer widths and shapes, shorter serial runs (R-MAT 12
+and 14) and one training run per graph in the oversubscribed fit.  Before and after, the
+machine's load is read, and the ping-pong latency's median is compared with its best: a
+busy machine is reported (`busy_notes`), as its figures are not the machine's.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -37,132 +39,20 @@ from pathlib import Path
 
 import numpy as np
 
-from gcntrain.schemes.registry import AUTO, BUSY_CALIBRATION
+from gcntrain.schemes.registry import AUTO, OVERHEAD_CALIBRATION
+from gcntrain.simulate import measure as M
+from gcntrain.simulate.profile_text import profile_text
 
 #: the oversubscribed synchronisation is measured (at twice as many ranks as cores) only on
-#: machines with at most this many cores (a cluster node is not run oversubscribed)
-MAX_OVERSUBSCRIBE_CORES = 16
+#: machines with at most this many cores: a cluster node is not run oversubscribed, and on a
+#: bigger node the runs would take most of the bench's minute
+MAX_OVERSUBSCRIBE_CORES = 8
 #: the one-process reference scheme the serial calibration runs train with
 REFERENCE = AUTO[0]
-#: SpMM widths measured, and the R-MAT edge factors of the matrices (about 4 and 15 stored
-#: entries per row after symmetrising)
-SPMM_WIDTHS = (4, 8, 16, 32, 64, 256)
-#: GEMM shapes (k, n) measured: products k * n of 16 to 4096 (a layer's weights, or the
-#: chunk of them a rank multiplies when the feature columns are split over ranks)
-GEMM_SHAPES = ((4, 4), (8, 8), (16, 4), (16, 16), (64, 4), (64, 16), (16, 64), (64, 64))
-SPMM_EDGE_FACTORS = (2, 8)
-
-
-def best_time(fn, repeat: int = 3) -> float:
-    """Best of `repeat` timed calls of `fn` (after one warm-up call)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def cold_time(fn, repeat: int = 3, flush_bytes: int = 64 << 20) -> float:
-    """Median of `repeat` timed calls of `fn`, each after touching `flush_bytes` so that its
-    operands start out of the caches (as in a training epoch, where other work runs between
-    two products); one warm-up call first."""
-    flush = np.zeros(flush_bytes // 8)
-    fn()
-    times = []
-    for _ in range(repeat):
-        flush += 1.0
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def triad_gbs(n: int = 1 << 25, repeat: int = 5) -> float:
-    """Memory bandwidth now: best of `repeat` numpy triads a = b + 3 c over `n` float64,
-    done as two passes (a = 3 c; a += b) that move 5 x 8 n bytes (write-allocate not
-    counted)."""
-    b, c = np.ones(n), np.full(n, 2.0)
-    a = np.empty(n)
-
-    def triad():
-        np.multiply(c, 3.0, out=a)
-        np.add(a, b, out=a)
-
-    return 5 * 8 * n / best_time(triad, repeat) / 1e9
-
-
-def rmat_csr(scale: int, edge_factor: int, seed: int = 0):
-    """(indptr, indices, data) of the project's R-MAT generator's symmetrised adjacency
-    (Graph500 a, b, c; skewed degrees, hot columns), float32 values."""
-    from gcntrain.data.generate import rmat
-
-    g = rmat(scale, edge_factor, seed=seed, num_features=1, num_classes=2)
-    data = np.random.default_rng(seed).random(g.indices.shape[0], dtype=np.float32)
-    return g.indptr, g.indices, data
-
-
-def spmm_gflops(scale: int = 17) -> dict[int, float]:
-    """{width: GFLOP/s of one thread} on R-MAT adjacencies of 2**scale rows (median over
-    `SPMM_EDGE_FACTORS`): the graphs GNN training runs on have skewed degrees whose hot rows
-    of the dense operand stay in cache, unlike uniform random columns."""
-    from gcntrain.kernels.spmm import spmm_csr_dense
-    from gcntrain.kernels.threads import set_threads
-
-    set_threads(1)
-    out: dict[int, list[float]] = {w: [] for w in SPMM_WIDTHS}
-    n = 1 << scale
-    for ef in SPMM_EDGE_FACTORS:
-        indptr, indices, data = rmat_csr(scale, ef)
-        for w in SPMM_WIDTHS:
-            rows = n if w <= 64 else n // 4
-            ip = indptr[: rows + 1]
-            X = np.random.default_rng(1).random((n, w), dtype=np.float32)
-            Y = np.empty((rows, w), dtype=np.float32)
-            t = cold_time(
-                lambda ip=ip, ix=indices, v=data, X=X, Y=Y: spmm_csr_dense(ip, ix, v, X, Y)
-            )
-            out[w].append(2.0 * float(ip[-1]) * w / t / 1e9)
-    return {w: float(np.median(v)) for w, v in out.items()}
-
-
-def gemm_gflops(n: int = 1 << 17) -> dict[int, float]:
-    """{k * n: GFLOP/s of one thread} in the model's tall-skinny products
-    (`gcntrain.kernels.dense`: rows x k @ k x n, and the weight gradient k x rows @ rows x
-    n), for every (k, n) of `GEMM_SHAPES`; per product k * n the median over its shapes and
-    both forms.  Schemes that split the feature columns over ranks (2D, 3D, Plexus) run
-    narrower products, which reach a lower rate."""
-    from gcntrain.kernels.dense import matmul, matmul_tn
-    from gcntrain.kernels.threads import set_threads
-
-    set_threads(1)
-    rng = np.random.default_rng(2)
-    out: dict[int, list[float]] = {}
-    for k, m in GEMM_SHAPES:
-        A, B = rng.random((n, k), dtype=np.float32), rng.random((n, m), dtype=np.float32)
-        W = rng.random((k, m), dtype=np.float32)
-        flops = 2.0 * n * k * m
-        out.setdefault(k * m, []).extend(
-            [
-                flops / best_time(lambda A=A, W=W: matmul(A, W)) / 1e9,
-                flops / best_time(lambda A=A, B=B: matmul_tn(A, B)) / 1e9,
-            ]
-        )
-    return {kn: float(np.median(v)) for kn, v in sorted(out.items())}
-
-
-def quant_gelems(n: int = 1 << 16, width: int = 64) -> float:
-    """Elements quantized or dequantized per second (2 bits, one group per row)."""
-    from gcntrain.kernels.quant import dequantize_blocks, quantize_blocks
-
-    X = np.random.default_rng(3).random((n, width), dtype=np.float32)
-    rows = np.arange(n, dtype=np.int64)
-    counts = np.array([n // 2, n - n // 2], dtype=np.int64)
-    tq = best_time(lambda: quantize_blocks(X, rows, counts, 2, 1))
-    buf, _ = quantize_blocks(X, rows, counts, 2, 1)
-    td = best_time(lambda: dequantize_blocks(buf, counts, width, 2, 1, np.float32))
-    return 2.0 * n * width / (tq + td) / 1e9
+#: the quick bench's GEMM shapes (k, n)
+QUICK_GEMM = ((4, 4), (16, 16), (64, 16), (64, 64))
+#: environment variables of a launcher that a nested ``mpiexec`` must not inherit
+LAUNCHER_VARS = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCALNRANKS", "MPI_LOCALRANKID", "OMPI_", "SLURM_")
 
 
 def gcntrain_cmd() -> list[str]:
@@ -178,14 +68,23 @@ def find_mpiexec(given: str | None = None) -> str | None:
     return str(here) if here.exists() else shutil.which("mpiexec")
 
 
-def mpi_figures(mpiexec: str, ranks: int = 2) -> dict:
+def launcher_free_env() -> dict:
+    """This process's environment without an MPI launcher's variables, so that an
+    ``mpiexec`` started from inside an MPI job (``train --scheme auto`` calibrating the
+    machine) starts a job of its own."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_VARS)}
+
+
+def mpi_figures(mpiexec: str, ranks: int = 2, reps: int = 9) -> dict:
     """The JSON of `gcntrain.comm.bench` run on `ranks` ranks."""
     out = subprocess.run(
-        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench"],
+        [mpiexec, "-n", str(ranks), sys.executable, "-m", "gcntrain.comm.bench"]
+        + ["--reps", str(reps)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        env=launcher_free_env(),
     )
     if out.returncode != 0:
         raise RuntimeError(f"MPI benchmark failed: {out.stderr.strip()[-500:]}")
@@ -244,8 +143,13 @@ def fit_collective_bandwidth(mpi: dict, alpha: float, memory_rate: float) -> flo
     return 1.0 / float(np.median(betas)) if betas else 0.0
 
 
+#: training runs per graph in the oversubscribed fit (full bench): their median, as one run
+#: slowed by the rest of the machine would skew a fit
+FIT_RUNS = 3
+
+
 def oversubscribed_fit(
-    mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8
+    mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8, runs: int = FIT_RUNS
 ) -> tuple[float, float, list[float], list[float]]:
     """(saturated seconds per synchronising step, slice, measured, predicted without it)
     from real training runs at twice as many ranks as cores on two graphs.
@@ -270,15 +174,15 @@ def oversubscribed_fit(
     got, sims = [], []
     cfg = TrainConfig(epochs=epochs)
     for graph in graphs:
-        runs = [
+        times = [
             training_json([*cmd, graph, "--epochs", str(epochs)])["epoch_seconds"]
-            for _ in range(FIT_RUNS)
+            for _ in range(runs)
         ]
-        got.append(float(np.median(runs)))
+        got.append(float(np.median(times)))
         sims.append(plan_training(graph, cfg, scheme, ranks))
 
     def pred(sim, sync: float, slice_: float) -> float:
-        prof = parse_machine(_profile_text(name, {**figs, "sync": sync, "slice": slice_}), "")
+        prof = parse_machine(profile_text(name, {**figs, "sync": sync, "slice": slice_}), "")
         widths = [sim.num_features, *cfg.hidden, sim.num_classes]
         return predict(sim, placement(prof, ranks, 1, ranks), widths)["epoch_seconds"]
 
@@ -303,54 +207,16 @@ def messages_only():
     return windows_set(False)
 
 
-#: training runs per graph in the fits on real runs (`busy_fit`, `oversubscribed_fit`): their
-#: median, as one run slowed by the rest of the machine would skew a fit
-FIT_RUNS = 3
-
-
 def training_json(cmd: list[str]) -> dict:
     """The ``--json`` output of a `gcntrain train` command line (`cmd` without --json)."""
-    out = subprocess.run([*cmd, "--json", "--quiet"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [*cmd, "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=launcher_free_env(),
+    )
     return json.loads(out.stdout)
-
-
-#: the busy-node fit runs on nodes of at most this many cores (one rank per core)
-MAX_BUSY_CORES = 64
-
-
-def busy_fit(mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8):
-    """(factor, measured, predicted): the compute of the critical rank of `BUSY_CALIBRATION`
-    runs with one rank per core on `graphs` (aggregation + dense + element-wise of the
-    median epoch) over the model's compute for them at factor 1, summed over the graphs,
-    both less the model's per-call cost (which the factor does not scale): how much slower
-    a rank computes while every core of the node does (the rates were measured with one
-    core busy).  At least 1."""
-    from gcntrain.model.trainer import TrainConfig
-    from gcntrain.simulate.machine import parse_machine
-    from gcntrain.simulate.run import plan_training
-    from gcntrain.simulate.timing import epoch_counts, placement, predict
-
-    ranks = figs["cores"]
-    cfg = TrainConfig(epochs=epochs)
-    prof = parse_machine(_profile_text(name, {**figs, "busy": 1.0}), "<bench>")
-    measured, predicted, calls = [], [], []
-    for graph in graphs:
-        cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", graph]
-        cmd += ["--scheme", BUSY_CALIBRATION, "--epochs", str(epochs)]
-        runs = []
-        for _ in range(FIT_RUNS):
-            b = training_json(cmd)["epoch_breakdown"]
-            runs.append(sum(float(b.get(k, 0.0)) for k in ("aggregation", "dense", "other")))
-        measured.append(float(np.median(runs)))
-        sim = plan_training(graph, cfg, BUSY_CALIBRATION, ranks)
-        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
-        got = predict(sim, placement(prof, ranks, 1, ranks), widths)
-        predicted.append(float(got["breakdown"]["compute"]))
-        calls.append(epoch_counts(sim, widths)[0] * prof.call_overhead)
-    scaled_m = sum(m - c for m, c in zip(measured, calls))
-    scaled_p = sum(p - c for p, c in zip(predicted, calls))
-    factor = scaled_m / scaled_p if scaled_p > 0 else 1.0
-    return max(1.0, factor), measured, predicted
 
 
 def _fit_runs(scales, measured, model, label: str) -> str:
@@ -395,10 +261,10 @@ def _positive_mean(values: list[float]) -> float:
     return float(np.mean(pos)) if pos else 0.0
 
 
-def serial_epochs(graph: str, epochs: int = 8) -> dict:
+def serial_epochs(graph: str, epochs: int = 8, threads: int = 1) -> dict:
     """Median epoch seconds (``epoch_seconds``) and its seconds in graph products
-    (``t_aggregation``) and dense products (``t_dense``) of a one-thread serial
-    `gcntrain train` of `graph`."""
+    (``t_aggregation``) and dense products (``t_dense``) of a serial `gcntrain train` of
+    `graph` on `threads` threads."""
     out = subprocess.run(
         [
             *gcntrain_cmd(),
@@ -409,12 +275,13 @@ def serial_epochs(graph: str, epochs: int = 8) -> dict:
             "--epochs",
             str(epochs),
             "--threads",
-            "1",
+            str(threads),
             "--json",
         ],
         capture_output=True,
         text=True,
         check=True,
+        env=launcher_free_env(),
     )
     d = json.loads(out.stdout)
     return {k: float(d[k]) for k in ("epoch_seconds", "t_aggregation", "t_dense")}
@@ -434,59 +301,6 @@ def product_scales(measured: list[dict], predicted: list[dict]) -> tuple[float, 
         return m / p if p > 0 and m > 0 else 1.0
 
     return ratio("t_aggregation", "spmm"), ratio("t_dense", "gemm")
-
-
-def _profile_text(name: str, figs: dict) -> str:
-    spmm = ", ".join(f"{w} = {r:.4g}" for w, r in figs["spmm"].items())
-    scales = figs.get("product_scales", (1.0, 1.0))
-    lines = [
-        f"# Measured by `gcntrain bench` on {figs['host']} at {figs['when']}.",
-        f'name = "{name}"',
-        f'description = "{figs["host"]}: {figs["cores"]} cores, measured by gcntrain bench"',
-        "sources = [",
-        f'  "gcntrain bench {figs["version"]}: spmm_csr_dense one thread, cold caches, on '
-        f"R-MAT scale 17 adjacencies of edge factors {list(SPMM_EDGE_FACTORS)}, scaled by "
-        f"the products timed inside serial epochs (SpMM x{scales[0]:.3g}, GEMM "
-        f'x{scales[1]:.3g})",',
-        '  "gcntrain.kernels.dense GEMM (tall-skinny, k x n of 16 to 4096), quantize_blocks + '
-        'dequantize_blocks",',
-        f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate and '
-        'cost per Ops call",',
-        '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
-        "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 1-4 MiB, cold caches, medians "
-        "(one node: inter = intra); oversubscribed sync and slice: fitted to training runs at "
-        'twice the cores on R-MAT 12 and 14",',
-        f'  "numpy triad: {figs["triad_gbs"]:.1f} GB/s",',
-        "]",
-        "",
-        "[node]",
-        f"cores = {figs['cores']}",
-        f"ranks = {figs['cores']}",
-        f"memory_bandwidth_gbs = {figs['triad_gbs']:.4g}",
-        f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
-        f"oversubscribed_slice_us = {figs.get('slice', 0.0) * 1e6:.4g}",
-        f"memory_gib = {figs.get('memory_gib', 0.0):.4g}",
-        f"busy_compute_factor = {figs.get('busy', 1.0):.4g}",
-        "",
-        "[network.intra]",
-        f"latency_us = {figs['alpha'] * 1e6:.4g}",
-        f"bandwidth_gbs = {figs['bandwidth'] / 1e9:.4g}",
-        "",
-        "[network.inter]",
-        f"latency_us = {figs['alpha'] * 1e6:.4g}",
-        f"bandwidth_gbs = {figs['bandwidth'] / 1e9:.4g}",
-        f"injection_gbs = {figs['bandwidth'] * figs['cores'] / 1e9:.4g}",
-        "",
-        "[compute]",
-        "# per core",
-        f"spmm_gflops = {{ {spmm} }}",
-        "gemm_gflops = { " + ", ".join(f"{k} = {r:.4g}" for k, r in figs["gemm"].items()) + " }",
-        f"quant_gelems = {figs['quant']:.4g}",
-        f"other_gelems = {figs['other']:.4g}",
-        f"call_overhead_us = {figs['overhead'] * 1e6:.4g}",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def residual_fit(measured, calls, elems, explained) -> tuple[float, float]:
@@ -511,141 +325,259 @@ def memory_gib() -> float:
         return 0.0
 
 
-def calibrate(name: str = "local", mpiexec: str | None = None, log=print) -> tuple[str, dict]:
-    """Measure this machine; (profile TOML text, figures)."""
-    import platform
+def busy_notes(cores: int, mpi: dict | None = None) -> list[str]:
+    """Why this machine looks busy now (empty when it does not): a 1-minute load of more
+    than half its cores, or an MPI ping-pong whose median latency is more than twice its
+    best (other work preempting the ranks)."""
+    notes = []
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > max(1.0, 0.5 * cores):
+        notes.append(f"load {load:.2f} on {cores} cores")
+    if mpi and mpi.get("pingpong_best"):
+        med, best = mpi["pingpong"][0][1], mpi["pingpong_best"][0][1]
+        if best > 0 and med > 2.0 * best:
+            notes.append(
+                f"MPI latency {med * 1e6:.1f} us against {best * 1e6:.1f} us at best of its repeats"
+            )
+    return notes
 
-    from gcntrain import __version__
+
+def _serial_fits(figs: dict, name: str, tmp: str, epochs: int, log) -> None:
+    """Scale the product rates to the serial epochs and solve the element-wise rate and the
+    per-call cost (`product_scales`, `residual_fit`); figs gains ``product_scales``,
+    ``other``, ``overhead`` and the graphs in ``graphs``."""
+    from gcntrain.model.trainer import TrainConfig
     from gcntrain.simulate.machine import parse_machine
     from gcntrain.simulate.run import plan_training
     from gcntrain.simulate.timing import Placement, epoch_counts, predict
 
-    t0 = time.perf_counter()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    figs: dict = {
-        "host": platform.node() or "this machine",
-        "when": time.strftime("%Y-%m-%d %H:%M"),
-        "cores": int(cores or 1),
-        "version": __version__,
-    }
-    figs["memory_gib"] = memory_gib()
-    figs["triad_gbs"] = triad_gbs()
-    log(f"memory bandwidth (triad)  {figs['triad_gbs']:.1f} GB/s")
-    figs["spmm"] = spmm_gflops()
+    measured, calls, elems, explained, got, pred = [], [], [], [], [], []
+    figs["graphs"] = {}
+    for scale in figs["scales"]:
+        g = str(Path(tmp) / f"rmat{scale}.h5")
+        subprocess.run(
+            [*gcntrain_cmd(), "generate", "rmat", "-o", g, "--scale", str(scale)]
+            + ["--edge-factor", "8"],
+            capture_output=True,
+            check=True,
+        )
+        figs["graphs"][scale] = g
+        got.append(serial_epochs(g, epochs))
+        measured.append(got[-1]["epoch_seconds"])
+        # the serial run used one thread: price it on a one-core node
+        one = {**figs, "cores": 1, "other": 1e21, "overhead": 1e-30}
+        one.update(threads=None, node_scaling=None)
+        part = parse_machine(profile_text(name, one), "<bench>")
+        cfg = TrainConfig(epochs=3)
+        sim = plan_training(g, cfg, REFERENCE, 1)
+        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+        pred.append(predict(sim, Placement(1, 1, part), widths)["breakdown"]["compute_parts"])
+        n_calls, n_elems = epoch_counts(sim, widths)
+        calls.append(n_calls)
+        elems.append(n_elems)
+    k_spmm, k_gemm = product_scales(got, pred)
+    figs["spmm"] = {w: r / k_spmm for w, r in figs["spmm"].items()}
+    figs["gemm"] = {kn: r / k_gemm for kn, r in figs["gemm"].items()}
+    figs["product_scales"] = (k_spmm, k_gemm)
     log(
-        "SpMM, one thread          "
-        + ", ".join(f"w{w} {r:.2f}" for w, r in figs["spmm"].items())
-        + " GFLOP/s"
+        f"products in the epochs    SpMM x{k_spmm:.2f}, GEMM x{k_gemm:.2f} of the "
+        "micro-benchmark's time: rates scaled to the epochs"
     )
-    figs["gemm"] = gemm_gflops()
+    for scale, g, p in zip(figs["scales"], got, pred):
+        explained.append(k_spmm * p.get("spmm", 0.0) + k_gemm * p.get("gemm", 0.0))
+        log(
+            f"serial epoch, R-MAT {scale}    {g['epoch_seconds'] * 1e3:.1f} ms measured, "
+            f"{explained[-1] * 1e3:.1f} ms of it SpMM and GEMM"
+        )
+    figs["overhead"], rate = residual_fit(measured, calls, elems, explained)
+    figs["other"] = rate / 1e9
+    figs["overhead_all"] = _overhead_all(figs, name, epochs)
     log(
-        "GEMM, one thread          "
-        + ", ".join(f"kn{k} {r:.1f}" for k, r in figs["gemm"].items())
-        + " GFLOP/s"
+        f"element-wise              {figs['other']:.3f} G elements/s, "
+        f"{figs['overhead'] * 1e6:.1f} us per Ops call on one thread, "
+        f"{figs['overhead_all'] * 1e6:.1f} us on {figs['cores']}"
     )
-    figs["quant"] = quant_gelems()
-    log(f"quantize + dequantize     {figs['quant']:.3f} G elements/s")
-    exe = find_mpiexec(mpiexec)
+
+
+def _overhead_all(figs: dict, name: str, epochs: int) -> float:
+    """The cost per Ops call with every core's thread (waking a parallel kernel's sleeping
+    threads costs each call more than one thread does): serial runs of the two smallest
+    graphs on all cores, the part of their epochs the profile so far leaves unexplained,
+    per call (at least the one-thread cost)."""
+    from gcntrain.model.trainer import TrainConfig
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.timing import Placement, epoch_counts, predict
+
+    cores = figs["cores"]
+    if cores < 2:
+        return figs["overhead"]
+    prof = parse_machine(profile_text(name, {**figs, "overhead": 1e-30}), "<bench>")
+    excess, calls = [], []
+    for scale in figs["scales"][:2]:
+        g = figs["graphs"][scale]
+        got = serial_epochs(g, epochs, cores)["epoch_seconds"]
+        cfg = TrainConfig(epochs=3)
+        sim = plan_training(g, cfg, REFERENCE, 1)
+        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+        base = predict(sim, Placement(1, 1, prof), widths)["epoch_seconds"]
+        excess.append(got - base)
+        calls.append(epoch_counts(sim, widths)[0])
+    return max(figs["overhead"], sum(excess) / sum(calls))
+
+
+def mpi_overhead(figs: dict, name: str, mpiexec: str, runs: int, epochs: int) -> float:
+    """What an Ops call costs a rank of a distributed run beyond the one-process cost (the
+    counted communication wrappers, the MPI call's own software cost): 1d training on the
+    smallest graph, two ranks of one thread each (one per core: no oversubscription, no
+    threads to wake), where per-call costs dominate; the part of its median epoch the
+    profile so far leaves unexplained, per call (at least 0)."""
+    from gcntrain.model.trainer import TrainConfig
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.timing import epoch_counts, placement, predict
+
+    if figs["cores"] < 2:
+        return 0.0
+    graph = figs["graphs"][figs["scales"][0]]
+    cmd = [mpiexec, "-n", "2", *gcntrain_cmd(), "train", graph, "--scheme", OVERHEAD_CALIBRATION]
+    cmd += ["--threads", "1", "--epochs", str(epochs)]
+    got = float(np.median([training_json(cmd)["epoch_seconds"] for _ in range(runs)]))
+    prof = parse_machine(profile_text(name, figs), "<bench>")
+    cfg = TrainConfig(epochs=3)
+    sim = plan_training(graph, cfg, OVERHEAD_CALIBRATION, 2)
+    widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+    place = placement(prof, 2, 1, 2)
+    base = predict(sim, place, widths)["epoch_seconds"]
+    return max(0.0, (got - base) / epoch_counts(sim, widths)[0])
+
+
+def _network(figs: dict, exe: str | None, quick: bool, log) -> dict | None:
+    """MPI latency and bandwidth into figs (``alpha``, ``bandwidth``); the raw figures, or
+    None where no launcher was found (then a latency of 2 us and a quarter of the node's
+    bandwidth stand in, and the sources say so)."""
     if exe is None:
-        raise RuntimeError("no mpiexec found (give --mpiexec PATH)")
-    mpi = mpi_figures(exe)
+        figs["alpha"], figs["bandwidth"] = 2e-6, figs["node_gbs"] * 1e9 / 4
+        figs["no_mpi"] = True
+        log(
+            "MPI                       no mpiexec found: latency 2 us and a quarter of the "
+            "node's bandwidth assumed"
+        )
+        return None
+    mpi = mpi_figures(exe, reps=3 if quick else 9)
     figs["alpha"], pingpong_bw = fit_link(mpi["pingpong"])
-    mem_rate = figs["triad_gbs"] * 1e9 / mpi["ranks"]
+    mem_rate = figs["core_gbs"] * 1e9
     figs["bandwidth"] = fit_collective_bandwidth(mpi, figs["alpha"], mem_rate) or pingpong_bw
     log(
         f"MPI ping-pong             latency {figs['alpha'] * 1e6:.2f} us, bandwidth "
         f"{pingpong_bw / 1e9:.2f} GB/s; collectives imply {figs['bandwidth'] / 1e9:.2f} GB/s"
     )
-    figs["sync"] = 0.0
-    # element-wise rate and per-call cost from two serial runs
-    from gcntrain.model.trainer import TrainConfig
+    return mpi
 
-    figs["scales"] = [12, 14, 16]
-    measured, calls, elems, explained = [], [], [], []
-    parts_measured: list[dict] = []
-    parts_predicted: list[dict] = []
+
+def calibrate(
+    name: str = "local", mpiexec: str | None = None, log=print, quick: bool = False
+) -> tuple[str, dict]:
+    """Measure this machine (`quick`: the short form); (profile TOML text, figures)."""
+    from gcntrain import __version__
+    from gcntrain.kernels.threads import get_threads, max_threads, set_threads
+    from gcntrain.simulate.machine import parse_machine
+
+    t0 = time.perf_counter()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = max(1, min(int(cores or 1), max_threads()))
+    figs: dict = {
+        "host": platform.node() or "this machine",
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "cores": cores,
+        "version": __version__,
+        "quick": quick,
+        "memory_gib": memory_gib(),
+    }
+    for note in busy_notes(cores):
+        log(f"busy machine              {note}: its figures will be low")
+    was = get_threads()
+    try:
+        n = 1 << (23 if quick else 25)
+        figs["core_gbs"] = M.triad_gbs(n, 3 if quick else 5)
+        figs["node_gbs"] = max(M.node_triad_gbs(cores, n, 3 if quick else 5), figs["core_gbs"])
+        log(
+            f"memory bandwidth (triad)  one core {figs['core_gbs']:.1f} GB/s, all {cores} cores "
+            f"{figs['node_gbs']:.1f} GB/s"
+        )
+        figs["spmm_scale"] = 16 if quick else 17
+        figs["spmm_edge_factors"] = (8,) if quick else M.SPMM_EDGE_FACTORS
+        widths = M.QUICK_WIDTHS if quick else M.SPMM_WIDTHS
+        figs["spmm"] = M.spmm_gflops(figs["spmm_scale"], widths, figs["spmm_edge_factors"])
+        log(
+            "SpMM, one thread          "
+            + ", ".join(f"w{w} {r:.2f}" for w, r in figs["spmm"].items())
+            + " GFLOP/s"
+        )
+        figs["gemm"] = M.gemm_gflops(1 << 16, QUICK_GEMM) if quick else M.gemm_gflops()
+        log(
+            "GEMM, one thread          "
+            + ", ".join(f"kn{k} {r:.1f}" for k, r in figs["gemm"].items())
+            + " GFLOP/s"
+        )
+        figs["quant"] = M.quant_gelems()
+        log(f"quantize + dequantize     {figs['quant']:.3f} G elements/s")
+        figs["threads"] = M.thread_scaling(cores, figs["spmm_scale"], 3, 3 if quick else 5)
+        figs["node_scaling"] = M.node_scaling(cores, figs["spmm_scale"], 3 if quick else 5)
+        for what, key in (
+            ("threads, one process", "threads"),
+            ("processes, one thread", "node_scaling"),
+        ):
+            log(
+                f"{what:<26}"
+                + "; ".join(
+                    f"{k} " + ", ".join(f"x{s:.2f} at {T}" for T, s in sorted(t.items()))
+                    for k, t in figs[key].items()
+                )
+            )
+    finally:
+        set_threads(was)
+    exe = find_mpiexec(mpiexec)
+    mpi = _network(figs, exe, quick, log)
+    figs["scales"] = [12, 14] if quick else [12, 14, 16]
     with tempfile.TemporaryDirectory() as tmp:
-        for scale in figs["scales"]:
-            g = str(Path(tmp) / f"rmat{scale}.h5")
-            subprocess.run(
-                [
-                    *gcntrain_cmd(),
-                    "generate",
-                    "rmat",
-                    "-o",
-                    g,
-                    "--scale",
-                    str(scale),
-                    "--edge-factor",
-                    "8",
-                ],
-                capture_output=True,
-                check=True,
-            )
-            parts_measured.append(serial_epochs(g))
-            measured.append(parts_measured[-1]["epoch_seconds"])
-            # the serial run used one thread: price it on a one-core node
-            one = {**figs, "cores": 1, "other": 1e21, "overhead": 1e-30}
-            part = parse_machine(_profile_text(name, one), "<bench>")
-            cfg = TrainConfig(epochs=3)
-            sim = plan_training(g, cfg, REFERENCE, 1)
-            widths = [sim.num_features, *cfg.hidden, sim.num_classes]
-            place = Placement(1, 1, part)
-            parts_predicted.append(predict(sim, place, widths)["breakdown"]["compute_parts"])
-            n_calls, n_elems = epoch_counts(sim, widths)
-            calls.append(n_calls)
-            elems.append(n_elems)
-        k_spmm, k_gemm = product_scales(parts_measured, parts_predicted)
-        figs["spmm"] = {w: r / k_spmm for w, r in figs["spmm"].items()}
-        figs["gemm"] = {kn: r / k_gemm for kn, r in figs["gemm"].items()}
-        figs["product_scales"] = (k_spmm, k_gemm)
-        log(
-            f"products in the epochs    SpMM x{k_spmm:.2f}, GEMM x{k_gemm:.2f} of the "
-            "micro-benchmark's time: rates scaled to the epochs"
-        )
-        for scale, got, pred in zip(figs["scales"], parts_measured, parts_predicted):
-            explained.append(k_spmm * pred.get("spmm", 0.0) + k_gemm * pred.get("gemm", 0.0))
-            log(
-                f"serial epoch, R-MAT {scale}    {got['epoch_seconds'] * 1e3:.1f} ms measured, "
-                f"{explained[-1] * 1e3:.1f} ms of it SpMM and GEMM"
-            )
-        figs["overhead"], rate = residual_fit(measured, calls, elems, explained)
-        figs["other"] = rate / 1e9
-        log(
-            f"element-wise              {figs['other']:.3f} G elements/s, "
-            f"{figs['overhead'] * 1e6:.1f} us per Ops call"
-        )
-        # the fits on real runs use the two smaller graphs only: R-MAT 16 is the
-        # validation graph
+        _serial_fits(figs, name, tmp, 4 if quick else 8, log)
         fit = figs["scales"][:2]
-        graphs = [str(Path(tmp) / f"rmat{scale}.h5") for scale in fit]
-        if 2 <= figs["cores"] <= MAX_BUSY_CORES:
+        if exe is not None and 2 <= cores <= MAX_OVERSUBSCRIBE_CORES:
+            graphs = [figs["graphs"][sc] for sc in fit]
             with messages_only():
-                figs["busy"], got, base = busy_fit(exe, graphs, name, figs)
-            runs = _fit_runs(fit, got, base, "modelled")
-            log(
-                f"busy node                 {figs['cores']} ranks, {BUSY_CALIBRATION}, compute of "
-                f"the critical rank: {runs}: x{figs['busy']:.3f}"
-            )
-        if figs["cores"] <= MAX_OVERSUBSCRIBE_CORES:
-            with messages_only():
-                figs["sync"], figs["slice"], got, base = oversubscribed_fit(exe, graphs, name, figs)
+                figs["sync"], figs["slice"], got, base = oversubscribed_fit(
+                    exe, graphs, name, figs, 4 if quick else 8, 1 if quick else FIT_RUNS
+                )
             runs = _fit_runs(fit, got, base, "without it")
             log(
-                f"oversubscribed sync       {2 * figs['cores']} ranks on {figs['cores']} "
-                f"cores, {AUTO[1]}: {runs}: up to {figs['sync'] * 1e6:.0f} us per "
-                f"synchronisation, reached at {figs['slice'] * 1e6:.0f} us of compute "
-                "since the previous one"
+                f"oversubscribed sync       {2 * cores} ranks on {cores} cores, {AUTO[1]}: "
+                f"{runs}: up to {figs['sync'] * 1e6:.0f} us per synchronisation, reached at "
+                f"{figs['slice'] * 1e6:.0f} us of compute since the previous one"
             )
-    text = _profile_text(name, figs)
+        if exe is not None and cores >= 2:
+            figs["overhead_mpi"] = mpi_overhead(
+                figs, name, exe, 1 if quick else FIT_RUNS, 4 if quick else 8
+            )
+            log(
+                f"distributed call          {figs['overhead_mpi'] * 1e6:.1f} us more per Ops "
+                f"call on 2 ranks of one thread ({OVERHEAD_CALIBRATION}, R-MAT {fit[0]})"
+            )
+    figs.pop("graphs", None)
+    text = profile_text(name, figs)
     m = parse_machine(text, "<bench>")
-    for kind, fn in _collective_fns(mem_rate).items():
-        rows = [
-            f"{int(b)} B {t * 1e6:.1f} us (model {float(fn(mpi['ranks'], b, m.intra)) * 1e6:.1f})"
-            for b, t in mpi[kind]
-        ]
-        log(f"MPI {kind:<22}" + "; ".join(rows))
-    figs["mpi"] = mpi
+    if mpi is not None:
+        for kind, fn in _collective_fns(figs["core_gbs"] * 1e9).items():
+            model = [float(fn(mpi["ranks"], b, m.intra)) for b, _ in mpi[kind]]
+            rows = [
+                f"{int(b)} B {t * 1e6:.1f} us (model {x * 1e6:.1f})"
+                for (b, t), x in zip(mpi[kind], model)
+            ]
+            log(f"MPI {kind:<22}" + "; ".join(rows))
+        figs["mpi"] = mpi
+    figs["busy"] = busy_notes(cores, mpi)
+    for note in figs["busy"]:
+        log(f"busy machine              {note}: rerun on an idle machine for its own figures")
     figs["seconds"] = time.perf_counter() - t0
     log(f"measured in {figs['seconds']:.1f} s")
     return text, figs

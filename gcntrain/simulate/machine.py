@@ -1,12 +1,15 @@
-"""Machine profiles: the α-β-γ parameters the simulator's time model prices a plan with.
+"""Machine profiles: the parameters the simulator's time model prices a plan with.
 
 A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines``: `fugaku`,
-`abci`, `local`; each lists its sources).  Schema::
+`abci`, each listing its sources; ``local`` is this machine, measured once and cached:
+`gcntrain.simulate.local`).  Schema::
 
     name = "fugaku"
     description = "..."
     sources = ["...", ...]
-    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs,
+    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs (the
+                      node's, every core streaming), core_bandwidth_gbs (optional: what one
+                      core streams; default the node's),
                       oversubscribed_sync_us (optional, default 0: what each synchronising
                       step adds when a node runs more ranks than cores, as MPI ranks
                       busy-polling on shared cores wait for a descheduled partner),
@@ -15,34 +18,55 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       rank did since its previous synchronisation),
                       memory_gib (optional, 0 = unknown: memory per node, for the sweep's
                       check that a configuration fits),
-                      busy_compute_factor (optional, default 1: how much longer a rank's
-                      compute takes when every core of the node computes than when one
-                      core does, as the rates were measured: shared caches and memory
-                      bandwidth; `gcntrain bench` fits it)
+                      busy_compute_factor (written by older benches only: read to derive
+                      the thread scaling, `gcntrain.simulate.node`)
     [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
+    [network.topology] (optional) kind = "torus" (link_gbs, wraparound) or "fattree"
+                      (taper, rack_nodes): the bisection all-to-all traffic crosses
+                      (`gcntrain.simulate.topology`)
     [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
                       / s), gemm_gflops (a number, or {kn = rate, ...} by the product k * n
                       of a GEMM's two short dimensions: (m x k) @ (k x n) and its
                       transposed forms), quant_gelems (elements quantized or dequantized / s),
                       other_gelems (the model's element-wise work: local rows x the sum of
-                      the layer widths, per epoch, / s), call_overhead_us (per Ops call)
+                      the layer widths, per epoch, / s), call_overhead_us (per Ops call
+                      on one thread), call_overhead_all_us (optional: per call with a
+                      thread on every core; linear between), call_overhead_mpi_us
+                      (optional: what a call costs a rank of a distributed run beyond that)
+    [compute.threads] (optional) spmm, gemm, other = {T = S(T), ...}: one process's
+                      throughput with T threads over one thread's
+    [compute.node]    (optional) the same for T one-thread processes at once (the node
+                      shared by its ranks); default: the threads' tables
 
-A rank's rates are the per-core rates times its cores (`Machine.cores_per_rank`).
+A rank computes at its one-core rates times S(t) of its t threads, slowed while the node's
+other ranks compute (`gcntrain.simulate.node`); a profile without the tables derives them
+(an older bench's ``busy_compute_factor``, else a roofline of the node's bandwidth).
 
-`load_machine` takes a shipped name or a path; any problem is one `InputError` line naming
-the file and the key.
+`load_machine` takes ``local``, a shipped name or a path; any problem is one `InputError`
+line naming the file and the key.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from gcntrain.errors import InputError
+from gcntrain.simulate.node import (
+    ELEMENTWISE_BYTES,
+    KINDS,
+    SPMM_BYTES_PER_FLOP,
+    ThreadScaling,
+    derive_scaling,
+    linear,
+    threads_per_rank,
+)
+from gcntrain.simulate.topology import KINDS as TOPOLOGIES
+from gcntrain.simulate.topology import Topology
 
 try:  # Python 3.11+
     import tomllib
@@ -86,15 +110,54 @@ class Machine:
     oversubscribed_slice: float = 0.0
     #: bytes of memory per node (0: unknown)
     memory: float = 0.0
-    #: compute time multiplier with every core of the node busy (1: none)
-    busy_compute_factor: float = 1.0
+    #: cost per Ops call with a thread on every core (default: `call_overhead`)
+    call_overhead_all: float = 0.0
+    #: what an Ops call costs a rank of a distributed run beyond that (its communication
+    #: layer's software)
+    call_overhead_mpi: float = 0.0
+    #: {kind: ThreadScaling}: one process's throughput with T threads over one thread's
+    threads: dict = field(default_factory=dict)
+    #: {kind: ThreadScaling}: the node's throughput with T one-thread processes busy over one's
+    node_scaling: dict = field(default_factory=dict)
+    #: where `threads` came from (measured, or how it was derived)
+    threads_source: str = ""
+    #: bytes per second one core streams (0: the node's ``memory_bandwidth``)
+    core_bandwidth: float = 0.0
+    #: the network's shared middle (`gcntrain.simulate.topology`)
+    topology: Topology = field(default_factory=Topology)
     path: str = ""
 
     def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
-        """Cores each rank computes with: its share of the node's cores (the runtime gives
+        """Threads each rank computes with: its share of the node's cores (the runtime gives
         each rank ``cores // k`` threads; oversubscribed ranks share the cores)."""
-        k = int(ranks_per_node or self.ranks_per_node)
-        return float(self.cores // k) if k <= self.cores else self.cores / k
+        return threads_per_rank(self.cores, int(ranks_per_node or self.ranks_per_node))
+
+    def overhead(self, threads: float, distributed: bool = False) -> float:
+        """Cost per Ops call of a rank with `threads` threads (linear between the one-thread
+        and the all-core figures), plus `call_overhead_mpi` in a run of several ranks."""
+        top = self.call_overhead_all or self.call_overhead
+        f = 0.0
+        if self.cores > 1:
+            f = min(max((threads - 1.0) / (self.cores - 1.0), 0.0), 1.0)
+        mpi = self.call_overhead_mpi if distributed else 0.0
+        return self.call_overhead + f * (top - self.call_overhead) + mpi
+
+    def scaling(self, kind: str) -> ThreadScaling:
+        """One rank's S(t) of `kind` (``spmm``, ``gemm``, ``other``) over its threads
+        (`gcntrain.simulate.node`)."""
+        return self.threads.get(kind) or linear(self.cores)
+
+    def sharing(self, kind: str) -> ThreadScaling:
+        """The node's S(T) of `kind` over T busy cores of several processes."""
+        return self.node_scaling.get(kind) or self.scaling(kind)
+
+    def rank_bandwidth(self, ranks_per_node: int, threads: float = 1.0) -> float:
+        """Bytes per second one rank of `ranks_per_node` streams with `threads` threads
+        while the others stream too: its threads' own rate, capped by its share of the
+        node's bandwidth."""
+        core = self.core_bandwidth or self.memory_bandwidth
+        k = max(int(ranks_per_node), 1)
+        return min(core * max(threads, 1.0), self.memory_bandwidth / k)
 
     def spmm_rate(self, width) -> np.ndarray:
         """SpMM flops per second per core at dense `width` (array): interpolated in log2 of
@@ -126,14 +189,20 @@ def shipped() -> list[str]:
 
 
 def load_machine(spec: str | os.PathLike) -> Machine:
-    """A shipped profile by name, or a profile file."""
+    """A shipped profile by name, ``local`` (this machine, calibrated once and cached:
+    `gcntrain.simulate.local`), or a profile file."""
     spec = str(spec)
+    if spec == "local":
+        from gcntrain.simulate.local import local_machine
+
+        return local_machine()
     path = MACHINES_DIR / f"{spec}.toml"
     if not (os.sep in spec or spec.endswith(".toml")) and path.exists():
         return parse_machine(path.read_text(encoding="utf-8"), str(path))
     if not os.path.exists(spec):
         raise InputError(
-            f"unknown machine profile {spec!r} (shipped: {', '.join(shipped())}; or a TOML file)"
+            f"unknown machine profile {spec!r} (local, or shipped: {', '.join(shipped())}; "
+            "or a TOML file)"
         )
     try:
         text = Path(spec).read_text(encoding="utf-8")
@@ -222,13 +291,32 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         lat = _get(t, "latency_us", where, path) * 1e-6
         return Link(lat, 1.0 / (_get(t, "bandwidth_gbs", where, path) * 1e9))
 
+    cores = _get(node, "cores", "node.", path, int)
+    busy = (
+        _get(node, "busy_compute_factor", "node.", path) if "busy_compute_factor" in node else None
+    )
+    bandwidth = _get(node, "memory_bandwidth_gbs", "node.", path) * 1e9
+    core_bandwidth = _optional(node, "core_bandwidth_gbs", "node.", path) * 1e9
+    if "threads" in comp:
+        threads = _threads_table(comp["threads"], cores, "threads", path)
+        node_scaling = threads
+        how = "measured"
+        if "node" in comp:
+            node_scaling = _threads_table(comp["node"], cores, "node", path)
+    else:
+        demand = {
+            "spmm": float(np.interp(4.0, np.log2(widths), rates)) * SPMM_BYTES_PER_FLOP,
+            "other": _get(comp, "other_gelems", "compute.", path) * 1e9 * ELEMENTWISE_BYTES,
+        }
+        threads, how = derive_scaling(cores, busy, bandwidth, demand)
+        node_scaling = threads
     return Machine(
         name=name,
         description=str(d.get("description", "")),
         sources=tuple(sources),
-        cores=_get(node, "cores", "node.", path, int),
+        cores=cores,
         ranks_per_node=_get(node, "ranks", "node.", path, int),
-        memory_bandwidth=_get(node, "memory_bandwidth_gbs", "node.", path) * 1e9,
+        memory_bandwidth=bandwidth,
         intra=link(intra, "network.intra."),
         inter=link(inter, "network.inter."),
         injection=_get(inter, "injection_gbs", "network.inter.", path) * 1e9,
@@ -239,13 +327,68 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,
         other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
+        call_overhead_all=_optional(comp, "call_overhead_all_us", "compute.", path) * 1e-6,
+        call_overhead_mpi=_optional(comp, "call_overhead_mpi_us", "compute.", path) * 1e-6,
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
         oversubscribed_slice=_optional(node, "oversubscribed_slice_us", "node.", path) * 1e-6,
         memory=_optional(node, "memory_gib", "node.", path) * 2**30,
-        busy_compute_factor=(
-            _get(node, "busy_compute_factor", "node.", path)
-            if "busy_compute_factor" in node
-            else 1.0
-        ),
+        threads=threads,
+        node_scaling=node_scaling,
+        threads_source=how,
+        core_bandwidth=core_bandwidth,
+        topology=_topology(net.get("topology"), path),
         path=path,
     )
+
+
+def _threads_table(v, cores: int, key: str, path: str) -> dict:
+    """{kind: ThreadScaling} of compute.`key` ({kind = {threads = speedup, ...}}): every
+    kind of `KINDS`, thread counts 1 to the node's cores, speedups positive."""
+    if not isinstance(v, dict):
+        raise InputError(f"machine profile: compute.{key} must be a table", path)
+    out = {}
+    for kind in KINDS:
+        t = v.get(kind)
+        if not isinstance(t, dict) or not t:
+            raise InputError(
+                f"machine profile lacks compute.{key}.{kind} {{threads = speedup, ...}}", path
+            )
+        pts, rates = _rate_table(t, f"{key}.{kind}", "thread counts", "thread counts", path)
+        if pts[-1] > cores:
+            raise InputError(
+                f"machine profile: compute.{key}.{kind} names {pts[-1]} threads, more than "
+                f"node.cores = {cores}",
+                path,
+            )
+        out[kind] = ThreadScaling(tuple(map(float, pts)), tuple(r / 1e9 for r in rates))
+    return out
+
+
+def _topology(v, path: str) -> Topology:
+    """The profile's network.topology table (absent: one non-blocking switch)."""
+    if v is None:
+        return Topology()
+    if not isinstance(v, dict):
+        raise InputError("machine profile: network.topology must be a table", path)
+    kind = _get(v, "kind", "network.topology.", path, str)
+    if kind not in TOPOLOGIES:
+        raise InputError(
+            f"machine profile: network.topology.kind must be one of {', '.join(TOPOLOGIES)}, "
+            f"got {kind!r}",
+            path,
+        )
+    if kind == "torus":
+        wrap = v.get("wraparound", True)
+        if not isinstance(wrap, bool):
+            raise InputError(
+                "machine profile: network.topology.wraparound must be true or false", path
+            )
+        link = _get(v, "link_gbs", "network.topology.", path) * 1e9
+        return Topology(kind, link=link, wraparound=wrap)
+    if kind == "fattree":
+        taper = _get(v, "taper", "network.topology.", path)
+        if taper < 1:
+            raise InputError("machine profile: network.topology.taper must be >= 1", path)
+        rack = _get(v, "rack_nodes", "network.topology.", path, int) if "rack_nodes" in v else 0
+        return Topology(kind, taper=taper, rack_nodes=rack)
+    return Topology()

@@ -3,16 +3,21 @@
 Every steady-state epoch of the recorded schedule is replayed call by call over a clock per
 rank (vectorised over all ranks):
 
-* compute: each call's SpMM flops at the profile's rate for its width, dense flops at the
-  GEMM rate for their k x n, quantized elements at the quantization rate, all times the
-  rank's cores (`Machine.cores_per_rank`); per epoch the model's element-wise work (local
-  rows x local columns' share x the sum of the layer widths, at ``other_gelems``) and a fixed
-  cost per Ops call; all but the per-call cost times `Placement.busy_factor` (compute
-  slowed by the node's other busy cores);
+* compute: each call's SpMM flops at the profile's one-core rate for its width, dense flops
+  at the GEMM rate for their k x n, quantized elements at the quantization rate, all times
+  the rank's thread scaling S(t) (`Placement.speed`); per epoch the model's element-wise
+  work (local rows x local columns' share x the sum of the layer widths, at
+  ``other_gelems``) and a fixed cost per Ops call; all but the per-call cost shared with the
+  node's other ranks computing at the same time (`Placement.shared`,
+  `gcntrain.simulate.node`: memory bandwidth and caches);
 * communication: each step of the call's exchange description (the same `Scheme.steps` the
   runtime executes and the plans count) priced by the α-β cost of its standard algorithm
-  (`gcntrain.simulate.collectives`) on the intra-node link when its group lies on one node,
-  else on the inter-node link with the node's injection bandwidth shared by its ranks;
+  (`gcntrain.simulate.collectives`) on the intra-node link when its group lies on one node
+  (a memory copy: no faster than the rank's share of the node's memory bandwidth,
+  `Placement.intra`), else on the inter-node link with the node's injection bandwidth
+  shared by its ranks; all-to-all-like steps across nodes (Alltoallv, sparse exchanges) no
+  faster than the topology's bisection lets their bytes across
+  (`gcntrain.simulate.topology`);
 * synchronisation: a collective starts when the last member of its group arrives (the
   others wait: "wait" in the breakdown); a point-to-point exchange when the rank and every
   partner it exchanges with have arrived; Alltoallv over the world when every rank has;
@@ -59,10 +64,10 @@ from gcntrain.comm.exchange import (
     Uniform,
 )
 from gcntrain.comm.shared import windows_enabled
-from gcntrain.errors import InputError
 from gcntrain.schemes.protocol import OVERLAP_CALL, OVERLAP_EPOCHS
 from gcntrain.simulate import collectives as C
-from gcntrain.simulate.machine import Link, Machine
+from gcntrain.simulate.placement import Placement, placement  # noqa: F401 (the API callers use)
+from gcntrain.simulate.topology import bisection_seconds, crossing_bytes
 
 #: communication kinds of the breakdown (the measured `comm_seconds_max` kinds)
 COMM_KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", POINT_TO_POINT)
@@ -70,91 +75,6 @@ COMM_KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", P
 OVERLAPS = ("", OVERLAP_CALL, OVERLAP_EPOCHS)
 #: compute parts of the breakdown
 COMPUTE_KINDS = ("spmm", "gemm", "quant", "other")
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Ranks on nodes: rank r on node ``r // ranks_per_node``."""
-
-    P: int
-    ranks_per_node: int
-    machine: Machine
-
-    @property
-    def nodes(self) -> int:
-        return -(-self.P // self.ranks_per_node)
-
-    @property
-    def node(self) -> np.ndarray:
-        return np.arange(self.P, dtype=np.int64) // self.ranks_per_node
-
-    @property
-    def local_ranks(self) -> int:
-        """Ranks sharing a node (fewer than ``ranks_per_node`` when P is smaller)."""
-        return min(self.ranks_per_node, self.P)
-
-    @property
-    def intra(self) -> Link:
-        return self.machine.intra
-
-    @property
-    def inter(self) -> Link:
-        return self.machine.inter_link(self.local_ranks)
-
-    @property
-    def cores(self) -> float:
-        return self.machine.cores_per_rank(self.local_ranks)
-
-    @property
-    def busy_factor(self) -> float:
-        """Multiplier of every rank's compute: the profile's ``busy_compute_factor`` when all
-        the node's cores compute (its ranks times their cores), 1 when one does (as the
-        rates were measured), linear in between."""
-        m = self.machine
-        if m.cores <= 1 or m.busy_compute_factor == 1.0:
-            return 1.0
-        busy = min(float(m.cores), self.local_ranks * self.cores)
-        return 1.0 + (m.busy_compute_factor - 1.0) * (busy - 1.0) / (m.cores - 1.0)
-
-    @property
-    def memory_rate(self) -> float:
-        """Memory bandwidth of one rank (its share of the node's)."""
-        return self.machine.memory_bandwidth / self.local_ranks
-
-    @property
-    def sync_cost(self) -> float:
-        """What each synchronising step adds at most (the profile's oversubscribed figure
-        when the node runs more ranks than cores, else nothing)."""
-        over = self.local_ranks > self.machine.cores
-        return self.machine.oversubscribed_sync if over else 0.0
-
-    def sync_cost_for(self, since: np.ndarray) -> np.ndarray:
-        """(P,) what each rank's next synchronising step adds, given the compute seconds it
-        did since its previous one: busy-polling ranks on shared cores lose up to a scheduler
-        slice to a partner still computing, so the cost grows with that compute up to the
-        slice (``oversubscribed_slice_us``; without it, the constant `sync_cost`)."""
-        cost, tau = self.sync_cost, self.machine.oversubscribed_slice
-        since = np.asarray(since, np.float64)
-        if cost == 0.0 or tau <= 0.0:
-            return np.full(since.shape, cost)
-        return cost * np.minimum(1.0, since / tau)
-
-
-def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):
-    """The `Placement` of `P` ranks from ``--nodes`` / ``--ranks-per-node`` (either, both or
-    neither: the profile's ranks per node); `InputError` when they disagree with P."""
-    if nodes is not None and ranks_per_node is not None and nodes * ranks_per_node != P:
-        raise InputError(f"--nodes {nodes} x --ranks-per-node {ranks_per_node} is not --ranks {P}")
-    if ranks_per_node is None:
-        if nodes is not None:
-            if P % nodes:
-                raise InputError(f"--ranks {P} does not fill --nodes {nodes} evenly")
-            ranks_per_node = P // nodes
-        else:
-            ranks_per_node = min(machine.ranks_per_node, P)
-    if ranks_per_node < 1 or (nodes is not None and nodes < 1):
-        raise InputError("--nodes and --ranks-per-node must be positive")
-    return Placement(P, int(ranks_per_node), machine)
 
 
 # -- synchronisation and link of each step ------------------------------------------------
@@ -199,7 +119,8 @@ def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
         return _by_link(C.reduce_scatter, one, place, p, tot[g.gid]) + red + sync
     if isinstance(step, Uniform):
         b = (p - 1) * float(step.nbytes)
-        return _by_link(C.alltoallv, one, place, p - 1, b, b) + sync
+        cost = _by_link(C.alltoallv, one, place, p - 1, b, b)
+        return np.maximum(cost, np.where(one, 0.0, _uniform_bisection(step, place))) + sync
     if isinstance(step, BcastStages):
         size = g.sizes[step.group]
         live = (step.nbytes > 0) & (size > 1)
@@ -242,6 +163,34 @@ def _peers(src: np.ndarray, dst: np.ndarray, P: int) -> np.ndarray:
     return np.diff(A.indptr).astype(np.int64)
 
 
+def _uniform_bisection(step, place: Placement) -> float:
+    """Seconds a world-spanning Alltoall's bytes need across the topology's cut: for every
+    group, each pair of members on opposite halves of the node range sends `nbytes` each
+    way (`gcntrain.simulate.topology`; a pairwise exchange, one way at a time)."""
+    topo = place.machine.topology
+    if topo.kind == "none" or place.nodes < 2:
+        return 0.0
+    g: Groups = step.groups
+    G = g.sizes.shape[0]
+    low = (place.node < place.nodes // 2).astype(np.float64)
+    lo = np.bincount(g.gid, weights=low, minlength=G)
+    hi = g.sizes - lo
+    crossing = float(2.0 * (lo * hi).sum() * float(step.nbytes))
+    return bisection_seconds(topo, place.nodes, place.machine.injection, crossing, True)
+
+
+def _pairs_bisection(step: Pairs, place: Placement) -> float:
+    """Seconds a sparse exchange's bytes need across the topology's cut (all at once for
+    point-to-point messages, one way at a time for a pairwise Alltoallv)."""
+    topo = place.machine.topology
+    if topo.kind == "none" or place.nodes < 2:
+        return 0.0
+    node = place.node
+    crossing = crossing_bytes(node[step.src], node[step.dst], step.nbytes, place.nodes)
+    one_way = step.kind != POINT_TO_POINT
+    return bisection_seconds(topo, place.nodes, place.machine.injection, crossing, one_way)
+
+
 def _pairs_parts(step: Pairs, place: Placement, sync: np.ndarray) -> tuple[np.ndarray, ...]:
     """(intra, inter, sync) (P,) seconds of a rank's part of a sparse exchange: per peer one
     latency, its bytes in its larger direction, separately on the intra- and inter-node
@@ -259,6 +208,7 @@ def _pairs_parts(step: Pairs, place: Placement, sync: np.ndarray) -> tuple[np.nd
         peers = _peers(ss, dd, P)
         out.append(C.alltoallv(peers, sent, recv, link))
     intra, inter = out
+    inter = np.where(inter > 0, np.maximum(inter, _pairs_bisection(step, place)), 0.0)
     return intra, inter, np.where(intra + inter > 0, sync, 0.0)
 
 
@@ -365,36 +315,56 @@ def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement, strea
     """{kind: (P,) seconds} of one call's work ((P, 4) SpMM nonzeros, SpMM flops, dense
     flops, dense rows: `Scheme.work`), quantized elements and streamed bytes
     (`Scheme.stream_bytes`, at the rank's share of memory bandwidth: "other") on every
-    rank.  A GEMM's rate depends on k * n = dense flops / (2 x dense rows)."""
-    m, cores = place.machine, place.cores
+    rank, the ranks of a node computing at once (`Placement.shared`).  A GEMM's rate
+    depends on k * n = dense flops / (2 x dense rows)."""
+    m = place.machine
     nnz, sflops, dflops, drows = (work[:, i].astype(np.float64) for i in range(4))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
     kn = np.where(drows > 0, dflops / np.maximum(2 * drows, 1), np.inf)
-    busy = place.busy_factor
+    spmm = np.where(sflops > 0, sflops / (m.spmm_rate(width) * place.speed("spmm")), 0.0)
+    gemm = np.where(dflops > 0, dflops / (m.gemm_rate(kn) * place.speed("gemm")), 0.0)
+    quant = np.asarray(quant, np.float64) / (m.quant_rate * place.speed("other"))
     out = {
-        "spmm": np.where(sflops > 0, busy * sflops / (m.spmm_rate(width) * cores), 0.0),
-        "gemm": np.where(dflops > 0, busy * dflops / (m.gemm_rate(kn) * cores), 0.0),
-        "quant": busy * np.asarray(quant, np.float64) / (m.quant_rate * cores),
+        "spmm": place.shared("spmm", spmm),
+        "gemm": place.shared("gemm", gemm),
+        "quant": place.shared("other", quant),
     }
     if stream is not None:
-        out["other"] = busy * np.asarray(stream, np.float64) / place.memory_rate
+        out["other"] = np.asarray(stream, np.float64) / place.stream_rate
     return out
 
 
-def elementwise_elements(footprint: dict, widths: list[int]) -> np.ndarray:
+def elementwise_elements(footprint: dict, widths: list[int], input_density: float = 1.0):
     """(P,) elements of an epoch's element-wise work on every rank: local rows x local
-    column share x the sum of the layer widths."""
+    column share x the sum of the layer widths, the input's width times the share of it
+    stored when the first layer's input stays CSR (`input_density`: dropout and
+    normalisation touch the stored entries only)."""
     rows = np.asarray(footprint["rows"], np.float64) * np.asarray(
         footprint["col_fraction"], np.float64
     )
-    return rows * float(sum(widths))
+    return rows * (float(widths[0]) * input_density + float(sum(widths[1:])))
 
 
-def other_seconds(footprint: dict, widths: list[int], calls: int, place: Placement):
-    """(P,) seconds of an epoch's element-wise work and per-call cost on every rank."""
-    elems = elementwise_elements(footprint, widths)
+def input_density(sim) -> float:
+    """The stored share of the first layer's input on the ranks: its feature density when
+    the recorded model multiplies a CSR input and the scheme keeps it CSR, else 1."""
+    fnnz = getattr(sim.ctx, "feature_nnz", None)
+    sparse = any(c.method == "matmul" and c.sparse(0) for c in sim.calls)
+    if not sparse or fnnz is None or not sim.scheme.sparse_input:
+        return 1.0
+    cells = float(sim.num_features) * max(int(fnnz.shape[0]), 1)
+    return float(fnnz.sum()) / cells if cells > 0 else 1.0
+
+
+def other_seconds(
+    footprint: dict, widths: list[int], calls: int, place: Placement, density: float = 1.0
+):
+    """(P,) seconds of an epoch's element-wise work (shared with the node's other ranks)
+    and per-call cost on every rank (`density`: `input_density`)."""
+    elems = elementwise_elements(footprint, widths, density)
     m = place.machine
-    return place.busy_factor * elems / (m.other_rate * place.cores) + calls * m.call_overhead
+    solo = elems / (m.other_rate * place.speed("other"))
+    return place.shared("other", solo) + calls * m.overhead(place.cores, place.P > 1)
 
 
 def epoch_calls(sim) -> list[list]:
@@ -415,7 +385,7 @@ def epoch_counts(sim, widths: list[int]) -> tuple[int, float]:
     """(Ops calls, element-wise elements of the busiest rank) of the middle planned epoch:
     the two quantities `other_seconds` prices."""
     eps = epoch_calls(sim)
-    elems = elementwise_elements(sim.scheme.footprint(sim.ctx), widths)
+    elems = elementwise_elements(sim.scheme.footprint(sim.ctx), widths, input_density(sim))
     calls = len(eps[len(eps) // 2]) if eps else 0
     return calls, float(elems.max(initial=0.0))
 
@@ -455,6 +425,7 @@ class TimeModel:
         self.sim, self.place, self.widths = sim, place, widths
         self._steps: dict = {}
         self._footprint = sim.scheme.footprint(sim.ctx)
+        self._density = input_density(sim)
 
     def _call(self, call):
         sch, ctx = self.sim.scheme, self.sim.ctx
@@ -475,7 +446,9 @@ class TimeModel:
         """Replay one epoch's calls (see the module docstring)."""
         P = self.place.P
         parts = {k: np.zeros(P) for k in (*COMPUTE_KINDS, *COMM_KINDS, "wait")}
-        other = other_seconds(self._footprint, self.widths, len(calls), self.place)
+        other = other_seconds(
+            self._footprint, self.widths, len(calls), self.place, self._density
+        )
         parts["other"] += other
         clock = other.copy()
         since = other.copy()  # compute since each rank's previous synchronisation

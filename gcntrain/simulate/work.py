@@ -2,7 +2,8 @@
 
 Work (SpMM nonzeros, SpMM flops, dense flops) is exact arithmetic over the layout: every
 recorded call is priced by ``Scheme.work`` (2 flops per multiply-add; a CSR first-layer input
-counts its stored nonzeros).  Memory is an ESTIMATE of the peak per rank, the sum of
+counts its stored nonzeros, as SpMM work: its product with W is a sparse product).
+Memory is an ESTIMATE of the peak per rank, the sum of
 
 * the adjacency: S (and S^T when it is not symmetric) as built at setup (int64 indices,
   float64 values) plus its copy in the run's dtype (int64 indices);

@@ -1,0 +1,118 @@
+"""Ranks on nodes: where each rank runs, how many threads it has, and what it shares with
+the other ranks of its node (compute, memory bandwidth, the node's links) for the time
+model (`gcntrain.simulate.timing`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gcntrain.errors import InputError
+from gcntrain.simulate.machine import Link, Machine
+from gcntrain.simulate.node import fluid_finish
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Ranks on nodes: rank r on node ``r // ranks_per_node``."""
+
+    P: int
+    ranks_per_node: int
+    machine: Machine
+
+    @property
+    def nodes(self) -> int:
+        return -(-self.P // self.ranks_per_node)
+
+    @property
+    def node(self) -> np.ndarray:
+        return np.arange(self.P, dtype=np.int64) // self.ranks_per_node
+
+    @property
+    def local_ranks(self) -> int:
+        """Ranks sharing a node (fewer than ``ranks_per_node`` when P is smaller)."""
+        return min(self.ranks_per_node, self.P)
+
+    @property
+    def intra(self) -> Link:
+        """The intra-node link while every rank of the node copies: MPI moves a message
+        within a node as a memory copy (read and write, two bytes of traffic per byte), so
+        the node's ranks share its memory bandwidth; the slower of that share and the
+        profile's link."""
+        m = self.machine
+        share = m.memory_bandwidth / (2.0 * self.local_ranks)
+        return Link(m.intra.alpha, max(m.intra.beta, 1.0 / share))
+
+    @property
+    def inter(self) -> Link:
+        return self.machine.inter_link(self.local_ranks)
+
+    @property
+    def cores(self) -> float:
+        """Threads of one rank (`gcntrain.simulate.node.threads_per_rank`)."""
+        return self.machine.cores_per_rank(self.local_ranks)
+
+    def speed(self, kind: str) -> float:
+        """How many cores' worth of `kind` work a rank does computing alone: S(t) of its t
+        threads (`gcntrain.simulate.node`)."""
+        return float(self.machine.scaling(kind)(self.cores))
+
+    def shared(self, kind: str, solo) -> np.ndarray:
+        """(P,) seconds of `kind` work that takes each rank `solo` seconds alone, while the
+        other ranks of its node do theirs (`gcntrain.simulate.node.fluid_finish`)."""
+        m = self.machine
+        return fluid_finish(
+            np.asarray(solo, np.float64),
+            self.node,
+            m.sharing(kind),
+            self.cores,
+            m.cores,
+            self.local_ranks,
+        )
+
+    @property
+    def memory_rate(self) -> float:
+        """Bytes per second one rank's single-threaded reduction streams while the node's
+        other ranks stream too (`Machine.rank_bandwidth`)."""
+        return self.machine.rank_bandwidth(self.local_ranks)
+
+    @property
+    def stream_rate(self) -> float:
+        """Bytes per second one rank's threads stream while the others stream too."""
+        return self.machine.rank_bandwidth(self.local_ranks, self.cores)
+
+    @property
+    def sync_cost(self) -> float:
+        """What each synchronising step adds at most (the profile's oversubscribed figure
+        when the node runs more ranks than cores, else nothing)."""
+        over = self.local_ranks > self.machine.cores
+        return self.machine.oversubscribed_sync if over else 0.0
+
+    def sync_cost_for(self, since: np.ndarray) -> np.ndarray:
+        """(P,) what each rank's next synchronising step adds, given the compute seconds it
+        did since its previous one: busy-polling ranks on shared cores lose up to a scheduler
+        slice to a partner still computing, so the cost grows with that compute up to the
+        slice (``oversubscribed_slice_us``; without it, the constant `sync_cost`)."""
+        cost, tau = self.sync_cost, self.machine.oversubscribed_slice
+        since = np.asarray(since, np.float64)
+        if cost == 0.0 or tau <= 0.0:
+            return np.full(since.shape, cost)
+        return cost * np.minimum(1.0, since / tau)
+
+
+def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):
+    """The `Placement` of `P` ranks from ``--nodes`` / ``--ranks-per-node`` (either, both or
+    neither: the profile's ranks per node); `InputError` when they disagree with P."""
+    if nodes is not None and ranks_per_node is not None and nodes * ranks_per_node != P:
+        raise InputError(f"--nodes {nodes} x --ranks-per-node {ranks_per_node} is not --ranks {P}")
+    if ranks_per_node is None:
+        if nodes is not None:
+            if P % nodes:
+                raise InputError(f"--ranks {P} does not fill --nodes {nodes} evenly")
+            ranks_per_node = P // nodes
+        else:
+            ranks_per_node = min(machine.ranks_per_node, P)
+    if ranks_per_node < 1 or (nodes is not None and nodes < 1):
+        raise InputError("--nodes and --ranks-per-node must be positive")
+    return Placement(P, int(ranks_per_node), machine)

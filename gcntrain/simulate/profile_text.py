@@ -1,0 +1,92 @@
+"""The TOML text of a profile measured by `gcntrain bench` (`gcntrain.simulate.calibrate`),
+with the sources of every figure; `gcntrain.simulate.machine.parse_machine` reads it back."""
+
+from __future__ import annotations
+
+from gcntrain.simulate.measure import SCALING_WIDTH, SPMM_EDGE_FACTORS
+
+
+def _table(d: dict, fmt: str = ".4g") -> str:
+    return "{ " + ", ".join(f"{k} = {v:{fmt}}" for k, v in d.items()) + " }"
+
+
+def profile_text(name: str, figs: dict) -> str:
+    """A profile from the figures `calibrate` gathered (`figs`: see there)."""
+    scales = figs.get("product_scales", (1.0, 1.0))
+    mode = "quick " if figs.get("quick") else ""
+    threads = figs.get("threads")
+    lines = [
+        f"# Measured by `gcntrain bench {mode.strip()}` on {figs['host']} at {figs['when']}.",
+        f'name = "{name}"',
+        f'description = "{figs["host"]}: {figs["cores"]} cores, measured by gcntrain bench'
+        f'{" --quick" if mode else ""}"',
+        "sources = [",
+        f'  "gcntrain bench {figs["version"]} {mode}on {figs["host"]}: spmm_csr_dense one '
+        f"thread, cold caches, on R-MAT scale {figs.get('spmm_scale', 17)} adjacencies of edge "
+        f"factors {list(figs.get('spmm_edge_factors', SPMM_EDGE_FACTORS))}, scaled by the "
+        f'products timed inside serial epochs (SpMM x{scales[0]:.3g}, GEMM x{scales[1]:.3g})",',
+        '  "gcntrain.kernels.dense GEMM (tall-skinny, k x n of 16 to 4096), quantize_blocks + '
+        'dequantize_blocks",',
+        f'  "thread scaling: spmm_csr_dense (width {SCALING_WIDTH}), dense.matmul, relu_backward '
+        "+ dropout_apply_dense at 1, half and all cores, cold caches, in one process "
+        '(threads) and in as many one-thread processes at once (node)",',
+        f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate and '
+        'cost per Ops call",',
+        '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
+        "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 1-4 MiB, cold caches, "
+        "medians (one node: inter = intra)"
+        + (
+            "; oversubscribed sync and slice: fitted to training runs at twice the cores on "
+            "R-MAT 12 and 14"
+            if figs.get("sync")
+            else ""
+        )
+        + '",',
+        f'  "memory: numpy triad on one core {figs["core_gbs"]:.1f} GB/s, Numba triad on '
+        f'all {figs["cores"]} cores {figs["node_gbs"]:.1f} GB/s",',
+        "]",
+        "",
+        "[node]",
+        f"cores = {figs['cores']}",
+        f"ranks = {figs['cores']}",
+        f"memory_bandwidth_gbs = {figs['node_gbs']:.4g}",
+        f"core_bandwidth_gbs = {figs['core_gbs']:.4g}",
+        f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
+        f"oversubscribed_slice_us = {figs.get('slice', 0.0) * 1e6:.4g}",
+        f"memory_gib = {figs.get('memory_gib', 0.0):.4g}",
+        "",
+        "[network.intra]",
+        f"latency_us = {figs['alpha'] * 1e6:.4g}",
+        f"bandwidth_gbs = {figs['bandwidth'] / 1e9:.4g}",
+        "",
+        "[network.inter]",
+        f"latency_us = {figs['alpha'] * 1e6:.4g}",
+        f"bandwidth_gbs = {figs['bandwidth'] / 1e9:.4g}",
+        f"injection_gbs = {figs['bandwidth'] * figs['cores'] / 1e9:.4g}",
+        "",
+        "[compute]",
+        "# per core",
+        f"spmm_gflops = {_table(figs['spmm'])}",
+        f"gemm_gflops = {_table(figs['gemm'])}",
+        f"quant_gelems = {figs['quant']:.4g}",
+        f"other_gelems = {figs['other']:.4g}",
+        f"call_overhead_us = {figs['overhead'] * 1e6:.4g}",
+        f"call_overhead_all_us = {figs.get('overhead_all', figs['overhead']) * 1e6:.4g}",
+        f"call_overhead_mpi_us = {figs.get('overhead_mpi', 0.0) * 1e6:.4g}",
+        "",
+    ]
+    if threads:
+        lines += [
+            "[compute.threads]",
+            "# one process's throughput with T threads over one thread's (T = 1, half, all)",
+            *[f"{kind} = {_table(t, '.3f')}" for kind, t in threads.items()],
+            "",
+        ]
+    if figs.get("node_scaling"):
+        lines += [
+            "[compute.node]",
+            "# the node's throughput with T one-thread processes at once over one process's",
+            *[f"{kind} = {_table(t, '.3f')}" for kind, t in figs["node_scaling"].items()],
+            "",
+        ]
+    return "\n".join(lines)
