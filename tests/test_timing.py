@@ -17,6 +17,7 @@ from gcntrain.errors import InputError
 from gcntrain.model.trainer import TrainConfig
 from gcntrain.simulate import calibrate as K
 from gcntrain.simulate import collectives as C
+from gcntrain.simulate import fits as F
 from gcntrain.simulate.machine import load_machine, parse_machine
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.timing import (
@@ -318,17 +319,16 @@ def test_delayed_exchanges_hide_even_on_one_node(graph_file):
     assert ep0.clock[r0] == pytest.approx(total)
 
 
-def test_residual_fit_recovers_a_known_rate_and_overhead():
+def test_elementwise_rate_recovers_a_known_rate_given_the_per_call_cost():
+    from gcntrain.simulate.fits import elementwise_rate
+
     calls = [40, 40, 40]
     elems = [1e5, 4e5, 1.6e6]
     o, rate = 2e-5, 5e7
-    measured = [c * o + e / rate + x for c, e, x in zip(calls, elems, [1e-3, 4e-3, 2e-2])]
-    got_o, got_rate = K.residual_fit(measured, calls, elems, [1e-3, 4e-3, 2e-2])
-    assert got_rate == pytest.approx(rate, rel=1e-6)
-    # all calls the same count: o and the rate are not separable in general, but the fit
-    # still reproduces the measured epochs
-    for c, e, m, x in zip(calls, elems, measured, [1e-3, 4e-3, 2e-2]):
-        assert c * got_o + e / got_rate + x == pytest.approx(m, rel=1e-6)
+    unexplained = [c * o + e / rate for c, e in zip(calls, elems)]
+    assert elementwise_rate(unexplained, calls, elems, o) == pytest.approx(rate, rel=1e-9)
+    # a per-call cost that explains everything leaves a floor, not a negative time
+    assert elementwise_rate(unexplained, calls, elems, 1.0) > 0
 
 
 def test_product_scales_are_the_measured_over_the_predicted_product_times():
@@ -337,11 +337,11 @@ def test_product_scales_are_the_measured_over_the_predicted_product_times():
         {"epoch_seconds": 0.1, "t_aggregation": 0.06, "t_dense": 0.012},
     ]
     predicted = [{"spmm": 0.005, "gemm": 0.001}, {"spmm": 0.075, "gemm": 0.009}]
-    k_spmm, k_gemm = K.product_scales(measured, predicted)
+    k_spmm, k_gemm = F.product_scales(measured, predicted)
     assert k_spmm == pytest.approx(0.064 / 0.08) and k_gemm == pytest.approx(0.013 / 0.01)
     # a part the model does not predict (or the run did not time) keeps the benchmark's rate
     none = [{"spmm": 0.0, "gemm": 0.0}, {"spmm": 0.0, "gemm": 0.0}]
-    assert K.product_scales(measured, none) == (1.0, 1.0)
+    assert F.product_scales(measured, none) == (1.0, 1.0)
 
 
 def test_link_and_collective_fits_invert_the_models():
@@ -450,13 +450,13 @@ def test_bench_recovers_the_cost_and_slice_of_synthetic_runs():
     def slopes(tau):
         return [n * (min(1.0, w / tau) if tau > 0 else 1.0) for n, w in runs]
 
-    tau = float(K.SLICES[17])
+    tau = float(F.SLICES[17])
     excess = [5e-4 * s for s in slopes(tau)]
-    cost, got = K.fit_sync_slice(excess, slopes)
+    cost, got = F.fit_sync_slice(excess, slopes)
     assert got == pytest.approx(tau) and cost == pytest.approx(5e-4)
     # a constant cost (the runs' excess in proportion to their syncs) fits a small slice
-    cost, got = K.fit_sync_slice([120 * 7e-4, 130 * 7e-4], slopes)
+    cost, got = F.fit_sync_slice([120 * 7e-4, 130 * 7e-4], slopes)
     assert got <= 0.4e-3 and cost == pytest.approx(7e-4)
     # nothing to explain, or one run: the constant model
-    assert K.fit_sync_slice([0.0, 0.1], slopes)[1] == 0.0
-    assert K.fit_sync_slice([0.1], slopes) == (pytest.approx(0.1 / 120), 0.0)
+    assert F.fit_sync_slice([0.0, 0.1], slopes)[1] == 0.0
+    assert F.fit_sync_slice([0.1], slopes) == (pytest.approx(0.1 / 120), 0.0)

@@ -725,7 +725,6 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
 class Plexus(Scheme):
     name = "plexus"
     whole_rows = False  # feature columns split over the grid
-    sparse_input = False  # the input block is densified at setup
     sweep_partitions = ("block",)  # its load balance is --permute double
     summary = "Plexus 3D tensor parallelism: rotating X x Y x Z shards, Allreduce per product"
     options = (
@@ -1120,6 +1119,13 @@ class Plexus(Scheme):
         out = np.zeros((lay.size, 4), dtype=np.int64)
         one = 2 * rows * fin * fout
         products = 1 if call.method == "matmul" or not call.kw("need_input_grad") else 2
+        if call.sparse(0) and ctx.feature_nnz is not None:
+            # the trainer hands a sparse input over as CSR: its product with W (or dW's
+            # H^T dZ) is sparse, over the block's expected stored entries
+            density = float(ctx.feature_nnz.sum()) / max(ctx.feature_nnz.shape[0] * f_in, 1)
+            nnz = np.round(rows * fin * density).astype(np.int64)
+            out[:, 0], out[:, 1] = nnz, 2 * nnz * fout
+            products -= 1
         out[:, 2] = one * products
         out[:, 3] = rows * products
         return out

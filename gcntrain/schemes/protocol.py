@@ -242,9 +242,6 @@ class Scheme:
     #: whether every rank holds whole rows of the node-wise matrices (all feature columns);
     #: LayerNorm and the label embedding (`TrainConfig.norm`, ``label_prop``) need it
     whole_rows: bool = True
-    #: whether a CSR first-layer input stays CSR on the ranks (False: the scheme densifies
-    #: it, and its element-wise work runs over every feature column)
-    sparse_input: bool = True
 
     # -- options ---------------------------------------------------------------------------
     def configure(self, size: int, values: dict) -> dict:

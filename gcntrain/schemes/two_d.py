@@ -809,28 +809,39 @@ class TwoD(Scheme):
 
     def work_matmul(self, ctx, call) -> np.ndarray:
         """``H @ W``: whole rows times W's chunk (gather) or the chunk times W's rows
-        (Reduce-scatter); backward: the slab ``H_ij^T dZ_i`` and ``dZ_i W[chunk]^T``; a CSR
-        H counts its stored nonzeros (its share of the row part's)."""
+        (Reduce-scatter); backward: the slab ``H_ij^T dZ_i`` and ``dZ_i W[chunk]^T``.  A CSR
+        H's products are sparse: SpMM work over its stored nonzeros (the row part's, or
+        their share in the column chunk)."""
         lay: Layout2D = ctx.layout
         f_in, f_out = call.shape(1)
         i, j = lay.ranks_I(), lay.ranks_j()
         rows = lay.node_sizes[i]
         fin_j = np.diff(chunk_offsets(f_in, lay.pc))[j]
         fout_j = np.diff(chunk_offsets(f_out, lay.pc))[j]
-        chunk = 2 * rows * fin_j * f_out
-        if call.sparse(0) and ctx.feature_nnz is not None:
-            csum = np.concatenate(([0], np.cumsum(ctx.feature_nnz)))
-            per_i = (csum[lay.node_offsets[1:]] - csum[lay.node_offsets[:-1]])[i]
-            chunk = 2 * (per_i * fin_j // max(f_in, 1)) * f_out
         out = np.zeros((lay.size, 4), dtype=np.int64)
+        sparse = call.sparse(0) and ctx.feature_nnz is not None
+        if sparse:
+            csum = np.concatenate(([0], np.cumsum(ctx.feature_nnz)))
+            nnz_i = (csum[lay.node_offsets[1:]] - csum[lay.node_offsets[:-1]])[i]
+            nnz_ij = nnz_i * fin_j // max(f_in, 1)
         if call.method == "matmul":
             gather = use_gather(call.sparse(0), f_in, f_out)
-            out[:, 2] = 2 * rows * f_in * fout_j if gather else chunk
-            out[:, 3] = rows
+            if sparse:
+                nnz, width = (nnz_i, fout_j) if gather else (nnz_ij, f_out)
+                out[:, 0], out[:, 1] = nnz, 2 * nnz * width
+            else:
+                out[:, 2] = 2 * rows * f_in * fout_j if gather else 2 * rows * fin_j * f_out
+                out[:, 3] = rows
         else:
             grad = call.kw("need_input_grad")
-            out[:, 2] = chunk + (2 * rows * f_out * fin_j if grad else 0)
-            out[:, 3] = rows * (2 if grad else 1)
+            dense = 2 * rows * f_out * fin_j if grad else 0
+            if sparse:
+                out[:, 0], out[:, 1] = nnz_ij, 2 * nnz_ij * f_out
+                out[:, 2] = dense
+                out[:, 3] = rows if grad else 0
+            else:
+                out[:, 2] = 2 * rows * fin_j * f_out + dense
+                out[:, 3] = rows * (2 if grad else 1)
         return out
 
     work_matmul_grads = work_matmul

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 import platform
 import re
-import subprocess
 import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from gcntrain.errors import InputError
@@ -34,14 +35,21 @@ def cache_dir() -> Path:
     if env:
         return Path(env)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "gcntrain"
+    if xdg:
+        return Path(xdg) / "gcntrain"
+    try:
+        return Path.home() / ".cache" / "gcntrain"
+    except RuntimeError:  # no home directory
+        return Path(tempfile.gettempdir()) / "gcntrain-cache"
 
 
 def host_cores() -> int:
-    """Cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return int(os.cpu_count() or 1)
+    """Cores of this host as a profile counts them: those this process may run on, or,
+    inside an MPI job (whose launcher may have bound this rank to a few of them), all of
+    the node's."""
+    from gcntrain.comm.env import available_cores, launcher_local_size, node_cores
+
+    return node_cores() if launcher_local_size() > 1 else available_cores()
 
 
 def cache_path() -> Path:
@@ -50,17 +58,44 @@ def cache_path() -> Path:
     return cache_dir() / f"machine-{host}.toml"
 
 
-def store(text: str) -> Path:
-    """Cache `text` as this host's profile (atomically); its path."""
+def store(text: str) -> Path | None:
+    """Cache `text` as this host's profile (atomically); its path, or None (with a warning
+    line on stderr) where the cache directory cannot be written: the profile is still
+    used, and measured again next time."""
     from gcntrain.data.atomic import write_text
 
     path = cache_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)
-    except OSError as e:
-        raise InputError(f"cannot cache this machine's profile in {path.parent}: {e}") from None
+    except (OSError, InputError) as e:
+        print(
+            f"gcntrain: warning: cannot cache this machine's profile in {path.parent}: {e}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
     return path
+
+
+@contextmanager
+def _calibration_lock():
+    """Hold this host's calibration lock (one process measures at a time: two would share
+    the cores and spoil each other's figures); no lock where the directory is not
+    writable."""
+    try:
+        import fcntl
+
+        cache_path().parent.mkdir(parents=True, exist_ok=True)
+        f = open(cache_path().with_suffix(".lock"), "a")  # noqa: SIM115
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+    finally:
+        f.close()
 
 
 def _cached():
@@ -85,15 +120,19 @@ def local_machine(notice=None):
     got = _cached()
     if got is not None:
         return got
-    path = cache_path()
-    say = notice or (lambda line: print(f"gcntrain: {line}", file=sys.stderr, flush=True))
-    say(
-        f"measuring this machine once for --machine local (gcntrain bench --quick, about 15 s; "
-        f"cached in {path})"
-    )
-    try:
-        text, _ = calibrate(LOCAL, log=lambda _line: None, quick=True)
-    except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
-        raise InputError(f"cannot calibrate this machine for --machine local: {e}") from None
-    store(text)
-    return parse_machine(text, str(path))
+    with _calibration_lock():
+        got = _cached()  # measured by another process while this one waited
+        if got is not None:
+            return got
+        path = cache_path()
+        say = notice or (lambda line: print(f"gcntrain: {line}", file=sys.stderr, flush=True))
+        say(
+            "measuring this machine once for --machine local (gcntrain bench --quick, "
+            f"about 15 s; cached in {path})"
+        )
+        try:
+            text, _ = calibrate(LOCAL, log=lambda _line: None, quick=True)
+        except Exception as e:  # a failed measurement is one line, not a traceback
+            raise InputError(f"cannot calibrate this machine for --machine local: {e}") from None
+        where = store(text)
+    return parse_machine(text, str(where or "<measured, not cached>"))

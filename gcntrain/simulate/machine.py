@@ -255,6 +255,8 @@ def _rate_table(
         raise InputError(f"machine profile: compute.{key} keys must be {keys_are}", path) from None
     if not points or points[0] < 1:
         raise InputError(f"machine profile: compute.{key} {small} must be >= 1", path)
+    if points[-1] > 2**40:
+        raise InputError(f"machine profile: compute.{key} {small} must be <= 2**40", path)
     return points, tuple(_get(table, str(p), f"compute.{key}.", path) * 1e9 for p in points)
 
 
@@ -297,6 +299,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
     )
     bandwidth = _get(node, "memory_bandwidth_gbs", "node.", path) * 1e9
     core_bandwidth = _optional(node, "core_bandwidth_gbs", "node.", path) * 1e9
+    if "node" in comp and "threads" not in comp:
+        raise InputError("machine profile: compute.node needs compute.threads beside it", path)
     if "threads" in comp:
         threads = _threads_table(comp["threads"], cores, "threads", path)
         node_scaling = threads

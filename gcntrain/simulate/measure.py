@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue
 import time
 
 import numpy as np
@@ -165,6 +166,10 @@ def thread_counts(cores: int) -> list[int]:
     return sorted({1, max(1, cores // 2), max(1, cores)})
 
 
+#: seconds a process of `node_scaling` waits for the others at a barrier, and the whole
+#: measurement may take (a process that dies must not hang the bench)
+BARRIER_SECONDS = 120.0
+SCALING_SECONDS = 240.0
 #: the kinds of work whose scaling is measured (`gcntrain.simulate.node.KINDS`)
 KIND_NAMES = ("spmm", "gemm", "other")
 
@@ -209,9 +214,17 @@ def thread_scaling(
     repetitions)."""
     ctx = mp.get_context("spawn")
     runs = []
-    for _ in range(processes):
-        with ctx.Pool(1) as pool:
-            runs.append(pool.apply(_thread_scaling_here, (cores, scale, repeat)))
+    saved = os.environ.get("NUMBA_NUM_THREADS")
+    os.environ["NUMBA_NUM_THREADS"] = str(cores)  # the children may start every core's thread
+    try:
+        for _ in range(processes):
+            with ctx.Pool(1) as pool:
+                runs.append(pool.apply(_thread_scaling_here, (cores, scale, repeat)))
+    finally:
+        if saved is None:
+            os.environ.pop("NUMBA_NUM_THREADS", None)
+        else:
+            os.environ["NUMBA_NUM_THREADS"] = saved
     return {
         kind: {T: float(np.median([r[kind][T] for r in runs])) for T in runs[0][kind]}
         for kind in runs[0]
@@ -264,16 +277,16 @@ def _node_worker(idx, scale, repeat, counts, barriers, everyone, results):  # pr
     flush = np.zeros((16 << 20) // 8)
     for _ in range(repeat):
         for T in counts:
-            everyone.wait()
+            everyone.wait(BARRIER_SECONDS)
             if idx >= T:
                 continue
             for kind, fn in fns.items():
                 flush += 1.0
-                barriers[T].wait()
+                barriers[T].wait(BARRIER_SECONDS)
                 t0 = time.perf_counter()
                 fn()
                 results.put((T, kind, idx, time.perf_counter() - t0))
-    everyone.wait()
+    everyone.wait(BARRIER_SECONDS)
 
 
 def node_scaling(cores: int, scale: int = 17, repeat: int = 3) -> dict[str, dict[int, float]]:
@@ -308,13 +321,22 @@ def node_scaling(cores: int, scale: int = 17, repeat: int = 3) -> dict[str, dict
                 os.environ[k] = v
     expect = sum(T for T in counts) * len(KIND_NAMES) * repeat
     got: dict = {}
+    deadline = time.monotonic() + SCALING_SECONDS
     try:
         for _ in range(expect):
-            T, kind, _, t = results.get(timeout=300)
+            while True:
+                try:
+                    T, kind, _, t = results.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    dead = [p for p in procs if p.exitcode not in (None, 0)]
+                    if dead or time.monotonic() > deadline:
+                        why = f"exit code {dead[0].exitcode}" if dead else "no result in time"
+                        raise RuntimeError(f"the node-scaling benchmark failed ({why})") from None
             got.setdefault(kind, {}).setdefault(T, []).append(t)
     finally:
         for p in procs:
-            p.join(timeout=60)
+            p.join(timeout=5)
             if p.is_alive():
                 p.kill()
     return {

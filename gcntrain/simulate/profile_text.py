@@ -13,10 +13,11 @@ def _table(d: dict, fmt: str = ".4g") -> str:
 def profile_text(name: str, figs: dict) -> str:
     """A profile from the figures `calibrate` gathered (`figs`: see there)."""
     scales = figs.get("product_scales", (1.0, 1.0))
-    mode = "quick " if figs.get("quick") else ""
+    mode = "--quick " if figs.get("quick") else ""
     threads = figs.get("threads")
     lines = [
-        f"# Measured by `gcntrain bench {mode.strip()}` on {figs['host']} at {figs['when']}.",
+        f"# Measured by `gcntrain bench{' --quick' if mode else ''}` on {figs['host']} at "
+        f"{figs['when']}.",
         f'name = "{name}"',
         f'description = "{figs["host"]}: {figs["cores"]} cores, measured by gcntrain bench'
         f'{" --quick" if mode else ""}"',
@@ -30,8 +31,8 @@ def profile_text(name: str, figs: dict) -> str:
         f'  "thread scaling: spmm_csr_dense (width {SCALING_WIDTH}), dense.matmul, relu_backward '
         "+ dropout_apply_dense at 1, half and all cores, cold caches, in one process "
         '(threads) and in as many one-thread processes at once (node)",',
-        f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate and '
-        'cost per Ops call",',
+        f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate; on R-MAT '
+        '8 (one thread, every core, and 1d on two one-thread ranks): cost per Ops call",',
         '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
         "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 1-4 MiB, cold caches, "
         "medians (one node: inter = intra)"

@@ -347,10 +347,10 @@ def elementwise_elements(footprint: dict, widths: list[int], input_density: floa
 
 def input_density(sim) -> float:
     """The stored share of the first layer's input on the ranks: its feature density when
-    the recorded model multiplies a CSR input and the scheme keeps it CSR, else 1."""
+    the recorded model multiplies a CSR input (every scheme keeps it CSR), else 1."""
     fnnz = getattr(sim.ctx, "feature_nnz", None)
     sparse = any(c.method == "matmul" and c.sparse(0) for c in sim.calls)
-    if not sparse or fnnz is None or not sim.scheme.sparse_input:
+    if not sparse or fnnz is None:
         return 1.0
     cells = float(sim.num_features) * max(int(fnnz.shape[0]), 1)
     return float(fnnz.sum()) / cells if cells > 0 else 1.0
@@ -446,9 +446,7 @@ class TimeModel:
         """Replay one epoch's calls (see the module docstring)."""
         P = self.place.P
         parts = {k: np.zeros(P) for k in (*COMPUTE_KINDS, *COMM_KINDS, "wait")}
-        other = other_seconds(
-            self._footprint, self.widths, len(calls), self.place, self._density
-        )
+        other = other_seconds(self._footprint, self.widths, len(calls), self.place, self._density)
         parts["other"] += other
         clock = other.copy()
         since = other.copy()  # compute since each rank's previous synchronisation

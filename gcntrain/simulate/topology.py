@@ -9,12 +9,14 @@ non-blocking switch and only each node's injection bandwidth is shared):
   ``wraparound`` (default true; a mesh when false).  The N allocated nodes form the most
   nearly cubic a x b x c = N, numbered with the longest side slowest, so that the two
   halves of the node range are the two halves of the longest side.  The cut between them
-  is crossed by ``N / L`` links per direction (``2 N / L`` with wraparound), L the longest
-  side.
+  is crossed by ``N / L`` links per direction (``2 N / L`` with wraparound on a side longer
+  than 2), L the longest side.  A node count with no near-cubic factors (a prime) makes a
+  ring: allocate boxes.
 * ``kind = "fattree"``: a fat tree whose levels above its racks (leaf groups of
   ``rack_nodes`` nodes, full bisection within) are thinned by ``taper`` (1: full bisection
   everywhere): the cut between the two halves carries ``N / 2 x injection`` per direction,
-  divided by ``taper`` once the job spans more than one rack.
+  divided by ``taper`` once the job spans more than one rack (without ``rack_nodes``,
+  always).
 
 `bisection_seconds` prices one exchange: the bytes it moves between the two halves of the
 node range (both directions) over what the cut carries.  How much of the cut an exchange
@@ -30,6 +32,7 @@ doubling over groups) talk mostly to near ranks and are not charged here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -66,6 +69,7 @@ class Topology:
         return self.kind if self.kind != "fattree" else f"fat tree, taper {self.taper:g}"
 
 
+@lru_cache(maxsize=256)
 def torus_shape(nodes: int) -> tuple[int, int, int]:
     """The most nearly cubic a <= b <= c with a b c = `nodes`."""
     best = (1, 1, nodes)

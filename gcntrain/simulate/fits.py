@@ -1,0 +1,261 @@
+"""The figures of `gcntrain bench` that only training runs show (`gcntrain.simulate.calibrate`):
+each solved from real `gcntrain train` epochs against the model's prediction of the same
+run with the figures measured so far.
+
+* `product_scales`: the graph and dense products timed inside serial one-thread epochs on
+  R-MAT 12, 14 (and 16) over their times predicted from the micro-benchmark rates;
+* the cost per Ops call (`call_costs`), from training runs on a tiny graph (R-MAT
+  `TINY_SCALE`, 256 nodes) whose epochs are almost all per-call cost: one thread (Python,
+  wrappers), a thread on every core (waking a parallel kernel's threads), and a rank of a
+  two-rank 1d run of one thread each (the counted communication layer and the MPI call's
+  software); each is what the run's median epoch leaves unexplained by the profile so far,
+  per call;
+* the element-wise rate (`elementwise_rate`): what the scaled products and the per-call
+  cost leave unexplained in the serial epochs, per element;
+* the oversubscribed synchronisation (`oversubscribed_fit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from gcntrain.schemes.registry import AUTO, OVERHEAD_CALIBRATION
+from gcntrain.simulate.launch import (
+    gcntrain_cmd,
+    generate_rmat,
+    serial_epochs,
+    training_json,
+)
+from gcntrain.simulate.profile_text import profile_text
+
+#: the one-process reference scheme the serial calibration runs train with
+REFERENCE = AUTO[0]
+#: the R-MAT scale of the per-call fits' graph (256 nodes: compute is a few per cent)
+TINY_SCALE = 8
+#: training runs per graph in the oversubscribed fit (full bench): their median, as one run
+#: slowed by the rest of the machine would skew a fit
+FIT_RUNS = 3
+
+
+def _model(figs: dict, name: str, graph: str, scheme: str, P: int, cores=None, **fig):
+    """(epoch seconds, compute parts, Ops calls per epoch, element-wise elements) the model
+    predicts for a run of `scheme` on `P` ranks of one node of `graph`, with the figures so
+    far updated by `fig`; `cores`: price on a node of that many cores (a run of one thread
+    per rank)."""
+    from gcntrain.model.trainer import TrainConfig
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.timing import epoch_counts, placement, predict
+
+    prof = parse_machine(profile_text(name, {**figs, **fig}), "<bench>")
+    if cores is not None:
+        prof = replace(prof, cores=int(cores))
+    cfg = TrainConfig(epochs=3)
+    sim = plan_training(graph, cfg, scheme, P)
+    widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+    got = predict(sim, placement(prof, P, 1, P), widths)
+    calls, elems = epoch_counts(sim, widths)
+    return got["epoch_seconds"], got["breakdown"].get("compute_parts", {}), calls, elems
+
+
+def product_scales(measured: list[dict], predicted: list[dict]) -> tuple[float, float]:
+    """(SpMM, GEMM) time factors: the graph and dense products timed inside the serial
+    epochs, summed over the graphs, over their times predicted from the micro-benchmark
+    rates (1 where a part is not predicted).  The micro-benchmark runs one product with its
+    operands out of the caches; inside an epoch the products of these graphs ran up to 45 %
+    faster (docs/simulator.md), and pricing them at the micro-benchmark's rates left no
+    time for the element-wise work."""
+
+    def ratio(key_m: str, key_p: str) -> float:
+        m = sum(x[key_m] for x in measured)
+        p = sum(x.get(key_p, 0.0) for x in predicted)
+        return m / p if p > 0 and m > 0 else 1.0
+
+    return ratio("t_aggregation", "spmm"), ratio("t_dense", "gemm")
+
+
+def elementwise_rate(unexplained, calls, elems, overhead: float) -> float:
+    """Elements per second of element-wise work: the epochs' unexplained seconds less their
+    per-call cost, over their elements (least squares through the origin, summed over the
+    graphs; at least 1e-3 of the time where the per-call cost explains everything)."""
+    rest = np.asarray(unexplained, np.float64) - np.asarray(calls, np.float64) * overhead
+    e = np.asarray(elems, np.float64)
+    floor = 1e-3 * np.abs(np.asarray(unexplained, np.float64))
+    return float(e.sum() / np.maximum(rest, floor).sum())
+
+
+def call_costs(figs, name, tiny, epochs, runs, mpiexec, elems_fit) -> dict:
+    """{"overhead", "overhead_all", "overhead_mpi", "other"} (module docstring): the
+    one-thread cost per call and the element-wise rate are solved together (two rounds:
+    the tiny graph's element-wise work is priced with the rate of the round before)."""
+    out = {"other": 1e21, "overhead_all": 0.0, "overhead_mpi": 0.0}
+    base = {"threads": None, "node_scaling": None}
+    got = [serial_epochs(tiny, REFERENCE, epochs)["epoch_seconds"] for _ in range(runs)]
+    got = float(np.median(got))
+    unexplained, calls, elems = elems_fit
+    for _ in range(2):
+        pred, _, n_calls, _ = _model(
+            figs, name, tiny, REFERENCE, 1, cores=1, **base, other=out["other"], overhead=1e-30
+        )
+        out["overhead"] = max(1e-7, (got - pred) / n_calls)
+        out["other"] = elementwise_rate(unexplained, calls, elems, out["overhead"]) / 1e9
+    cores = figs["cores"]
+    if cores >= 2:
+        t_all = serial_epochs(tiny, REFERENCE, epochs, cores)["epoch_seconds"]
+        fig = {**out, "overhead": 1e-30, "overhead_all": 0.0}
+        pred, _, n_calls, _ = _model(figs, name, tiny, REFERENCE, 1, **fig)
+        out["overhead_all"] = max(out["overhead"], (t_all - pred) / n_calls)
+    if mpiexec is not None and cores >= 2:
+        cmd = [mpiexec, "-n", "2", *gcntrain_cmd(), "train", tiny]
+        cmd += ["--scheme", OVERHEAD_CALIBRATION, "--threads", "1", "--epochs", str(epochs)]
+        times = [training_json(cmd)["epoch_seconds"] for _ in range(runs)]
+        fig = {**out, "overhead_mpi": 0.0}
+        pred, _, n_calls, _ = _model(figs, name, tiny, OVERHEAD_CALIBRATION, 2, cores=2, **fig)
+        out["overhead_mpi"] = max(0.0, (float(np.median(times)) - pred) / n_calls)
+    return out
+
+
+def serial_fits(figs: dict, name: str, tmp: str, epochs: int, runs: int, mpiexec, log) -> None:
+    """The fits of the module docstring into `figs`: ``spmm`` and ``gemm`` scaled to the
+    epochs, ``product_scales``, ``overhead``, ``overhead_all``, ``overhead_mpi``,
+    ``other``; the graphs made (``graphs``: scale -> file, `TINY_SCALE` included)."""
+    figs["graphs"] = {
+        s: generate_rmat(str(Path(tmp) / f"rmat{s}.h5"), s) for s in (TINY_SCALE, *figs["scales"])
+    }
+    got, pred, calls, elems = [], [], [], []
+    one = {"cores": 1, "other": 1e21, "overhead": 1e-30, "threads": None, "node_scaling": None}
+    for scale in figs["scales"]:
+        g = figs["graphs"][scale]
+        got.append(serial_epochs(g, REFERENCE, epochs))
+        _, parts, n_calls, n_elems = _model(figs, name, g, REFERENCE, 1, **one)
+        pred.append(parts)
+        calls.append(n_calls)
+        elems.append(n_elems)
+    k_spmm, k_gemm = product_scales(got, pred)
+    figs["spmm"] = {w: r / k_spmm for w, r in figs["spmm"].items()}
+    figs["gemm"] = {kn: r / k_gemm for kn, r in figs["gemm"].items()}
+    figs["product_scales"] = (k_spmm, k_gemm)
+    log(
+        f"products in the epochs    SpMM x{k_spmm:.2f}, GEMM x{k_gemm:.2f} of the "
+        "micro-benchmark's time: rates scaled to the epochs"
+    )
+    unexplained = []
+    for scale, g, p in zip(figs["scales"], got, pred):
+        explained = k_spmm * p.get("spmm", 0.0) + k_gemm * p.get("gemm", 0.0)
+        unexplained.append(g["epoch_seconds"] - explained)
+        log(
+            f"serial epoch, R-MAT {scale}    {g['epoch_seconds'] * 1e3:.1f} ms measured, "
+            f"{explained * 1e3:.1f} ms of it SpMM and GEMM"
+        )
+    tiny = figs["graphs"][TINY_SCALE]
+    figs.update(call_costs(figs, name, tiny, epochs, runs, mpiexec, (unexplained, calls, elems)))
+    log(
+        f"per Ops call              {figs['overhead'] * 1e6:.1f} us on one thread, "
+        f"{figs['overhead_all'] * 1e6:.1f} us on {figs['cores']}, "
+        f"{figs['overhead_mpi'] * 1e6:.1f} us more on a rank of 2 (R-MAT {TINY_SCALE})"
+    )
+    log(f"element-wise              {figs['other']:.3f} G elements/s")
+
+
+def oversubscribed_fit(
+    mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8, runs: int = FIT_RUNS
+) -> tuple[float, float, list[float], list[float]]:
+    """(saturated seconds per synchronising step, slice, measured, predicted without it)
+    from real training runs at twice as many ranks as cores on two graphs.
+
+    Busy-polling ranks that share cores lose up to a scheduler slice at every
+    synchronisation to a partner still computing, which no micro-benchmark of collectives
+    reproduces; the loss grows with the compute between synchronisations up to the slice
+    (`Placement.sync_cost_for`: ``S x min(1, w / slice)``).  For each slice on a log grid
+    the cost S that each graph's run needs solves measured = predicted(0) + S x
+    (predicted(1 s) - predicted(0)) (the prediction is linear in S on the critical path);
+    the slice where the two graphs need the same S is kept (the closest, when none is
+    exact).  With one graph, or when the runs leave nothing to explain, the cost is
+    constant (no slice)."""
+    from gcntrain.model.trainer import TrainConfig
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.timing import placement, predict
+
+    ranks = 2 * figs["cores"]
+    scheme = AUTO[1]
+    cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", "--scheme", scheme]
+    got, sims = [], []
+    cfg = TrainConfig(epochs=epochs)
+    for graph in graphs:
+        times = [
+            training_json([*cmd, graph, "--epochs", str(epochs)])["epoch_seconds"]
+            for _ in range(runs)
+        ]
+        got.append(float(np.median(times)))
+        sims.append(plan_training(graph, cfg, scheme, ranks))
+
+    def pred(sim, sync: float, slice_: float) -> float:
+        prof = parse_machine(profile_text(name, {**figs, "sync": sync, "slice": slice_}), "")
+        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
+        return predict(sim, placement(prof, ranks, 1, ranks), widths)["epoch_seconds"]
+
+    base = [pred(sim, 0.0, 0.0) for sim in sims]
+    excess = [max(g - b, 0.0) for g, b in zip(got, base)]
+
+    def slopes(slice_: float) -> list[float]:
+        return [pred(sim, 1.0, slice_) - b for sim, b in zip(sims, base)]
+
+    cost, slice_ = fit_sync_slice(excess, slopes)
+    return cost, slice_, got, base
+
+
+def messages_only():
+    """While inside, training runs (and the model pricing them) keep one node's exchanges
+    on messages (``GCNTRAIN_NODE_WINDOWS=0``, `gcntrain.comm.shared`): the oversubscribed
+    fit measures what a synchronisation between busy-polling ranks costs with the messages
+    every multi-node run has; on one node the schemes with node windows pay one fence per
+    product instead, priced with the same figures."""
+    from gcntrain.comm.shared import windows_set
+
+    return windows_set(False)
+
+
+def _fit_runs(scales, measured, model, label: str) -> str:
+    """The log text of a fit's runs: per R-MAT scale, measured and model seconds in ms."""
+    return ", ".join(
+        f"R-MAT {sc} {g * 1e3:.1f} ms measured, {b * 1e3:.1f} ms {label}"
+        for sc, g, b in zip(scales, measured, model)
+    )
+
+
+#: the slices `fit_sync_slice` tries (seconds of compute between synchronisations)
+SLICES = np.geomspace(20e-6, 50e-3, 28)
+
+
+def fit_sync_slice(excess: list[float], slopes) -> tuple[float, float]:
+    """(cost, slice) with ``excess[i] = cost x slopes(slice)[i]`` for every run i, as nearly
+    as the grid `SLICES` allows (the slice where the runs' solved costs agree best; their
+    geometric mean).  ``slopes(0)`` is the constant model's (slice 0): used with fewer than
+    two runs, when a run leaves nothing to explain, or when no slice gives positive costs."""
+
+    def costs(slice_: float) -> list[float]:
+        return [e / d if d > 0 else 0.0 for e, d in zip(excess, slopes(slice_))]
+
+    if len(excess) < 2 or min(excess) <= 0.0:
+        return _positive_mean(costs(0.0)), 0.0
+    best = None
+    for slice_ in SLICES:
+        c = costs(float(slice_))
+        if min(c) <= 0.0:
+            continue
+        gap = float(np.ptp(np.log(c)))
+        if best is None or gap < best[0]:
+            best = (gap, float(np.exp(np.mean(np.log(c)))), float(slice_))
+    if best is None:
+        return _positive_mean(costs(0.0)), 0.0
+    return best[1], best[2]
+
+
+def _positive_mean(values: list[float]) -> float:
+    """Mean of the positive values (runs that left something to explain), else 0."""
+    pos = [v for v in values if v > 0]
+    return float(np.mean(pos)) if pos else 0.0
