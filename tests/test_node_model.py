@@ -188,3 +188,42 @@ def test_supergcn_table_5_is_within_2x_on_the_shipped_fugaku_profile():
         text=True,
     )
     assert tight.returncode == 1 and "BEYOND" in tight.stdout
+
+
+def test_a_nested_launch_drops_the_calling_jobs_launcher_and_our_throttle(monkeypatch):
+    """`gcntrain bench` inside an MPI job starts `mpiexec` without the job's launcher
+    variables and without the MPICH throttle this package sets for oversubscribed ranks
+    (it would slow the measured figures); the user's own settings stay."""
+    from gcntrain.comm.env import OVERSUBSCRIBED_MPICH
+    from gcntrain.simulate.launch import launcher_free_env
+
+    for k, v in OVERSUBSCRIBED_MPICH.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PMI_RANK", "3")
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "3")
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env = launcher_free_env()
+    assert not {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"} & set(env)
+    assert not set(OVERSUBSCRIBED_MPICH) & set(env)
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+    monkeypatch.setenv("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "0")  # the user's value stays
+    assert launcher_free_env()["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] == "0"
+
+
+def test_an_unwritable_cache_is_a_warning_not_an_error(tmp_path, monkeypatch, capsys):
+    from gcntrain.simulate import local
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("GCNTRAIN_CACHE_DIR", str(blocker / "cache"))
+    assert local.store("name = 'x'\n") is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning: cannot cache" in err[0]
+
+
+def test_a_node_table_needs_the_threads_table(tmp_path):
+    from gcntrain.errors import InputError
+
+    with pytest.raises(InputError, match="compute.node needs compute.threads"):
+        parse_machine(GOOD + "[compute.node]\n" + TABLES, "p.toml")
