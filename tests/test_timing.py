@@ -359,6 +359,35 @@ def test_link_and_collective_fits_invert_the_models():
     assert K.fit_collective_bandwidth(mpi, alpha, mem) == pytest.approx(2e9)
 
 
+def test_collective_fits_recover_latency_eager_limit_and_rendezvous():
+    """Collectives timed from a link with a per-message latency, an eager limit of 1 KiB and
+    a rendezvous cost above it: the bench's fits give back all four figures, and the
+    priced collectives then meet the timed ones at every size."""
+    from gcntrain.simulate.machine import Link
+
+    true = Link(2e-5, 1 / 3e9, 1024.0, 1.5e-5)
+    np.testing.assert_allclose(true.latency([8, 1024, 4096]), [2e-5, 2e-5, 3.5e-5])
+    mem = 1e10
+    sizes = (8, 1024, 16384, 131072, 1 << 20, 1 << 22)
+    mpi = {"ranks": 2}
+    for kind, fn in K._collective_fns(mem).items():
+        mpi[kind] = [[n, float(fn(2, n, true))] for n in sizes]
+    alpha = K.fit_collective_latency(mpi, mem)
+    assert alpha == pytest.approx(2e-5, rel=1e-3)
+    beta = 1 / K.fit_collective_bandwidth(mpi, alpha, mem)
+    eager, rdv = K.fit_rendezvous(mpi, alpha, beta, mem)
+    assert eager == 1024 and rdv == pytest.approx(1.5e-5, rel=0.05)
+    fit = Link(alpha, 1 / K.fit_collective_bandwidth(mpi, alpha, mem, eager, rdv), eager, rdv)
+    for kind, fn in K._collective_fns(mem).items():
+        for n, t in mpi[kind]:
+            assert float(fn(2, n, fit)) == pytest.approx(t, rel=0.02)
+    # without a handshake in the timings the fit finds none
+    flat = {"ranks": 2}
+    for kind, fn in K._collective_fns(mem).items():
+        flat[kind] = [[n, float(fn(2, n, Link(2e-5, 1 / 3e9)))] for n in sizes]
+    assert K.fit_rendezvous(flat, 2e-5, 1 / 3e9, mem) == (0.0, 0.0)
+
+
 def test_profile_text_round_trips_through_the_parser():
     from gcntrain.simulate.profile_text import profile_text
 

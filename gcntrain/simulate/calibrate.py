@@ -21,9 +21,9 @@ project's own kernels and MPI library.
 ``quick`` (`gcntrain bench --quick`, the calibration behind ``--machine local``) measures the
 same quantities on smaller operands, fewer widths and shapes, two processes for the thread
 scaling, serial runs of R-MAT 12 only (the oversubscribed cost then constant: one graph
-cannot place its slice) and one training run per fit.  The machine's load is read before, and the ping-pong
-latency's median is compared with its best: a busy machine is reported (`busy_notes`), as
-its figures are then its share, not the machine.
+cannot place its slice) and one training run per fit.  The machine's load is read before,
+and the ping-pong latency's median is compared with its best: a busy machine is reported
+(`busy_notes`), as its figures are then its share, not the machine.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ def _collective_fns(memory_rate: float):
     }
 
 
-def fit_collective_bandwidth(mpi: dict, alpha: float, memory_rate: float) -> float:
+def fit_collective_bandwidth(
+    mpi: dict, alpha: float, memory_rate: float, eager: float = 0.0, rendezvous: float = 0.0
+) -> float:
     """Bandwidth (B/s) that makes the collective models meet the measured collectives of the
     two largest messages (median times with cold caches): the median over them of the
     bandwidth each implies (their copies cost more than a hot ping-pong)."""
@@ -106,11 +108,59 @@ def fit_collective_bandwidth(mpi: dict, alpha: float, memory_rate: float) -> flo
     betas = []
     for kind, fn in _collective_fns(memory_rate).items():
         for b, t in sorted(mpi.get(kind, []))[-2:]:
-            a = float(fn(p, b, Link(alpha, 0.0)))
-            slope = float(fn(p, b, Link(alpha, 1.0))) - a
+            a = float(fn(p, b, Link(alpha, 0.0, eager, rendezvous)))
+            slope = float(fn(p, b, Link(alpha, 1.0, eager, rendezvous))) - a
             if slope > 0 and t > a:
                 betas.append((t - a) / slope)
     return 1.0 / float(np.median(betas)) if betas else 0.0
+
+
+def fit_collective_latency(mpi: dict, memory_rate: float) -> float:
+    """Latency (s) per message that makes the collective models meet the measured
+    collectives of the smallest messages (their bytes cost nothing): the median over the
+    kinds of the time over the messages the model counts.  A collective's message costs
+    more than a ping-pong's (the library's algorithm selection and progress): on this
+    machine 16-32 us against 15 us."""
+    from gcntrain.simulate.machine import Link
+
+    p = mpi["ranks"]
+    alphas = []
+    for kind, fn in _collective_fns(memory_rate).items():
+        rows = sorted(mpi.get(kind, []))
+        if rows:
+            b, t = rows[0]
+            messages = float(fn(p, b, Link(1.0, 0.0))) - float(fn(p, b, Link(0.0, 0.0)))
+            if messages > 0:
+                alphas.append((t - float(fn(p, b, Link(0.0, 0.0)))) / messages)
+    return float(np.median(alphas)) if alphas else 0.0
+
+
+def fit_rendezvous(mpi: dict, alpha: float, beta: float, memory_rate: float):
+    """(eager bytes, rendezvous s): the largest measured size up to which the collectives
+    cost what the α-β model says (median excess under half a latency), and the median
+    excess per message of the sizes above it up to 256 KiB (where bytes do not yet
+    dominate): MPI sends a message above its eager limit only after a handshake.  (0, 0)
+    where no size shows it."""
+    from gcntrain.simulate.machine import Link
+
+    p = mpi["ranks"]
+    sizes = sorted({int(b) for kind in _collective_fns(memory_rate) for b, _ in mpi.get(kind, [])})
+    excess: dict[int, list[tuple[float, float]]] = {b: [] for b in sizes}
+    for kind, fn in _collective_fns(memory_rate).items():
+        for b, t in mpi.get(kind, []):
+            messages = float(fn(p, b, Link(1.0, 0.0))) - float(fn(p, b, Link(0.0, 0.0)))
+            if messages > 0:
+                excess[int(b)].append((t - float(fn(p, b, Link(alpha, beta))), messages))
+    eager = 0
+    for b in sizes:
+        if excess[b] and np.median([e for e, _ in excess[b]]) < 0.5 * alpha:
+            eager = b
+        else:
+            break
+    per = [e / m for b in sizes if eager < b <= 256 << 10 for e, m in excess[b] if m > 0]
+    if not eager or not per or np.median(per) <= 0:
+        return 0.0, 0.0
+    return float(eager), float(np.median(per))
 
 
 def memory_gib() -> float:
@@ -155,16 +205,22 @@ def _network(figs: dict, exe: str | None, quick: bool, log) -> dict | None:
         )
         return None
     mpi = mpi_figures(exe, reps=3 if quick else 9)
-    figs["alpha"], pingpong_bw = fit_link(mpi["pingpong"])
+    pingpong_alpha, pingpong_bw = fit_link(mpi["pingpong"])
     # reductions at the rate the model gives a rank of two on this node
-    probe = {**figs, "bandwidth": pingpong_bw, "spmm": {16: 1.0}, "gemm": {16: 1.0}}
-    probe.update(quant=1.0, other=1.0, overhead=1e-6, scales=[], threads=None, node_scaling=None)
+    probe = {**figs, "alpha": pingpong_alpha, "bandwidth": pingpong_bw}
+    probe.update(spmm={16: 1.0}, gemm={16: 1.0}, quant=1.0, other=1.0, overhead=1e-6)
+    probe.update(scales=[], threads=None, node_scaling=None)
     m = parse_machine(profile_text("probe", probe), "<bench>")
     mem_rate = Placement(2, 2, m).memory_rate
-    figs["bandwidth"] = fit_collective_bandwidth(mpi, figs["alpha"], mem_rate) or pingpong_bw
+    alpha = fit_collective_latency(mpi, mem_rate) or pingpong_alpha
+    beta = 1.0 / (fit_collective_bandwidth(mpi, alpha, mem_rate) or pingpong_bw)
+    eager, rdv = fit_rendezvous(mpi, alpha, beta, mem_rate)
+    bw = fit_collective_bandwidth(mpi, alpha, mem_rate, eager, rdv) or 1.0 / beta
+    figs.update(alpha=alpha, bandwidth=bw, eager=eager, rendezvous=rdv)
     log(
-        f"MPI ping-pong             latency {figs['alpha'] * 1e6:.2f} us, bandwidth "
-        f"{pingpong_bw / 1e9:.2f} GB/s; collectives imply {figs['bandwidth'] / 1e9:.2f} GB/s"
+        f"MPI ping-pong             latency {pingpong_alpha * 1e6:.2f} us, bandwidth "
+        f"{pingpong_bw / 1e9:.2f} GB/s; collectives imply {alpha * 1e6:.2f} us per message, "
+        f"{bw / 1e9:.2f} GB/s, {rdv * 1e6:.1f} us more above {eager:.0f} B"
     )
     return mpi
 

@@ -20,7 +20,9 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       check that a configuration fits),
                       busy_compute_factor (written by older benches only: read to derive
                       the thread scaling, `gcntrain.simulate.node`)
-    [network.intra]   latency_us, bandwidth_gbs          (ranks of one node)
+    [network.intra]   latency_us, bandwidth_gbs          (ranks of one node); optional
+                      eager_bytes, rendezvous_us: a message above eager_bytes pays
+                      rendezvous_us more (MPI's handshake before a large message)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
     [network.topology] (optional) kind = "torus" (link_gbs, wraparound) or "fattree"
                       (taper, rack_nodes): the bisection all-to-all traffic crosses
@@ -50,7 +52,7 @@ line naming the file and the key.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -79,10 +81,21 @@ MACHINES_DIR = Path(__file__).resolve().parent / "machines"
 
 @dataclass(frozen=True)
 class Link:
-    """Point-to-point cost ``alpha + nbytes * beta`` (seconds, seconds per byte)."""
+    """Point-to-point cost ``alpha + nbytes * beta`` (seconds, seconds per byte), plus
+    `rendezvous` seconds for a message of more than `eager` bytes (MPI sends such messages
+    only after a handshake with the receiver; 0: no such threshold)."""
 
     alpha: float
     beta: float
+    eager: float = 0.0
+    rendezvous: float = 0.0
+
+    def latency(self, nbytes) -> np.ndarray:
+        """Seconds of one message of `nbytes` bytes besides its bytes (array)."""
+        n = np.asarray(nbytes, dtype=np.float64)
+        if self.rendezvous <= 0:
+            return np.full(n.shape, self.alpha)
+        return self.alpha + np.where(n > self.eager, self.rendezvous, 0.0)
 
 
 @dataclass(frozen=True)
@@ -180,7 +193,7 @@ class Machine:
         """The inter-node link of one rank when `ranks_per_node` ranks share the node's
         injection bandwidth: the slower of its pair bandwidth and its share."""
         k = int(ranks_per_node or self.ranks_per_node)
-        return Link(self.inter.alpha, max(self.inter.beta, k / self.injection))
+        return replace(self.inter, beta=max(self.inter.beta, k / self.injection))
 
 
 def shipped() -> list[str]:
@@ -291,7 +304,12 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
 
     def link(t: dict, where: str) -> Link:
         lat = _get(t, "latency_us", where, path) * 1e-6
-        return Link(lat, 1.0 / (_get(t, "bandwidth_gbs", where, path) * 1e9))
+        return Link(
+            lat,
+            1.0 / (_get(t, "bandwidth_gbs", where, path) * 1e9),
+            _optional(t, "eager_bytes", where, path),
+            _optional(t, "rendezvous_us", where, path) * 1e-6,
+        )
 
     cores = _get(node, "cores", "node.", path, int)
     busy = (

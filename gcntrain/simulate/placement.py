@@ -4,7 +4,7 @@ model (`gcntrain.simulate.timing`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class Placement:
         profile's link."""
         m = self.machine
         share = m.memory_bandwidth / (2.0 * self.local_ranks)
-        return Link(m.intra.alpha, max(m.intra.beta, 1.0 / share))
+        return replace(m.intra, beta=max(m.intra.beta, 1.0 / share))
 
     @property
     def inter(self) -> Link:
@@ -53,20 +53,23 @@ class Placement:
         """Threads of one rank (`gcntrain.simulate.node.threads_per_rank`)."""
         return self.machine.cores_per_rank(self.local_ranks)
 
-    def speed(self, kind: str) -> float:
+    def speed(self, kind: str, threads: float | None = None) -> float:
         """How many cores' worth of `kind` work a rank does computing alone: S(t) of its t
-        threads (`gcntrain.simulate.node`)."""
-        return float(self.machine.scaling(kind)(self.cores))
+        threads (`gcntrain.simulate.node`; `threads`: at most that many of them work)."""
+        t = self.cores if threads is None else min(self.cores, threads)
+        return float(self.machine.scaling(kind)(t))
 
-    def shared(self, kind: str, solo) -> np.ndarray:
+    def shared(self, kind: str, solo, threads: float | None = None) -> np.ndarray:
         """(P,) seconds of `kind` work that takes each rank `solo` seconds alone, while the
-        other ranks of its node do theirs (`gcntrain.simulate.node.fluid_finish`)."""
+        other ranks of its node do theirs (`gcntrain.simulate.node.fluid_finish`;
+        `threads`: at most that many of each rank's threads work)."""
         m = self.machine
+        t = self.cores if threads is None else min(self.cores, threads)
         return fluid_finish(
             np.asarray(solo, np.float64),
             self.node,
             m.sharing(kind),
-            self.cores,
+            t,
             m.cores,
             self.local_ranks,
         )

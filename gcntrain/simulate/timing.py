@@ -311,21 +311,26 @@ def step_timing(
 
 
 # -- compute ------------------------------------------------------------------------------
-def compute_seconds(work: np.ndarray, quant: np.ndarray, place: Placement, stream=None) -> dict:
+def compute_seconds(
+    work: np.ndarray, quant: np.ndarray, place: Placement, stream=None, sparse_threads=None
+) -> dict:
     """{kind: (P,) seconds} of one call's work ((P, 4) SpMM nonzeros, SpMM flops, dense
     flops, dense rows: `Scheme.work`), quantized elements and streamed bytes
     (`Scheme.stream_bytes`, at the rank's share of memory bandwidth: "other") on every
     rank, the ranks of a node computing at once (`Placement.shared`).  A GEMM's rate
-    depends on k * n = dense flops / (2 x dense rows)."""
+    depends on k * n = dense flops / (2 x dense rows).  `sparse_threads`: the threads the
+    call's sparse products run on where fewer than the rank's (a CSR input's product with
+    W runs in scipy, on one)."""
     m = place.machine
     nnz, sflops, dflops, drows = (work[:, i].astype(np.float64) for i in range(4))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
     kn = np.where(drows > 0, dflops / np.maximum(2 * drows, 1), np.inf)
-    spmm = np.where(sflops > 0, sflops / (m.spmm_rate(width) * place.speed("spmm")), 0.0)
+    speed = place.speed("spmm", sparse_threads)
+    spmm = np.where(sflops > 0, sflops / (m.spmm_rate(width) * speed), 0.0)
     gemm = np.where(dflops > 0, dflops / (m.gemm_rate(kn) * place.speed("gemm")), 0.0)
     quant = np.asarray(quant, np.float64) / (m.quant_rate * place.speed("other"))
     out = {
-        "spmm": place.shared("spmm", spmm),
+        "spmm": place.shared("spmm", spmm, sparse_threads),
         "gemm": place.shared("gemm", gemm),
         "quant": place.shared("other", quant),
     }
@@ -432,11 +437,13 @@ class TimeModel:
         pk = sch.price_key(ctx, call)
         if pk not in self._steps:
             steps = sch.steps(ctx, call)
+            csr_input = call.method in ("matmul", "matmul_grads") and call.sparse(0)
             comp = compute_seconds(
                 np.asarray(sch.work(ctx, call)),
                 sch.quant_elements(ctx, call),
                 self.place,
                 sch.stream_bytes(ctx, call),
+                1.0 if csr_input else None,
             )
             windows = [_windowed(st, self.place) for st in steps]
             self._steps[pk] = (steps, comp, windows)
