@@ -83,15 +83,17 @@ def test_user_profile_file_units_interpolation_and_injection_share(tmp_path):
         (lambda s: s.replace("ranks = 2", "ranks = 2\nbusy_compute_factor = 0"), "busy_compute"),
         (lambda s: s + "[compute.threads]\nspmm = { 1 = 1, 4 = 3 }\n", "threads.gemm"),
         (
-            lambda s: s + "[compute.threads]\n" + "".join(
-                f"{k} = {{ 1 = 1, 16 = 9 }}\n" for k in ("spmm", "gemm", "other")
+            lambda s: (
+                s
+                + "[compute.threads]\n"
+                + "".join(f"{k} = {{ 1 = 1, 16 = 9 }}\n" for k in ("spmm", "gemm", "other"))
             ),
             "16 threads, more than node.cores = 8",
         ),
-        (lambda s: s + "[network.topology]\nkind = \"ring\"\n", "topology.kind must be one"),
-        (lambda s: s + "[network.topology]\nkind = \"torus\"\n", "topology.link_gbs"),
+        (lambda s: s + '[network.topology]\nkind = "ring"\n', "topology.kind must be one"),
+        (lambda s: s + '[network.topology]\nkind = "torus"\n', "topology.link_gbs"),
         (
-            lambda s: s + "[network.topology]\nkind = \"fattree\"\ntaper = 0.5\n",
+            lambda s: s + '[network.topology]\nkind = "fattree"\ntaper = 0.5\n',
             "taper must be >= 1",
         ),
         (lambda s: s.replace('name = "mine"', "name = 3"), "name must be a string"),
