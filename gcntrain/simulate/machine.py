@@ -34,8 +34,8 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       other_gelems (the model's element-wise work: local rows x the sum of
                       the layer widths, per epoch, / s), call_overhead_us (per Ops call
                       on one thread), call_overhead_all_us (optional: per call with a
-                      thread on every core; linear between), call_overhead_mpi_us
-                      (optional: what a call costs a rank of a distributed run beyond that)
+                      thread on every core; linear between), mpi_op_us (optional: what each
+                      MPI operation costs a rank beyond the link model)
     [compute.threads] (optional) spmm, gemm, other = {T = S(T), ...}: one process's
                       throughput with T threads over one thread's
     [compute.node]    (optional) the same for T one-thread processes at once (the node
@@ -125,9 +125,9 @@ class Machine:
     memory: float = 0.0
     #: cost per Ops call with a thread on every core (default: `call_overhead`)
     call_overhead_all: float = 0.0
-    #: what an Ops call costs a rank of a distributed run beyond that (its communication
-    #: layer's software)
-    call_overhead_mpi: float = 0.0
+    #: what each MPI operation a rank makes costs it beyond the link model (the counted
+    #: communication wrappers around the call)
+    mpi_op: float = 0.0
     #: {kind: ThreadScaling}: one process's throughput with T threads over one thread's
     threads: dict = field(default_factory=dict)
     #: {kind: ThreadScaling}: the node's throughput with T one-thread processes busy over one's
@@ -145,15 +145,14 @@ class Machine:
         each rank ``cores // k`` threads; oversubscribed ranks share the cores)."""
         return threads_per_rank(self.cores, int(ranks_per_node or self.ranks_per_node))
 
-    def overhead(self, threads: float, distributed: bool = False) -> float:
-        """Cost per Ops call of a rank with `threads` threads (linear between the one-thread
-        and the all-core figures), plus `call_overhead_mpi` in a run of several ranks."""
+    def overhead(self, threads: float) -> float:
+        """Cost per Ops call of a rank with `threads` threads: linear between the one-thread
+        and the all-core figures."""
         top = self.call_overhead_all or self.call_overhead
         f = 0.0
         if self.cores > 1:
             f = min(max((threads - 1.0) / (self.cores - 1.0), 0.0), 1.0)
-        mpi = self.call_overhead_mpi if distributed else 0.0
-        return self.call_overhead + f * (top - self.call_overhead) + mpi
+        return self.call_overhead + f * (top - self.call_overhead)
 
     def scaling(self, kind: str) -> ThreadScaling:
         """One rank's S(t) of `kind` (``spmm``, ``gemm``, ``other``) over its threads
@@ -350,7 +349,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
         call_overhead_all=_optional(comp, "call_overhead_all_us", "compute.", path) * 1e-6,
-        call_overhead_mpi=_optional(comp, "call_overhead_mpi_us", "compute.", path) * 1e-6,
+        mpi_op=_optional(comp, "mpi_op_us", "compute.", path) * 1e-6,
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
         oversubscribed_slice=_optional(node, "oversubscribed_slice_us", "node.", path) * 1e-6,
         memory=_optional(node, "memory_gib", "node.", path) * 2**30,

@@ -77,7 +77,7 @@ def profile_text(name: str, figs: dict) -> str:
         f"other_gelems = {figs['other']:.4g}",
         f"call_overhead_us = {figs['overhead'] * 1e6:.4g}",
         f"call_overhead_all_us = {figs.get('overhead_all', figs['overhead']) * 1e6:.4g}",
-        f"call_overhead_mpi_us = {figs.get('overhead_mpi', 0.0) * 1e6:.4g}",
+        f"mpi_op_us = {figs.get('mpi_op', 0.0) * 1e6:.4g}",
         "",
     ]
     if threads:

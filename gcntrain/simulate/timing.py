@@ -369,7 +369,7 @@ def other_seconds(
     elems = elementwise_elements(footprint, widths, density)
     m = place.machine
     solo = elems / (m.other_rate * place.speed("other"))
-    return place.shared("other", solo) + calls * m.overhead(place.cores, place.P > 1)
+    return place.shared("other", solo) + calls * m.overhead(place.cores)
 
 
 def epoch_calls(sim) -> list[list]:
@@ -486,6 +486,9 @@ class TimeModel:
                 if not fence_first:
                     since = since + c * (n / max(1, sum(points)))
                 sync = self.place.sync_cost_for(since / max(1, n))
+                synced = _synchronised(st, P)
+                # each MPI operation's software (wrappers, counters) on the ranks it involves
+                op = self.place.machine.mpi_op * n * synced
                 if win is not None:
                     start, cost, kind = _window_timing(st, self.place, clock, sync, win)
                 elif pairs and overlaps == OVERLAP_CALL and isinstance(st, Pairs):
@@ -494,10 +497,11 @@ class TimeModel:
                     intra, inter, syn = _pairs_parts(st, self.place, sync)
                     start, kind = _pairs_start_kind(st, clock)
                     cost = intra + inter + syn
-                    done = done + intra + syn
+                    done = done + intra + syn + op
                 else:
                     start, cost, kind = step_timing(st, self.place, clock, sync)
-                since = np.where(_synchronised(st, P), 0.0, since)
+                cost = cost + op
+                since = np.where(synced, 0.0, since)
                 parts["wait"] += start - clock
                 parts[kind] += cost
                 clock = start + cost
