@@ -295,7 +295,7 @@ def calibrate(
         figs["scales"] = [12] if quick else [12, 14, 16]
         runs, epochs = (1, 4) if quick else (FIT_RUNS, 8)
         with tempfile.TemporaryDirectory() as tmp:
-            serial_fits(figs, name, tmp, epochs, runs, exe, log)
+            serial_fits(figs, name, tmp, epochs, runs, exe, log, epoch_threads=not quick)
             fit = figs["scales"][:2]
             if exe is not None and 2 <= cores <= MAX_OVERSUBSCRIBE_CORES:
                 graphs = [figs["graphs"][sc] for sc in fit]

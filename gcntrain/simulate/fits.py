@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gcntrain.schemes.registry import AUTO, OVERHEAD_CALIBRATION
+from gcntrain.simulate import measure as M
 from gcntrain.simulate.launch import (
     gcntrain_cmd,
     generate_rmat,
@@ -123,7 +124,35 @@ def call_costs(figs, name, tiny, epochs, runs, mpiexec, elems_fit) -> dict:
     return out
 
 
-def serial_fits(figs: dict, name: str, tmp: str, epochs: int, runs: int, mpiexec, log) -> None:
+def epoch_scaling(figs: dict, one: dict, graph: str, epochs: int, runs: int, log) -> None:
+    """One process's SpMM and GEMM thread scaling as the epochs show it: the graph and dense
+    products timed inside serial epochs of `graph` at half and all cores (median of `runs`)
+    over their times on one thread (`one`).  They replace the micro-benchmark's figures at
+    those counts: where a process's threads land varies from process to process (on the
+    development machine x1.2 in some, x1.8 in others), and training runs are the processes
+    the model prices."""
+    for T in M.thread_counts(figs["cores"]):
+        if T == 1:
+            continue
+        got = [serial_epochs(graph, REFERENCE, epochs, T) for _ in range(runs)]
+        agg = float(np.median([g["t_aggregation"] for g in got]))
+        dense = float(np.median([g["t_dense"] for g in got]))
+        if agg > 0:
+            figs["threads"]["spmm"][T] = one["t_aggregation"] / agg
+        if dense > 0:
+            figs["threads"]["gemm"][T] = one["t_dense"] / dense
+    log(
+        "threads, in the epochs    "
+        + "; ".join(
+            f"{k} " + ", ".join(f"x{v:.2f} at {T}" for T, v in sorted(figs["threads"][k].items()))
+            for k in ("spmm", "gemm")
+        )
+    )
+
+
+def serial_fits(
+    figs: dict, name: str, tmp: str, epochs: int, runs: int, mpiexec, log, epoch_threads=True
+) -> None:
     """The fits of the module docstring into `figs`: ``spmm`` and ``gemm`` scaled to the
     epochs, ``product_scales``, ``overhead``, ``overhead_all``, ``mpi_op``,
     ``other``; the graphs made (``graphs``: scale -> file, `TINY_SCALE` included)."""
@@ -155,6 +184,8 @@ def serial_fits(figs: dict, name: str, tmp: str, epochs: int, runs: int, mpiexec
             f"serial epoch, R-MAT {scale}    {g['epoch_seconds'] * 1e3:.1f} ms measured, "
             f"{explained * 1e3:.1f} ms of it SpMM and GEMM"
         )
+    if epoch_threads:
+        epoch_scaling(figs, got[-1], figs["graphs"][figs["scales"][-1]], epochs, runs, log)
     tiny = figs["graphs"][TINY_SCALE]
     figs.update(call_costs(figs, name, tiny, epochs, runs, mpiexec, (unexplained, calls, elems)))
     log(
