@@ -40,6 +40,7 @@ from gcntrain.simulate import measure as M
 from gcntrain.simulate.fits import (  # noqa: F401 (fit_sync_slice, SLICES: used by tests)
     FIT_RUNS,
     SLICES,
+    TINY_SCALE,
     _fit_runs,
     fit_sync_slice,
     messages_only,
@@ -300,13 +301,14 @@ def calibrate(
             if exe is not None and 2 <= cores <= MAX_OVERSUBSCRIBE_CORES:
                 graphs = [figs["graphs"][sc] for sc in fit]
                 with messages_only():
-                    figs["sync"], figs["slice"], got, base = oversubscribed_fit(
-                        exe, graphs, name, figs, epochs, runs
+                    figs["floor"], figs["sync"], figs["slice"], got, base = oversubscribed_fit(
+                        exe, graphs, name, figs, epochs, runs, figs["graphs"][TINY_SCALE]
                     )
                 log(
                     f"oversubscribed sync       {2 * cores} ranks on {cores} cores, {AUTO[1]}: "
-                    f"{_fit_runs(fit, got, base, 'without it')}: up to "
-                    f"{figs['sync'] * 1e6:.0f} us per synchronisation, reached at "
+                    f"{_fit_runs(fit, got, base, 'without it')}: at least "
+                    f"{figs['floor'] * 1e6:.0f} us (R-MAT {TINY_SCALE}), up to "
+                    f"{figs['sync'] * 1e6:.0f} us more per synchronisation, reached at "
                     f"{figs['slice'] * 1e6:.0f} us of compute since the previous one"
                 )
     finally:

@@ -197,20 +197,28 @@ def serial_fits(
 
 
 def oversubscribed_fit(
-    mpiexec: str, graphs: list[str], name: str, figs: dict, epochs: int = 8, runs: int = FIT_RUNS
-) -> tuple[float, float, list[float], list[float]]:
-    """(saturated seconds per synchronising step, slice, measured, predicted without it)
-    from real training runs at twice as many ranks as cores on two graphs.
+    mpiexec: str,
+    graphs: list[str],
+    name: str,
+    figs: dict,
+    epochs: int = 8,
+    runs: int = FIT_RUNS,
+    tiny: str | None = None,
+) -> tuple[float, float, float, list[float], list[float]]:
+    """(floor, saturated seconds per synchronising step, slice, measured, predicted without
+    them) from real training runs at twice as many ranks as cores.
 
     Busy-polling ranks that share cores lose up to a scheduler slice at every
     synchronisation to a partner still computing, which no micro-benchmark of collectives
     reproduces; the loss grows with the compute between synchronisations up to the slice
-    (`Placement.sync_cost_for`: ``S x min(1, w / slice)``).  For each slice on a log grid
-    the cost S that each graph's run needs solves measured = predicted(0) + S x
+    (`Placement.sync_cost_for`: ``floor + S x min(1, w / slice)``).  The floor comes first,
+    from the `tiny` graph, whose synchronisations have almost no compute between them: a
+    waiting rank sleeps (MPICH's progress throttle) and wakes no sooner than the kernel's
+    timer allows (its timer slack is 50 us by default).  Then, for each slice on a log grid,
+    the cost S that each of `graphs` needs solves measured = predicted(0) + S x
     (predicted(1 s) - predicted(0)) (the prediction is linear in S on the critical path);
-    the slice where the two graphs need the same S is kept (the closest, when none is
-    exact).  With one graph, or when the runs leave nothing to explain, the cost is
-    constant (no slice)."""
+    the slice where the graphs need the same S is kept (the closest, when none is exact).
+    With one graph, or when the runs leave nothing to explain, S is constant (no slice)."""
     from gcntrain.model.trainer import TrainConfig
     from gcntrain.simulate.machine import parse_machine
     from gcntrain.simulate.run import plan_training
@@ -219,29 +227,36 @@ def oversubscribed_fit(
     ranks = 2 * figs["cores"]
     scheme = AUTO[1]
     cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", "--scheme", scheme]
-    got, sims = [], []
     cfg = TrainConfig(epochs=epochs)
-    for graph in graphs:
+
+    def measure(graph: str) -> tuple[float, object]:
         times = [
             training_json([*cmd, graph, "--epochs", str(epochs)])["epoch_seconds"]
             for _ in range(runs)
         ]
-        got.append(float(np.median(times)))
-        sims.append(plan_training(graph, cfg, scheme, ranks))
+        return float(np.median(times)), plan_training(graph, cfg, scheme, ranks)
 
-    def pred(sim, sync: float, slice_: float) -> float:
-        prof = parse_machine(profile_text(name, {**figs, "sync": sync, "slice": slice_}), "")
+    def pred(sim, sync: float, slice_: float, floor: float) -> float:
+        fig = {**figs, "sync": sync, "slice": slice_, "floor": floor}
+        prof = parse_machine(profile_text(name, fig), "")
         widths = [sim.num_features, *cfg.hidden, sim.num_classes]
         return predict(sim, placement(prof, ranks, 1, ranks), widths)["epoch_seconds"]
 
-    base = [pred(sim, 0.0, 0.0) for sim in sims]
+    floor = 0.0
+    if tiny is not None:
+        got_t, sim_t = measure(tiny)
+        base_t = pred(sim_t, 0.0, 0.0, 0.0)
+        per = pred(sim_t, 0.0, 0.0, 1e-5) - base_t  # linear in the floor: per 10 us
+        floor = max(0.0, (got_t - base_t) / per * 1e-5) if per > 0 else 0.0
+    got, sims = zip(*(measure(g) for g in graphs))
+    base = [pred(sim, 0.0, 0.0, floor) for sim in sims]
     excess = [max(g - b, 0.0) for g, b in zip(got, base)]
 
     def slopes(slice_: float) -> list[float]:
-        return [pred(sim, 1.0, slice_) - b for sim, b in zip(sims, base)]
+        return [pred(sim, 1.0, slice_, floor) - b for sim, b in zip(sims, base)]
 
     cost, slice_ = fit_sync_slice(excess, slopes)
-    return cost, slice_, got, base
+    return floor, cost, slice_, list(got), base
 
 
 def messages_only():

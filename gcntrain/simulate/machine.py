@@ -16,6 +16,9 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       oversubscribed_slice_us (optional, default 0: with it, a step adds
                       ``oversubscribed_sync_us x min(1, w / slice)``, w the compute the
                       rank did since its previous synchronisation),
+                      oversubscribed_floor_us (optional, default 0: what such a step adds
+                      at least: a waiting rank sleeps, and wakes no sooner than the kernel's
+                      timer allows),
                       memory_gib (optional, 0 = unknown: memory per node, for the sweep's
                       check that a configuration fits),
                       busy_compute_factor (written by older benches only: read to derive
@@ -119,6 +122,9 @@ class Machine:
     other_rate: float
     call_overhead: float
     oversubscribed_sync: float = 0.0
+    #: what every synchronising step of an oversubscribed node costs at least (a waiting
+    #: rank sleeps, and wakes no sooner than the kernel's timer allows)
+    oversubscribed_floor: float = 0.0
     #: compute between synchronisations at which the oversubscribed cost saturates (0: constant)
     oversubscribed_slice: float = 0.0
     #: bytes of memory per node (0: unknown)
@@ -352,6 +358,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         mpi_op=_optional(comp, "mpi_op_us", "compute.", path) * 1e-6,
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
         oversubscribed_slice=_optional(node, "oversubscribed_slice_us", "node.", path) * 1e-6,
+        oversubscribed_floor=_optional(node, "oversubscribed_floor_us", "node.", path) * 1e-6,
         memory=_optional(node, "memory_gib", "node.", path) * 2**30,
         threads=threads,
         node_scaling=node_scaling,

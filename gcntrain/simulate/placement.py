@@ -96,12 +96,20 @@ class Placement:
         """(P,) what each rank's next synchronising step adds, given the compute seconds it
         did since its previous one: busy-polling ranks on shared cores lose up to a scheduler
         slice to a partner still computing, so the cost grows with that compute up to the
-        slice (``oversubscribed_slice_us``; without it, the constant `sync_cost`)."""
+        slice (``oversubscribed_slice_us``; without it, the constant `sync_cost`), on top of
+        the profile's ``oversubscribed_floor_us`` (a waiting rank sleeps, and wakes no
+        sooner than the kernel's timer allows)."""
         cost, tau = self.sync_cost, self.machine.oversubscribed_slice
+        floor = self.machine.oversubscribed_floor if self.oversubscribed else 0.0
         since = np.asarray(since, np.float64)
         if cost == 0.0 or tau <= 0.0:
-            return np.full(since.shape, cost)
-        return cost * np.minimum(1.0, since / tau)
+            return np.full(since.shape, cost + floor)
+        return floor + cost * np.minimum(1.0, since / tau)
+
+    @property
+    def oversubscribed(self) -> bool:
+        """Whether the node runs more ranks than cores."""
+        return self.local_ranks > self.machine.cores
 
 
 def placement(machine: Machine, P: int, nodes: int | None, ranks_per_node: int | None):

@@ -54,6 +54,7 @@ def profile_text(name: str, figs: dict) -> str:
         f"core_bandwidth_gbs = {figs['core_gbs']:.4g}",
         f"oversubscribed_sync_us = {figs.get('sync', 0.0) * 1e6:.4g}",
         f"oversubscribed_slice_us = {figs.get('slice', 0.0) * 1e6:.4g}",
+        f"oversubscribed_floor_us = {figs.get('floor', 0.0) * 1e6:.4g}",
         f"memory_gib = {figs.get('memory_gib', 0.0):.4g}",
         "",
         "[network.intra]",
