@@ -227,3 +227,19 @@ def test_a_node_table_needs_the_threads_table(tmp_path):
 
     with pytest.raises(InputError, match="compute.node needs compute.threads"):
         parse_machine(GOOD + "[compute.node]\n" + TABLES, "p.toml")
+
+
+def test_an_oversubscribed_synchronisation_costs_at_least_its_floor():
+    """With more ranks than cores every synchronisation pays the profile's floor, however
+    little the rank computed since the last one; a node with a core per rank pays none."""
+    text = GOOD.replace(
+        "ranks = 2",
+        "ranks = 2\noversubscribed_sync_us = 500\noversubscribed_slice_us = 2000\n"
+        "oversubscribed_floor_us = 80",
+    )
+    m = parse_machine(text, "x")
+    over, fits = Placement(16, 16, m), Placement(8, 8, m)
+    np.testing.assert_allclose(
+        over.sync_cost_for(np.array([0.0, 1e-3, 1.0])), [8e-5, 3.3e-4, 5.8e-4]
+    )
+    np.testing.assert_allclose(fits.sync_cost_for(np.array([0.0, 1.0])), [0.0, 0.0])
