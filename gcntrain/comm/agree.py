@@ -71,26 +71,26 @@ def agree(comm, fn: Callable[[], T], name_rank: bool = True) -> T:
 IDLE_POLL = 0.005
 
 
-def idle_barrier(mpicomm) -> None:
+def idle_barrier(mpicomm, poll: float = IDLE_POLL) -> None:
     """A barrier on the mpi4py communicator `mpicomm` that the ranks arriving early wait in
-    *asleep* (a non-blocking barrier polled every `IDLE_POLL` seconds): busy-polling MPI
-    ranks would take the cores that the ranks still working share with them."""
+    *asleep* (a non-blocking barrier polled every `poll` seconds): busy-polling MPI ranks
+    would take the cores that the ranks still working share with them."""
     if mpicomm.Get_size() > 1:
         req = mpicomm.Ibarrier()
         while not req.Test():
-            time.sleep(IDLE_POLL)
+            time.sleep(poll)
 
 
-def on_root(comm, fn: Callable[[], T], root: int = 0) -> T | None:
-    """Run `fn()` on `root` only while the other ranks wait in an `idle_barrier`, so that
-    busy-polling MPI ranks sharing the root's cores do not slow its work down; then `agree`
-    on the outcome (same error everywhere).  Returns `fn()`'s result on `root`, None
-    elsewhere."""
+def on_root(comm, fn: Callable[[], T], root: int = 0, poll: float = IDLE_POLL) -> T | None:
+    """Run `fn()` on `root` only while the other ranks wait in an `idle_barrier` (polled
+    every `poll` seconds), so that busy-polling MPI ranks sharing the root's cores do not
+    slow its work down; then `agree` on the outcome (same error everywhere).  Returns
+    `fn()`'s result on `root`, None elsewhere."""
 
     def run():
         try:
             return fn() if comm.rank == root else None
         finally:
-            idle_barrier(comm.comm)
+            idle_barrier(comm.comm, poll)
 
     return agree(comm, run, name_rank=False)

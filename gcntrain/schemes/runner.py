@@ -468,7 +468,14 @@ def _recommend(
         )
         return json.dumps(got).encode()
 
-    return json.loads(world.bcast_bytes(on_root(world, search), 0, "control").decode())
+    # the other ranks wake rarely: rank 0 may be measuring this machine (`--machine local`
+    # the first time), and their wake-ups would be in its figures
+    got = on_root(world, search, poll=RECOMMEND_POLL)
+    return json.loads(world.bcast_bytes(got, 0, "control").decode())
+
+
+#: seconds between the waiting ranks' polls while rank 0 recommends a configuration
+RECOMMEND_POLL = 0.1
 
 
 def _auto_grid(world, sch, source, config, options, partition, partition_seed):

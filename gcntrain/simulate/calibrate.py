@@ -304,9 +304,12 @@ def calibrate(
                     figs["floor"], figs["sync"], figs["slice"], got, base = oversubscribed_fit(
                         exe, graphs, name, figs, epochs, runs, figs["graphs"][TINY_SCALE]
                     )
+                runs_text = "quick: the floor only"
+                if got:
+                    runs_text = _fit_runs(fit, got, base, "without it")
                 log(
                     f"oversubscribed sync       {2 * cores} ranks on {cores} cores, {AUTO[1]}: "
-                    f"{_fit_runs(fit, got, base, 'without it')}: at least "
+                    f"{runs_text}: at least "
                     f"{figs['floor'] * 1e6:.0f} us (R-MAT {TINY_SCALE}), up to "
                     f"{figs['sync'] * 1e6:.0f} us more per synchronisation, reached at "
                     f"{figs['slice'] * 1e6:.0f} us of compute since the previous one"

@@ -218,7 +218,9 @@ def oversubscribed_fit(
     the cost S that each of `graphs` needs solves measured = predicted(0) + S x
     (predicted(1 s) - predicted(0)) (the prediction is linear in S on the critical path);
     the slice where the graphs need the same S is kept (the closest, when none is exact).
-    With one graph, or when the runs leave nothing to explain, S is constant (no slice)."""
+    With fewer than two `graphs` only the floor is fitted (one graph cannot place the slice,
+    and a constant S would charge every synchronisation of a small graph the saturated
+    cost); when the runs leave nothing to explain, S is constant (no slice)."""
     from gcntrain.model.trainer import TrainConfig
     from gcntrain.simulate.machine import parse_machine
     from gcntrain.simulate.run import plan_training
@@ -248,6 +250,8 @@ def oversubscribed_fit(
         base_t = pred(sim_t, 0.0, 0.0, 0.0)
         per = pred(sim_t, 0.0, 0.0, 1e-5) - base_t  # linear in the floor: per 10 us
         floor = max(0.0, (got_t - base_t) / per * 1e-5) if per > 0 else 0.0
+    if len(graphs) < 2:
+        return floor, 0.0, 0.0, [], []
     got, sims = zip(*(measure(g) for g in graphs))
     base = [pred(sim, 0.0, 0.0, floor) for sim in sims]
     excess = [max(g - b, 0.0) for g, b in zip(got, base)]

@@ -33,13 +33,21 @@ def profile_text(name: str, figs: dict) -> str:
         '(threads) and in as many one-thread processes at once (node)",',
         f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate; on R-MAT '
         '8 (one thread, every core, and 1d on two one-thread ranks): cost per Ops call",',
-        '  "mpiexec -n 2 python -m gcntrain.comm.bench: ping-pong latency; bandwidth fitted to '
-        "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 1-4 MiB, cold caches, "
-        "medians (one node: inter = intra)"
+        (
+            "  \"no mpiexec found: network latency 2 us and a quarter of the node's bandwidth "
+            "assumed (one node: inter = intra)"
+            if figs.get("no_mpi")
+            else '  "mpiexec -n 2 python -m gcntrain.comm.bench: latency per message fitted to '
+            "Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of 8-16 bytes, bandwidth "
+            "to those of 1-4 MiB, the eager limit and rendezvous cost to those between, cold "
+            "caches, medians (one node: inter = intra); cost per MPI operation: 1d on two "
+            "one-thread ranks on R-MAT 8"
+        )
         + (
-            "; oversubscribed sync and slice: fitted to training runs at twice the cores on "
-            "R-MAT 12 and 14"
-            if figs.get("sync")
+            "; oversubscribed synchronisation: its floor fitted to p2p at twice the cores on "
+            "R-MAT 8"
+            + (", its growth with compute on R-MAT 12 and 14" if figs.get("slice") else "")
+            if figs.get("floor") or figs.get("sync")
             else ""
         )
         + '",',
