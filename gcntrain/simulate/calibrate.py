@@ -20,10 +20,10 @@ project's own kernels and MPI library.
 
 ``quick`` (`gcntrain bench --quick`, the calibration behind ``--machine local``) measures the
 same quantities on smaller operands, fewer widths and shapes, two processes for the thread
-scaling, serial runs of R-MAT 12 only (the oversubscribed cost then constant: one graph
-cannot place its slice) and one training run per fit.  The machine's load is read before,
-and the ping-pong latency's median is compared with its best: a busy machine is reported
-(`busy_notes`), as its figures are then its share, not the machine.
+scaling, serial runs of R-MAT 12 only, one training run per fit, and of the oversubscribed
+cost only its floor.  The machine's load is read before, and the ping-pong latency's median
+is compared with its best: a busy machine is reported (`busy_notes`), as its figures are
+then its share, not the machine.
 """
 
 from __future__ import annotations
