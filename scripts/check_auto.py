@@ -16,7 +16,6 @@ auto's measured epoch is more than `--within` (15 %) above the best of the other
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -26,14 +25,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_simulate import gcntrain, machine_state, mpiexec  # noqa: E402
 
+from gcntrain.simulate.launch import training_json  # noqa: E402
+
 
 def train(graph: str, ranks: int, epochs: int, opts: list[str]) -> dict:
+    """``train --json`` of `graph` on `ranks` ranks (the bench's runner: one error line)."""
     cmd = [mpiexec(), "-n", str(ranks), *gcntrain(), "train", graph, *opts]
-    cmd += ["--epochs", str(epochs), "--json", "--quiet"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr.strip()[-500:]}")
-    return json.loads(out.stdout)
+    try:
+        return training_json([*cmd, "--epochs", str(epochs)])
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 from gcntrain.simulate.calibrate import gcntrain_cmd
-from gcntrain.simulate.node import from_busy_factor
+from gcntrain.simulate.node import KINDS, from_busy_factor
 
 HERE = Path(__file__).resolve().parent
 DEFAULT = HERE.parents[1] / "shared" / "measurements" / "node16-rmat18"
@@ -62,7 +62,7 @@ def repriced_profile(profile: str, cores: int, factor: float) -> str:
     table = "{ " + ", ".join(f"{t} = {v:.4f}" for t, v in s.items()) + " }"
     text = re.sub(r"(?m)^busy_compute_factor = .*\n", "", profile)
     text = text.replace('name = "local"', 'name = "node16-repriced"')
-    lines = [f"{kind} = {table}" for kind in ("spmm", "gemm", "other")]
+    lines = [f"{kind} = {table}" for kind in KINDS]
     return (
         text.rstrip()
         + "\n\n[compute.threads]\n# from the busy-node runs' marginal factor "

@@ -27,7 +27,6 @@ holds a communicator per window and fails after a few thousand).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -35,6 +34,7 @@ import numpy as np
 
 from gcntrain.comm import volume as V
 from gcntrain.comm.node import ranks_on_node
+from gcntrain.environ import environ_set
 from gcntrain.errors import InputError
 
 #: environment variable: ``0`` keeps one-node exchanges on messages (for instance to rehearse
@@ -56,19 +56,10 @@ def windows_enabled(environ=os.environ) -> bool:
     return value in _ON
 
 
-@contextlib.contextmanager
 def windows_set(on: bool, environ=os.environ):
     """``GCNTRAIN_NODE_WINDOWS`` set to 1 or 0 while inside (in this process and the runs it
     starts), restored after."""
-    old = environ.get(ENV)
-    environ[ENV] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            environ.pop(ENV, None)
-        else:
-            environ[ENV] = old
+    return environ_set({ENV: "1" if on else "0"}, environ)
 
 
 def shm_free_bytes(path: str = SHM_DIR) -> float:

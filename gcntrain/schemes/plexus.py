@@ -1122,8 +1122,7 @@ class Plexus(Scheme):
         if call.sparse(0) and ctx.feature_nnz is not None:
             # the trainer hands a sparse input over as CSR: its product with W (or dW's
             # H^T dZ) is sparse, over the block's expected stored entries
-            density = float(ctx.feature_nnz.sum()) / max(ctx.feature_nnz.shape[0] * f_in, 1)
-            nnz = np.round(rows * fin * density).astype(np.int64)
+            nnz = np.round(rows * fin * ctx.feature_density(f_in)).astype(np.int64)
             out[:, 0], out[:, 1] = nnz, 2 * nnz * fout
             products -= 1
         out[:, 2] = one * products

@@ -203,6 +203,14 @@ class PlanContext:
             self.cache[name] = fn()
         return self.cache[name]
 
+    def feature_density(self, width: int) -> float:
+        """The stored share of a `width`-column input with `feature_nnz` entries per node
+        (1 where they are not known)."""
+        if self.feature_nnz is None:
+            return 1.0
+        cells = float(self.feature_nnz.shape[0]) * width
+        return float(self.feature_nnz.sum()) / cells if cells > 0 else 1.0
+
     def transpose(self) -> sp.csr_matrix:
         def make():
             T = self.support.T.tocsr()

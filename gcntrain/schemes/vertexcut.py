@@ -610,11 +610,15 @@ class VertexCut(RowScheme):
 
     def work_matmul(self, ctx, call) -> np.ndarray:
         cut: EdgeCut = ctx.layout.cut
-        nnz = None
-        if ctx.feature_nnz is not None:  # a CSR input: its clones' stored entries
+
+        def clone_feature_nnz():  # a CSR input: its clones' stored entries
             parts, verts = cut.replicas()
             weights = ctx.feature_nnz[verts].astype(np.float64)
-            nnz = np.bincount(parts, weights=weights, minlength=ctx.P).astype(np.int64)
+            return np.bincount(parts, weights=weights, minlength=ctx.P).astype(np.int64)
+
+        nnz = None
+        if call.sparse(0) and ctx.feature_nnz is not None:
+            nnz = ctx.cached("vc_clone_feature_nnz", clone_feature_nnz)
         return dense_rows_work(cut.clone_counts(), call, nnz)
 
     work_matmul_grads = work_matmul

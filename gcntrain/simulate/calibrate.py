@@ -116,6 +116,15 @@ def fit_collective_bandwidth(
     return 1.0 / float(np.median(betas)) if betas else 0.0
 
 
+def _messages(fn, p: int, nbytes: float) -> float:
+    """Messages the collective model `fn` counts for `p` members and `nbytes` bytes: its
+    time on a link of one second per message and free bytes, less its time on a free link
+    (what is left is its local arithmetic)."""
+    from gcntrain.simulate.machine import Link
+
+    return float(fn(p, nbytes, Link(1.0, 0.0))) - float(fn(p, nbytes, Link(0.0, 0.0)))
+
+
 def fit_collective_latency(mpi: dict, memory_rate: float) -> float:
     """Latency (s) per message that makes the collective models meet the measured
     collectives of the smallest messages (their bytes cost nothing): the median over the
@@ -130,7 +139,7 @@ def fit_collective_latency(mpi: dict, memory_rate: float) -> float:
         rows = sorted(mpi.get(kind, []))
         if rows:
             b, t = rows[0]
-            messages = float(fn(p, b, Link(1.0, 0.0))) - float(fn(p, b, Link(0.0, 0.0)))
+            messages = _messages(fn, p, b)
             if messages > 0:
                 alphas.append((t - float(fn(p, b, Link(0.0, 0.0)))) / messages)
     return float(np.median(alphas)) if alphas else 0.0
@@ -149,7 +158,7 @@ def fit_rendezvous(mpi: dict, alpha: float, beta: float, memory_rate: float):
     excess: dict[int, list[tuple[float, float]]] = {b: [] for b in sizes}
     for kind, fn in _collective_fns(memory_rate).items():
         for b, t in mpi.get(kind, []):
-            messages = float(fn(p, b, Link(1.0, 0.0))) - float(fn(p, b, Link(0.0, 0.0)))
+            messages = _messages(fn, p, b)
             if messages > 0:
                 excess[int(b)].append((t - float(fn(p, b, Link(alpha, beta))), messages))
     eager = 0
@@ -194,8 +203,7 @@ def _network(figs: dict, exe: str | None, quick: bool, log) -> dict | None:
     """MPI latency and bandwidth into figs (``alpha``, ``bandwidth``); the raw figures, or
     None where no launcher was found (then a latency of 2 us and a quarter of the node's
     bandwidth stand in, and the profile's sources say so: ``no_mpi``)."""
-    from gcntrain.simulate.machine import parse_machine
-    from gcntrain.simulate.placement import Placement
+    from gcntrain.simulate.machine import bandwidth_share
 
     if exe is None:
         figs["alpha"], figs["bandwidth"] = 2e-6, figs["node_gbs"] * 1e9 / 4
@@ -208,11 +216,7 @@ def _network(figs: dict, exe: str | None, quick: bool, log) -> dict | None:
     mpi = mpi_figures(exe, reps=3 if quick else 9)
     pingpong_alpha, pingpong_bw = fit_link(mpi["pingpong"])
     # reductions at the rate the model gives a rank of two on this node
-    probe = {**figs, "alpha": pingpong_alpha, "bandwidth": pingpong_bw}
-    probe.update(spmm={16: 1.0}, gemm={16: 1.0}, quant=1.0, other=1.0, overhead=1e-6)
-    probe.update(scales=[], threads=None, node_scaling=None)
-    m = parse_machine(profile_text("probe", probe), "<bench>")
-    mem_rate = Placement(2, 2, m).memory_rate
+    mem_rate = bandwidth_share(figs["core_gbs"] * 1e9, figs["node_gbs"] * 1e9, 2)
     alpha = fit_collective_latency(mpi, mem_rate) or pingpong_alpha
     beta = 1.0 / (fit_collective_bandwidth(mpi, alpha, mem_rate) or pingpong_bw)
     eager, rdv = fit_rendezvous(mpi, alpha, beta, mem_rate)
@@ -318,9 +322,10 @@ def calibrate(
         set_threads(was)
         _restore_affinity(affinity)
     figs.pop("graphs", None)
+    figs.pop("plans", None)
     text = profile_text(name, figs)
     if mpi is not None:
-        _log_collectives(parse_machine(text, "<bench>"), figs, mpi, log)
+        _log_collectives(parse_machine(text, "<bench>"), mpi, log)
         figs["mpi"] = mpi
     figs["busy"] = busy_notes(cores, mpi)
     for note in figs["busy"]:
@@ -330,7 +335,7 @@ def calibrate(
     return text, figs
 
 
-def _log_collectives(m, figs: dict, mpi: dict, log) -> None:
+def _log_collectives(m, mpi: dict, log) -> None:
     """Every measured collective beside the model's price on two ranks of this node."""
     from gcntrain.simulate.placement import Placement
 

@@ -41,23 +41,46 @@ TINY_SCALE = 8
 FIT_RUNS = 3
 
 
-def _model(figs: dict, name: str, graph: str, scheme: str, P: int, cores=None, **fig):
-    """(epoch seconds, compute parts, Ops calls per epoch, element-wise elements) the model
-    predicts for a run of `scheme` on `P` ranks of one node of `graph`, with the figures so
-    far updated by `fig`; `cores`: price on a node of that many cores (a run of one thread
-    per rank)."""
+#: figures of a profile without thread tables (one core, no sharing to price)
+NO_TABLES = {"threads": None, "node_scaling": None}
+
+
+def _plan(figs: dict, graph: str, scheme: str, P: int, epochs: int = 3):
+    """(plan, layer widths) of a `gcntrain train` run of `scheme` on `P` ranks of `graph`,
+    made once per bench (kept in ``figs["plans"]``: the fits price the same runs again and
+    again with other figures)."""
     from gcntrain.model.trainer import TrainConfig
-    from gcntrain.simulate.machine import parse_machine
     from gcntrain.simulate.run import plan_training
-    from gcntrain.simulate.timing import epoch_counts, placement, predict
+
+    plans = figs.setdefault("plans", {})
+    key = (graph, scheme, P, epochs)
+    if key not in plans:
+        cfg = TrainConfig(epochs=epochs)
+        sim = plan_training(graph, cfg, scheme, P)
+        plans[key] = (sim, [sim.num_features, *cfg.hidden, sim.num_classes])
+    return plans[key]
+
+
+def _price(figs: dict, name: str, sim, widths, P: int, cores=None, **fig) -> dict:
+    """The model's prediction (`gcntrain.simulate.timing.predict`) of a planned run on `P`
+    ranks of one node, with the figures so far updated by `fig`; `cores`: price on a node
+    of that many cores (a run of one thread per rank)."""
+    from gcntrain.simulate.machine import parse_machine
+    from gcntrain.simulate.timing import placement, predict
 
     prof = parse_machine(profile_text(name, {**figs, **fig}), "<bench>")
     if cores is not None:
         prof = replace(prof, cores=int(cores))
-    cfg = TrainConfig(epochs=3)
-    sim = plan_training(graph, cfg, scheme, P)
-    widths = [sim.num_features, *cfg.hidden, sim.num_classes]
-    got = predict(sim, placement(prof, P, 1, P), widths)
+    return predict(sim, placement(prof, P, 1, P), widths)
+
+
+def _model(figs: dict, name: str, graph: str, scheme: str, P: int, cores=None, **fig):
+    """(epoch seconds, compute parts, Ops calls per epoch, element-wise elements) the model
+    predicts for a run of `scheme` on `P` ranks of one node of `graph` (`_price`)."""
+    from gcntrain.simulate.timing import epoch_counts
+
+    sim, widths = _plan(figs, graph, scheme, P)
+    got = _price(figs, name, sim, widths, P, cores, **fig)
     calls, elems = epoch_counts(sim, widths)
     return got["epoch_seconds"], got["breakdown"].get("compute_parts", {}), calls, elems
 
@@ -95,13 +118,12 @@ def call_costs(figs, name, tiny, epochs, runs, mpiexec, elems_fit) -> dict:
     MPI operation is the two-rank run's unexplained time over the operations the model
     counts for it (the prediction is linear in that cost)."""
     out = {"other": 1e21, "overhead_all": 0.0, "mpi_op": 0.0}
-    base = {"threads": None, "node_scaling": None}
     got = [serial_epochs(tiny, REFERENCE, epochs)["epoch_seconds"] for _ in range(runs)]
     got = float(np.median(got))
     unexplained, calls, elems = elems_fit
     for _ in range(2):
         pred, _, n_calls, _ = _model(
-            figs, name, tiny, REFERENCE, 1, cores=1, **base, other=out["other"], overhead=1e-30
+            figs, name, tiny, REFERENCE, 1, cores=1, **NO_TABLES, other=out["other"], overhead=1e-30
         )
         out["overhead"] = max(1e-7, (got - pred) / n_calls)
         out["other"] = elementwise_rate(unexplained, calls, elems, out["overhead"]) / 1e9
@@ -160,7 +182,7 @@ def serial_fits(
         s: generate_rmat(str(Path(tmp) / f"rmat{s}.h5"), s) for s in (TINY_SCALE, *figs["scales"])
     }
     got, pred, calls, elems = [], [], [], []
-    one = {"cores": 1, "other": 1e21, "overhead": 1e-30, "threads": None, "node_scaling": None}
+    one = {"cores": 1, "other": 1e21, "overhead": 1e-30, **NO_TABLES}
     for scale in figs["scales"]:
         g = figs["graphs"][scale]
         got.append(serial_epochs(g, REFERENCE, epochs))
@@ -221,28 +243,21 @@ def oversubscribed_fit(
     With fewer than two `graphs` only the floor is fitted (one graph cannot place the slice,
     and a constant S would charge every synchronisation of a small graph the saturated
     cost); when the runs leave nothing to explain, S is constant (no slice)."""
-    from gcntrain.model.trainer import TrainConfig
-    from gcntrain.simulate.machine import parse_machine
-    from gcntrain.simulate.run import plan_training
-    from gcntrain.simulate.timing import placement, predict
-
     ranks = 2 * figs["cores"]
     scheme = AUTO[1]
     cmd = [mpiexec, "-n", str(ranks), *gcntrain_cmd(), "train", "--scheme", scheme]
-    cfg = TrainConfig(epochs=epochs)
 
     def measure(graph: str) -> tuple[float, object]:
         times = [
             training_json([*cmd, graph, "--epochs", str(epochs)])["epoch_seconds"]
             for _ in range(runs)
         ]
-        return float(np.median(times)), plan_training(graph, cfg, scheme, ranks)
+        return float(np.median(times)), _plan(figs, graph, scheme, ranks, epochs)
 
-    def pred(sim, sync: float, slice_: float, floor: float) -> float:
-        fig = {**figs, "sync": sync, "slice": slice_, "floor": floor}
-        prof = parse_machine(profile_text(name, fig), "")
-        widths = [sim.num_features, *cfg.hidden, sim.num_classes]
-        return predict(sim, placement(prof, ranks, 1, ranks), widths)["epoch_seconds"]
+    def pred(plan, sync: float, slice_: float, floor: float) -> float:
+        sim, widths = plan
+        fig = {"sync": sync, "slice": slice_, "floor": floor}
+        return _price(figs, name, sim, widths, ranks, **fig)["epoch_seconds"]
 
     floor = 0.0
     if tiny is not None:

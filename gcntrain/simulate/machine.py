@@ -171,11 +171,9 @@ class Machine:
 
     def rank_bandwidth(self, ranks_per_node: int, threads: float = 1.0) -> float:
         """Bytes per second one rank of `ranks_per_node` streams with `threads` threads
-        while the others stream too: its threads' own rate, capped by its share of the
-        node's bandwidth."""
+        while the others stream too (`bandwidth_share`)."""
         core = self.core_bandwidth or self.memory_bandwidth
-        k = max(int(ranks_per_node), 1)
-        return min(core * max(threads, 1.0), self.memory_bandwidth / k)
+        return bandwidth_share(core, self.memory_bandwidth, ranks_per_node, threads)
 
     def spmm_rate(self, width) -> np.ndarray:
         """SpMM flops per second per core at dense `width` (array): interpolated in log2 of
@@ -199,6 +197,13 @@ class Machine:
         injection bandwidth: the slower of its pair bandwidth and its share."""
         k = int(ranks_per_node or self.ranks_per_node)
         return replace(self.inter, beta=max(self.inter.beta, k / self.injection))
+
+
+def bandwidth_share(core: float, node: float, ranks_per_node: int, threads: float = 1.0):
+    """Bytes per second one of `ranks_per_node` ranks streams with `threads` threads while
+    the others stream too: its threads' own rate (`core` each), capped by its share of the
+    node's bandwidth `node`."""
+    return min(core * max(threads, 1.0), node / max(int(ranks_per_node), 1))
 
 
 def shipped() -> list[str]:
@@ -262,11 +267,11 @@ def _table(d: dict, key: str, where: str, path: str) -> dict:
 
 
 def _rate_table(
-    table: dict, key: str, keys_are: str, small: str, path: str
+    table: dict, key: str, keys_are: str, small: str, path: str, unit: float = 1e9
 ) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """(points, flops / s) of the table compute.`key` ({point = GFLOP/s, ...}): points are
-    integers (`keys_are` names them in errors) >= 1 (`small` names them then), sorted;
-    rates positive."""
+    """(points, values x `unit`) of the table compute.`key` ({point = value, ...}; GFLOP/s
+    by default): points are integers (`keys_are` names them in errors) >= 1 (`small` names
+    them then), sorted; values positive."""
     try:
         points = tuple(sorted(int(k) for k in table))
     except ValueError:
@@ -275,7 +280,7 @@ def _rate_table(
         raise InputError(f"machine profile: compute.{key} {small} must be >= 1", path)
     if points[-1] > 2**40:
         raise InputError(f"machine profile: compute.{key} {small} must be <= 2**40", path)
-    return points, tuple(_get(table, str(p), f"compute.{key}.", path) * 1e9 for p in points)
+    return points, tuple(_get(table, str(p), f"compute.{key}.", path) * unit for p in points)
 
 
 def _gemm_table(comp: dict, path: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
@@ -322,6 +327,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
     )
     bandwidth = _get(node, "memory_bandwidth_gbs", "node.", path) * 1e9
     core_bandwidth = _optional(node, "core_bandwidth_gbs", "node.", path) * 1e9
+    other_rate = _get(comp, "other_gelems", "compute.", path) * 1e9
     if "node" in comp and "threads" not in comp:
         raise InputError("machine profile: compute.node needs compute.threads beside it", path)
     if "threads" in comp:
@@ -333,7 +339,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
     else:
         demand = {
             "spmm": float(np.interp(4.0, np.log2(widths), rates)) * SPMM_BYTES_PER_FLOP,
-            "other": _get(comp, "other_gelems", "compute.", path) * 1e9 * ELEMENTWISE_BYTES,
+            "other": other_rate * ELEMENTWISE_BYTES,
         }
         threads, how = derive_scaling(cores, busy, bandwidth, demand)
         node_scaling = threads
@@ -352,7 +358,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         gemm_points=gemm_points,
         gemm_rates=gemm_rates,
         quant_rate=_get(comp, "quant_gelems", "compute.", path) * 1e9,
-        other_rate=_get(comp, "other_gelems", "compute.", path) * 1e9,
+        other_rate=other_rate,
         call_overhead=_get(comp, "call_overhead_us", "compute.", path) * 1e-6,
         call_overhead_all=_optional(comp, "call_overhead_all_us", "compute.", path) * 1e-6,
         mpi_op=_optional(comp, "mpi_op_us", "compute.", path) * 1e-6,
@@ -381,14 +387,16 @@ def _threads_table(v, cores: int, key: str, path: str) -> dict:
             raise InputError(
                 f"machine profile lacks compute.{key}.{kind} {{threads = speedup, ...}}", path
             )
-        pts, rates = _rate_table(t, f"{key}.{kind}", "thread counts", "thread counts", path)
+        pts, speedups = _rate_table(
+            t, f"{key}.{kind}", "thread counts", "thread counts", path, unit=1.0
+        )
         if pts[-1] > cores:
             raise InputError(
                 f"machine profile: compute.{key}.{kind} names {pts[-1]} threads, more than "
                 f"node.cores = {cores}",
                 path,
             )
-        out[kind] = ThreadScaling(tuple(map(float, pts)), tuple(r / 1e9 for r in rates))
+        out[kind] = ThreadScaling(tuple(map(float, pts)), speedups)
     return out
 
 

@@ -17,11 +17,13 @@ kernels timed in this process, at sizes where the kernel, not the call, dominate
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import queue
 import time
 
 import numpy as np
+
+from gcntrain.environ import environ_set
+from gcntrain.simulate.node import KINDS
 
 #: SpMM widths measured (full bench; the quick one measures `QUICK_WIDTHS`), and the R-MAT
 #: edge factors of its matrices (about 4 and 15 stored entries per row after symmetrising)
@@ -170,8 +172,6 @@ def thread_counts(cores: int) -> list[int]:
 #: measurement may take (a process that dies must not hang the bench)
 BARRIER_SECONDS = 120.0
 SCALING_SECONDS = 240.0
-#: the kinds of work whose scaling is measured (`gcntrain.simulate.node.KINDS`)
-KIND_NAMES = ("spmm", "gemm", "other")
 
 
 def _kernels(scale: int):
@@ -214,17 +214,11 @@ def thread_scaling(
     repetitions)."""
     ctx = mp.get_context("spawn")
     runs = []
-    saved = os.environ.get("NUMBA_NUM_THREADS")
-    os.environ["NUMBA_NUM_THREADS"] = str(cores)  # the children may start every core's thread
-    try:
+    # the children may start every core's thread
+    with environ_set({"NUMBA_NUM_THREADS": str(cores)}):
         for _ in range(processes):
             with ctx.Pool(1) as pool:
                 runs.append(pool.apply(_thread_scaling_here, (cores, scale, repeat)))
-    finally:
-        if saved is None:
-            os.environ.pop("NUMBA_NUM_THREADS", None)
-        else:
-            os.environ["NUMBA_NUM_THREADS"] = saved
     return {
         kind: {T: float(np.median([r[kind][T] for r in runs])) for T in runs[0][kind]}
         for kind in runs[0]
@@ -308,18 +302,10 @@ def node_scaling(cores: int, scale: int = 17, repeat: int = 3) -> dict[str, dict
     # every child one thread from its start: no idle OpenMP or BLAS pool spinning on the
     # cores the other children compute on
     one = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    saved = {k: os.environ.get(k) for k in one}
-    os.environ.update(one)
-    try:
+    with environ_set(one):
         for p in procs:
             p.start()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    expect = sum(T for T in counts) * len(KIND_NAMES) * repeat
+    expect = sum(T for T in counts) * len(KINDS) * repeat
     got: dict = {}
     deadline = time.monotonic() + SCALING_SECONDS
     try:

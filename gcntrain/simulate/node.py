@@ -2,28 +2,33 @@
 other ranks of its node do at the same time.
 
 A node's cores share its memory bandwidth, its caches and (where the cores are hardware
-threads of fewer physical cores) its execution units, so a node with T busy threads does
-less than T times the work of one.  The profile states this as measured *thread scaling*
-(`ThreadScaling`, ``[compute.threads]``): per kind of work (``spmm``, ``gemm``, ``other``),
-the node's throughput with T threads busy over one thread's, S(T), measured by `gcntrain
-bench` with one process at 1, half and all cores on kernels large enough to stream from
-memory.  S(T) is the roofline made concrete: it rises like T while the threads' demand
-fits the node's bandwidth and flattens where it does not.
+threads of fewer physical cores) its execution units, so a node with T busy cores does less
+than T times the work of one.  The profile states this as measured scaling
+(`ThreadScaling`), per kind of work (``spmm``, ``gemm``, ``other``), measured by `gcntrain
+bench` at 1, half and all cores on kernels large enough to stream from memory:
 
-A rank with t threads computing alone runs at ``S(t)`` times one core's rate.  When m ranks
-of a node compute at once (t threads each, so m t busy threads), the node's throughput
-``S(m t)`` is shared, so each runs at ``S(m t) / m`` (never faster than alone): its speed
-relative to computing alone is
+* ``[compute.threads]``, S_threads(T): one process with T threads over one thread (what a
+  rank computing alone gets from its threads, parallel regions included);
+* ``[compute.node]``, S_node(T): T one-thread processes at once over one (what ranks
+  sharing the node get: bandwidth and caches, no parallel regions).
 
-    sigma(m) = min(1, S(m t) / (m S(t)))
+S(T) is the roofline made concrete: it rises like T while the busy cores' demand fits the
+node's bandwidth and flattens where it does not.
 
-Ranks that have finished a call wait in MPI (busy-polling: they hold a core, not memory
-bandwidth), so the ranks still computing speed up: `fluid_finish` gives each rank's finish
-time under this sharing (processor sharing, ranks of a node starting together).  With more
-ranks than cores (t < 1) every rank holds a share of the cores all the time (waiting ranks
-poll on the same cores), so the speed is that of all ranks busy throughout.
+A rank with t threads computing alone runs at ``S_threads(t)`` times one core's rate.  When
+m ranks of a node compute at once (m t busy cores), each runs at
 
-Profiles without ``[compute.threads]`` (`derive_scaling`), in this order:
+    sigma(m) = min(1, C(m t) / C(t)),   C(T) = S_node(T) / T
+
+of its solo speed (`sharing`).  Ranks that have finished a call wait in MPI (holding a core,
+not memory bandwidth), so the ranks still computing speed up: `fluid_finish` gives each
+rank's finish time under this sharing (processor sharing, ranks of a node starting
+together).  With more ranks than cores (t < 1) every rank holds a share of the cores all
+the time (waiting ranks poll on the same cores), so the speed is that of all ranks busy
+throughout.
+
+Profiles without ``[compute.threads]`` (`derive_scaling`; both tables the same), in this
+order:
 
 * written by an older `gcntrain bench`, with ``busy_compute_factor`` f (how much slower a
   rank computed with every core busy): ``S(T) = T / (1 + (f - 1)(T - 1) / (cores - 1))`` for
@@ -46,8 +51,8 @@ KINDS = ("spmm", "gemm", "other")
 
 @dataclass(frozen=True)
 class ThreadScaling:
-    """S(T): a node's throughput with T threads busy over one thread's, piecewise linear
-    through (0, 0), (1, 1) and the measured points, constant beyond the last."""
+    """S(T): throughput with T cores busy over one core's, piecewise linear through (0, 0),
+    (1, 1) and the measured points, constant beyond the last."""
 
     threads: tuple[float, ...]
     speedups: tuple[float, ...]

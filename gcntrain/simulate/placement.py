@@ -53,23 +53,25 @@ class Placement:
         """Threads of one rank (`gcntrain.simulate.node.threads_per_rank`)."""
         return self.machine.cores_per_rank(self.local_ranks)
 
+    def working(self, threads: float | None = None) -> float:
+        """Threads of a rank that work: all of them, or at most `threads`."""
+        return self.cores if threads is None else min(self.cores, threads)
+
     def speed(self, kind: str, threads: float | None = None) -> float:
         """How many cores' worth of `kind` work a rank does computing alone: S(t) of its t
         threads (`gcntrain.simulate.node`; `threads`: at most that many of them work)."""
-        t = self.cores if threads is None else min(self.cores, threads)
-        return float(self.machine.scaling(kind)(t))
+        return float(self.machine.scaling(kind)(self.working(threads)))
 
     def shared(self, kind: str, solo, threads: float | None = None) -> np.ndarray:
         """(P,) seconds of `kind` work that takes each rank `solo` seconds alone, while the
         other ranks of its node do theirs (`gcntrain.simulate.node.fluid_finish`;
         `threads`: at most that many of each rank's threads work)."""
         m = self.machine
-        t = self.cores if threads is None else min(self.cores, threads)
         return fluid_finish(
             np.asarray(solo, np.float64),
             self.node,
             m.sharing(kind),
-            t,
+            self.working(threads),
             m.cores,
             self.local_ranks,
         )
@@ -89,8 +91,7 @@ class Placement:
     def sync_cost(self) -> float:
         """What each synchronising step adds at most (the profile's oversubscribed figure
         when the node runs more ranks than cores, else nothing)."""
-        over = self.local_ranks > self.machine.cores
-        return self.machine.oversubscribed_sync if over else 0.0
+        return self.machine.oversubscribed_sync if self.oversubscribed else 0.0
 
     def sync_cost_for(self, since: np.ndarray) -> np.ndarray:
         """(P,) what each rank's next synchronising step adds, given the compute seconds it

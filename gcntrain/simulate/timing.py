@@ -353,12 +353,8 @@ def elementwise_elements(footprint: dict, widths: list[int], input_density: floa
 def input_density(sim) -> float:
     """The stored share of the first layer's input on the ranks: its feature density when
     the recorded model multiplies a CSR input (every scheme keeps it CSR), else 1."""
-    fnnz = getattr(sim.ctx, "feature_nnz", None)
     sparse = any(c.method == "matmul" and c.sparse(0) for c in sim.calls)
-    if not sparse or fnnz is None:
-        return 1.0
-    cells = float(sim.num_features) * max(int(fnnz.shape[0]), 1)
-    return float(fnnz.sum()) / cells if cells > 0 else 1.0
+    return sim.ctx.feature_density(sim.num_features) if sparse else 1.0
 
 
 def other_seconds(
