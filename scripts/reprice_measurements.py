@@ -93,20 +93,27 @@ def main() -> int:
     profile = (folder / "profile.toml").read_text()
     runs = json.loads((folder / "measured.json").read_text())
     cores = int(re.search(r"(?m)^cores = (\d+)", profile).group(1))
-    factor, printed, line = marginal_factor(bench)
-    print(f"bench output: {line}")
-    print(
-        f"marginal factor (R-MAT 14 - R-MAT 12, measured over modelled): {factor:.3f} "
-        f"(the bench printed the ratio x{printed:.3f})"
-    )
-    table = from_busy_factor(cores, factor).as_table()
-    print(
-        "node scaling derived from it: "
-        + ", ".join(f"x{v:.2f} at {t}" for t, v in table.items() if t in (1, 4, 8, 16))
-    )
+    measured_scaling = "[compute.node]" in profile
+    if measured_scaling:
+        print("profile: today's bench (measured thread and node scaling), used as written")
+    else:
+        factor, printed, line = marginal_factor(bench)
+        print(f"bench output: {line}")
+        print(
+            f"marginal factor (R-MAT 14 - R-MAT 12, measured over modelled): {factor:.3f} "
+            f"(the bench printed the ratio x{printed:.3f})"
+        )
+        table = from_busy_factor(cores, factor).as_table()
+        print(
+            "node scaling derived from it: "
+            + ", ".join(f"x{v:.2f} at {t}" for t, v in table.items() if t in (1, 4, 8, 16))
+        )
     with tempfile.TemporaryDirectory() as tmp:
         prof = Path(tmp) / "repriced.toml"
-        prof.write_text(repriced_profile(profile, cores, factor))
+        if measured_scaling:
+            prof.write_text(profile)
+        else:
+            prof.write_text(repriced_profile(profile, cores, factor))
         gen = graph_command((folder / "README.md").read_text())
         graph = str(Path(tmp) / "graph.h5")
         gen[gen.index("-o") + 1] = graph

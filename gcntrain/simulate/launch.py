@@ -91,11 +91,12 @@ def training_json(cmd: list[str]) -> dict:
 
 def serial_epochs(graph: str, scheme: str, epochs: int = 8, threads: int = 1) -> dict:
     """Median epoch seconds (``epoch_seconds``) and its seconds in graph products
-    (``t_aggregation``) and dense products (``t_dense``) of a one-process `gcntrain train`
-    of `graph` with `scheme` on `threads` threads."""
+    (``t_aggregation``), dense products (``t_dense``) and everything else (``t_other``:
+    element-wise work and per-call cost) of a one-process `gcntrain train` of `graph` with
+    `scheme` on `threads` threads."""
     cmd = [*gcntrain_cmd(), "train", graph, "--scheme", scheme, "--epochs", str(epochs)]
     d = training_json([*cmd, "--threads", str(threads)])
-    return {k: float(d[k]) for k in ("epoch_seconds", "t_aggregation", "t_dense")}
+    return {k: float(d[k]) for k in ("epoch_seconds", "t_aggregation", "t_dense", "t_other")}
 
 
 def generate_rmat(path: str, scale: int, edge_factor: int = 8) -> str:
