@@ -489,3 +489,14 @@ def test_bench_recovers_the_cost_and_slice_of_synthetic_runs():
     # nothing to explain, or one run: the constant model
     assert F.fit_sync_slice([0.0, 0.1], slopes)[1] == 0.0
     assert F.fit_sync_slice([0.1], slopes) == (pytest.approx(0.1 / 120), 0.0)
+
+
+def test_serial_epochs_report_the_time_outside_the_products(graph_file):
+    # the element-wise fit reads t_other: the epoch's time outside its graph and dense
+    # products, as the run timed it (not the epoch less predicted products)
+    from gcntrain.simulate.launch import serial_epochs
+
+    got = serial_epochs(str(graph_file), "serial", epochs=3)
+    assert set(got) == {"epoch_seconds", "t_aggregation", "t_dense", "t_other"}
+    assert 0 < got["t_other"] < got["epoch_seconds"]
+    assert got["t_aggregation"] > 0 and got["t_dense"] > 0

@@ -382,6 +382,7 @@ class TwoDOps(Ops):
         self.nnz = nnz  # "f"/"t" -> entries of S_i (or S^T_i) per stage of this layer
         self.m = int(layout.node_sizes[self.I])  # node-wise rows (slice I)
         self.ma = int(layout.row_sizes[self.i])  # rows of S's block (row part i)
+        self._stage_cache: dict = {}  # (which, width) -> `summa_stages` of this rank
 
     # -- layout ---------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -438,15 +439,27 @@ class TwoDOps(Ops):
         return row_normalize(X, norms)
 
     # -- products with S: SUMMA ------------------------------------------------------------
+    def _stages(self, which: str, w: int) -> tuple:
+        """This rank's view of the product's broadcast stages (`summa_stages` in entries and
+        rows, so roots and empty stages only), built once per product kind and width: on
+        Cora building them took 0.4 of a 4.5 ms epoch."""
+        key = (which, w)
+        got = self._stage_cache.get(key)
+        if got is None:
+            lay = self.layout
+            table = np.zeros((lay.pr, lay.stages[0].shape[0]), dtype=np.int64)
+            table[self.i, lay.stages_of_layer(self.k)] = self.nnz[which]
+            got = summa_stages(lay, table, 1, np.full(lay.pc, w, dtype=np.int64), 1)
+            self._stage_cache[key] = got
+        return got
+
     def _summa(self, which: str, X: np.ndarray, key: str) -> np.ndarray:
         lay = self.layout
         X = np.ascontiguousarray(X)
         w, dt = X.shape[1], X.dtype
         a, b = lay.stages[0], lay.stages[1]
         mine = lay.stages_of_layer(self.k)
-        table = np.zeros((lay.pr, a.shape[0]), dtype=np.int64)
-        table[self.i, mine] = self.nnz[which]
-        A, Xs = summa_stages(lay, table, 1, np.full(lay.pc, w, dtype=np.int64), 1)
+        A, Xs = self._stages(which, w)
         pieces = self.pieces[which]
         out = np.zeros((self.ma, w), dtype=dt)
         xbuf = np.empty((int((b - a).max(initial=0)), w), dtype=dt)
