@@ -383,7 +383,6 @@ class TwoDOps(Ops):
         self.m = int(layout.node_sizes[self.I])  # node-wise rows (slice I)
         self.ma = int(layout.row_sizes[self.i])  # rows of S's block (row part i)
         self._stage_cache: dict = {}  # (which, width) -> `summa_stages` of this rank
-        self._bufs: dict = {}  # name -> receive buffer kept between products (`_buffer`)
 
     # -- layout ---------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -440,16 +439,6 @@ class TwoDOps(Ops):
         return row_normalize(X, norms)
 
     # -- products with S: SUMMA ------------------------------------------------------------
-    def _buffer(self, name: str, nbytes: int) -> np.ndarray:
-        """A receive buffer of `nbytes` bytes, kept between products.  A stage's piece above
-        glibc's mmap threshold (32 MiB at most) is otherwise fresh pages from the kernel on
-        every product, each faulted in and zeroed while the broadcast waits."""
-        buf = self._bufs.get(name)
-        if buf is None or buf.nbytes < nbytes:
-            buf = np.empty(max(nbytes, 1), dtype=np.uint8)
-            self._bufs[name] = buf
-        return buf[:nbytes]
-
     def _stages(self, which: str, w: int) -> tuple:
         """This rank's view of the product's broadcast stages (`summa_stages` in entries and
         rows, so roots and empty stages only), built once per product kind and width: on
@@ -473,8 +462,7 @@ class TwoDOps(Ops):
         A, Xs = self._stages(which, w)
         pieces = self.pieces[which]
         out = np.zeros((self.ma, w), dtype=dt)
-        xrows = int((b - a).max(initial=0))
-        xbuf = self._buffer("x", xrows * w * dt.itemsize).view(dt).reshape(xrows, w)
+        xbuf = np.empty((int((b - a).max(initial=0)), w), dtype=dt)
         item = dt.itemsize
         group_x = self.k * lay.pc + self.j
         for s, ka, kx in zip(mine, A.stages_of(self.I), Xs.stages_of(group_x)):
@@ -494,7 +482,7 @@ class TwoDOps(Ops):
                 M, wire = pieces.get(int(s), dt)
                 self.grid.row.bcast(wire, c, key)
             else:
-                wire = self._buffer("wire", k * (ENTRY_ID_BYTES + item))
+                wire = np.empty(k * (ENTRY_ID_BYTES + item), dtype=np.uint8)
                 self.grid.row.bcast(wire, c, key)
                 M = StagePieces.unpack(wire, k, self.ma, hi - lo, dt)
             if w:
