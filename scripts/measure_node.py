@@ -25,6 +25,9 @@ from pathlib import Path
 
 from gcntrain.simulate.launch import find_mpiexec, gcntrain_cmd, launcher_free_env
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_simulate import machine_state  # noqa: E402
+
 #: (np, configuration, train options), in the order they run (the most telling first, in case
 #: the deadline cuts the list): the 16-core folder's nine configurations, np 16 and 3d
 CONFIGS = [
@@ -72,7 +75,7 @@ def main() -> int:
     node = [
         f"host {platform.node()}, {os.cpu_count()} logical CPUs, python {sys.version.split()[0]}",
         f"processor {platform.processor() or platform.machine()}",
-        f"load at start {load()}",
+        f"at start: {machine_state()}",
     ]
     try:
         model = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in ln]
@@ -149,7 +152,10 @@ def main() -> int:
             f"  ({d.get('threads_per_rank')} threads/rank, wall {wall:.1f} s, load {before})",
             flush=True,
         )
-    print(f"done in {time.monotonic() - t0:.0f} s, load {load()}", flush=True)
+    end = f"done in {time.monotonic() - t0:.0f} s; at the end: {machine_state()}"
+    with open(out / "node.txt", "a") as f:
+        f.write(end + "\n")
+    print(end, flush=True)
     return 0
 
 
