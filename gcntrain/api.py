@@ -2,19 +2,17 @@
 
 Every function here is a thin layer over the code the command line runs:
 
-- the graph constructors assemble a `Graph` with the converters' own functions
-  (`gcntrain.data.formats.common.graph_from_coo`, `gcntrain.data.convert.apply_options`
-  for ``symmetrize`` / ``self_loops``) and check it with the graph store's validation
-  (`gcntrain.data.store.normalize_graph`, `validate_graph`);
-- `train` calls `gcntrain.schemes.runner.run_training` with the `TrainConfig` and the
-  scheme arguments that `gcntrain train` builds (`gcntrain.cli.options.train_config`,
+- the graph constructors (`gcntrain.data.construct`) assemble a `Graph` with the
+  converters' own functions and check it with the graph store's validation;
+- `train` calls `gcntrain.job.runner.run_training` with the `TrainConfig` and the
+  scheme arguments that `gcntrain train` builds (`gcntrain.job.options.train_config`,
   `scheme_args`), from keyword arguments named after the command's options;
-- `simulate` calls the planner `gcntrain simulate` calls
-  (`gcntrain.simulate.run.plan_training`, `simulation_summary`, `time_summary`).
+- `simulate` calls what `gcntrain simulate` calls (`gcntrain.job.plan.plan_job`).
 
 Keyword arguments are the command-line options with dashes as underscores (``--weight-decay``
 is ``weight_decay``); their defaults, accepted values and checks are those of the options
-themselves, read from the click commands. docs/api.md has a worked example.
+themselves, read from the same declarations the click commands are built from
+(`gcntrain.job.options`). docs/api.md has a worked example.
 """
 
 from __future__ import annotations
@@ -22,14 +20,12 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import click
 import numpy as np
-import scipy.sparse as sp
 
 from gcntrain.data.graph import Graph
 from gcntrain.errors import AgreedError, InputError
@@ -46,383 +42,19 @@ __all__ = [
     "train",
 ]
 
-#: names of the node masks, in the order `masks` takes them as a sequence
-SPLITS = ("train", "val", "test")
-
-#: `gcntrain train` options `train` takes besides the model and scheme options (click names)
-_RUN_KEYS = (
-    "out_dir",
-    "per_rank",
-    "threads",
-    "machine",
-    "checkpoint",
-    "checkpoint_every",
-    "resume",
-    "max_memory",
-    "quiet",
-)
-#: `gcntrain simulate` options `simulate` takes besides the model and scheme options
-_SIMULATE_KEYS = (
-    "num_features",
-    "num_classes",
-    "nodes",
-    "ranks_per_node",
-    "per_rank",
-    "sweep",
+from gcntrain.data.construct import (  # noqa: F401 (the API's graph constructors)
+    SPLITS,
+    graph_from_arrays,
+    graph_from_networkx,
+    graph_from_scipy,
 )
 
-MaskLike = np.ndarray | Iterable[int] | None
-
-
-# --------------------------------------------------------------------------- graphs
-
-
-def _index_or_mask(value: MaskLike, n: int, split: str) -> np.ndarray | None:
-    """A bool mask of `n` nodes from a bool mask or an integer array of node indices."""
-    if value is None:
-        return None
-    a = np.asarray(value)
-    if a.dtype == np.bool_:
-        if a.shape != (n,):
-            raise InputError(f"{split} mask has shape {a.shape}, expected ({n},)")
-        return a.copy()
-    if a.size == 0:
-        return np.zeros(n, dtype=bool)
-    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
-        raise InputError(
-            f"{split} must be a bool mask of {n} nodes or an array of node indices, got "
-            f"{a.dtype} of shape {a.shape}"
-        )
-    if int(a.min()) < 0 or int(a.max()) >= n:
-        bad = int(a[(a < 0) | (a >= n)][0])
-        raise InputError(f"{split} index {bad} is out of range for {n} nodes")
-    m = np.zeros(n, dtype=bool)
-    m[a] = True
-    return m
-
-
-def _split_masks(
-    n: int,
-    masks: Mapping[str, MaskLike] | tuple | list | None,
-    train: MaskLike,
-    val: MaskLike,
-    test: MaskLike,
-) -> dict[str, np.ndarray | None]:
-    given = {"train": train, "val": val, "test": test}
-    if masks is not None:
-        if isinstance(masks, Mapping):
-            unknown = sorted(set(masks) - set(SPLITS))
-            if unknown:
-                raise InputError(
-                    f"unknown mask name(s) {', '.join(unknown)} (known: {', '.join(SPLITS)})"
-                )
-            items = dict(masks)
-        else:
-            if len(masks) != 3:
-                raise InputError(f"masks must be (train, val, test), got {len(masks)} arrays")
-            items = dict(zip(SPLITS, masks))
-        for k, v in items.items():
-            if given[k] is not None:
-                raise InputError(f"the {k} split is given twice (in masks and as {k}=)")
-            given[k] = v
-    return {k: _index_or_mask(v, n, k) for k, v in given.items()}
-
-
-def _assemble(
-    rows: np.ndarray,
-    cols: np.ndarray,
-    values: np.ndarray | None,
-    n: int,
-    *,
-    features,
-    labels,
-    masks,
-    train,
-    val,
-    test,
-    num_classes: int | None,
-    name: str,
-    symmetrize: bool,
-    self_loops: str,
-    source: str,
-) -> Graph:
-    """The shared end of every constructor: CSR by the converters' functions, node data,
-    the structural options, the store's dtypes and validation."""
-    from gcntrain.data import preprocess
-    from gcntrain.data.convert import apply_options
-    from gcntrain.data.formats.common import graph_from_coo
-    from gcntrain.data.store import normalize_graph, validate_graph
-
-    if self_loops not in preprocess.SELF_LOOP_MODES:
-        raise InputError(
-            f"unknown self-loop mode '{self_loops}' "
-            f"(known: {', '.join(preprocess.SELF_LOOP_MODES)})"
-        )
-    if features is not None:
-        features = features.toarray() if sp.issparse(features) else np.asarray(features)
-        if features.ndim == 1:
-            features = features[:, None]
-        if features.dtype.kind not in "biuf":
-            raise InputError(f"features must be numbers, got dtype {features.dtype}")
-        features = np.ascontiguousarray(features, dtype=np.float32)
-    if labels is not None:
-        labels = np.asarray(labels)
-        if labels.dtype.kind not in "iu":
-            raise InputError(f"labels must be integers (-1: unlabeled), got dtype {labels.dtype}")
-        labels = labels.astype(np.int64)
-    split = _split_masks(n, masks, train, val, test)
-    g = graph_from_coo(
-        rows,
-        cols,
-        values,
-        n,
-        name=name,
-        features=features,
-        labels=labels,
-        train_mask=split["train"],
-        val_mask=split["val"],
-        test_mask=split["test"],
-        num_classes=num_classes,
-    )
-    g = apply_options(g, symmetrize=symmetrize, self_loops=self_loops, extra={"source": source})
-    g = normalize_graph(g)
-    validate_graph(g, f"graph '{g.name}'")
-    return g
-
-
-def _values(values, m: int) -> np.ndarray | None:
-    if values is None:
-        return None
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if v.shape[0] != m:
-        raise InputError(f"edge values have {v.shape[0]} entries for {m} edges")
-    return v.astype(np.float32)
-
-
-def graph_from_arrays(
-    src: Iterable[int],
-    dst: Iterable[int],
-    num_nodes: int | None = None,
-    *,
-    values: Iterable[float] | None = None,
-    features=None,
-    labels=None,
-    masks=None,
-    train: MaskLike = None,
-    val: MaskLike = None,
-    test: MaskLike = None,
-    num_classes: int | None = None,
-    name: str = "graph",
-    symmetrize: bool = False,
-    self_loops: str = "keep",
-) -> Graph:
-    """A `Graph` from an edge list: edge ``k`` is the entry (row ``src[k]``, column
-    ``dst[k]``), as one line of a SNAP or CSV edge list.
-
-    Parameters
-    ----------
-    src, dst : integer arrays (m,)
-        Node ids in ``0..num_nodes-1``; repeated pairs are merged (largest value).
-    num_nodes : int, optional
-        Number of nodes; default the features' or labels' rows, else the largest id + 1.
-    values : float array (m,), optional
-        Edge values; default none (a pattern: every entry is 1).
-    features : (n, f) array or scipy sparse matrix, optional
-        Node features (stored as float32).
-    labels : integer array (n,), optional
-        Node classes, -1 for unlabeled.
-    masks : {"train": ..., "val": ..., "test": ...} or (train, val, test), optional
-        The splits, each a bool mask of n nodes or an integer array of node indices.
-    train, val, test : optional
-        The same, one split at a time.
-    num_classes : int, optional
-        Default: the largest label + 1.
-    name : str
-        The graph's name (summaries, the HDF5 file).
-    symmetrize : bool
-        Replace A by the pattern of A + Aᵀ (``gcntrain convert --symmetrize``).
-    self_loops : {"keep", "add", "drop"}
-        Diagonal entries, as ``gcntrain convert --self-loops``.
-
-    Returns
-    -------
-    Graph
-        Sorted, duplicate-free CSR with the graph file's dtypes, validated.
-
-    Raises
-    ------
-    InputError
-        An id out of range, arrays of different lengths, a bad mask or label
-        (`FormatError` from the store's checks).
-    """
-    rows = np.asarray(list(src) if not hasattr(src, "__len__") else src).reshape(-1)
-    cols = np.asarray(list(dst) if not hasattr(dst, "__len__") else dst).reshape(-1)
-    if rows.shape != cols.shape:
-        raise InputError(f"src has {rows.shape[0]} entries but dst has {cols.shape[0]}")
-    for a, what in ((rows, "src"), (cols, "dst")):
-        if a.size and a.dtype.kind not in "iu":
-            raise InputError(f"{what} must hold integer node ids, got dtype {a.dtype}")
-    if num_nodes is None:
-        for a in (features, labels):
-            if a is not None:
-                num_nodes = int(a.shape[0] if sp.issparse(a) else np.shape(a)[0])
-                break
-    if num_nodes is None:
-        hi = max(int(rows.max(initial=-1)), int(cols.max(initial=-1)))
-        num_nodes = hi + 1
-    if num_nodes < 1:
-        raise InputError(f"a graph needs at least one node, got num_nodes = {num_nodes}")
-    return _assemble(
-        rows.astype(np.int64),
-        cols.astype(np.int64),
-        _values(values, rows.shape[0]),
-        int(num_nodes),
-        features=features,
-        labels=labels,
-        masks=masks,
-        train=train,
-        val=val,
-        test=test,
-        num_classes=num_classes,
-        name=name,
-        symmetrize=symmetrize,
-        self_loops=self_loops,
-        source="arrays",
-    )
-
-
-def graph_from_scipy(
-    adj,
-    features=None,
-    labels=None,
-    masks=None,
-    *,
-    train: MaskLike = None,
-    val: MaskLike = None,
-    test: MaskLike = None,
-    num_classes: int | None = None,
-    name: str = "graph",
-    weighted: bool = False,
-    symmetrize: bool = False,
-    self_loops: str = "keep",
-) -> Graph:
-    """A `Graph` from a square scipy sparse (or dense numpy) adjacency matrix.
-
-    Every stored nonzero ``adj[u, v]`` is the entry (row u, column v); explicitly stored
-    zeros are not edges.
-
-    Parameters
-    ----------
-    adj : scipy sparse matrix or array (n, n)
-    features, labels, masks, train, val, test, num_classes, name, symmetrize, self_loops
-        As in `graph_from_arrays`.
-    weighted : bool
-        Keep the matrix values as edge values (default: the pattern, every edge 1).
-
-    Returns
-    -------
-    Graph
-    """
-    A = sp.coo_matrix(adj)
-    if A.shape[0] != A.shape[1]:
-        raise InputError(f"the adjacency must be square, got shape {A.shape}")
-    keep = A.data != 0
-    return _assemble(
-        A.row[keep].astype(np.int64),
-        A.col[keep].astype(np.int64),
-        _values(A.data[keep], int(keep.sum())) if weighted else None,
-        int(A.shape[0]),
-        features=features,
-        labels=labels,
-        masks=masks,
-        train=train,
-        val=val,
-        test=test,
-        num_classes=num_classes,
-        name=name,
-        symmetrize=symmetrize,
-        self_loops=self_loops,
-        source="scipy",
-    )
-
-
-def _node_attr(G, nodes: list, attr: str | None, what: str):
-    """The values of node attribute `attr` in node order; None when no node has it."""
-    if attr is None:
-        return None
-    data = G.nodes
-    have = [attr in data[v] for v in nodes]
-    if not any(have):
-        return None
-    if not all(have):
-        missing = nodes[have.index(False)]
-        raise InputError(f"node {missing!r} has no {what} attribute '{attr}' (others do)")
-    return [data[v][attr] for v in nodes]
-
-
-def graph_from_networkx(
-    G,
-    *,
-    feature_attr: str | None = "x",
-    label_attr: str | None = "y",
-    weight_attr: str | None = None,
-    masks=None,
-    train: MaskLike = None,
-    val: MaskLike = None,
-    test: MaskLike = None,
-    num_classes: int | None = None,
-    name: str | None = None,
-    self_loops: str = "keep",
-) -> Graph:
-    """A `Graph` from a networkx graph; node ``k`` is the k-th node of ``G.nodes``.
-
-    An undirected ``G`` gives a symmetric adjacency (each edge in both directions); a
-    directed one keeps its directions.
-
-    Parameters
-    ----------
-    G : networkx.Graph or networkx.DiGraph (multigraphs: parallel edges merge)
-    feature_attr : node attribute holding the feature vector (default ``"x"``, as
-        ``torch_geometric.utils.to_networkx`` writes it); absent on every node: no features.
-    label_attr : node attribute holding the class (default ``"y"``); absent: no labels.
-    weight_attr : edge attribute used as the edge value (missing on an edge: 1); default
-        none (the pattern).
-    masks, train, val, test : the splits, as in `graph_from_arrays` (indices are positions
-        in ``G.nodes``).
-    num_classes, self_loops : as in `graph_from_arrays`.
-    name : default ``G.name`` or ``"graph"``.
-
-    Returns
-    -------
-    Graph
-    """
-    nodes = list(G.nodes)
-    index = {v: i for i, v in enumerate(nodes)}
-    edges = list(G.edges(data=True))
-    rows = np.fromiter((index[u] for u, _, _ in edges), dtype=np.int64, count=len(edges))
-    cols = np.fromiter((index[v] for _, v, _ in edges), dtype=np.int64, count=len(edges))
-    values = None
-    if weight_attr is not None:
-        values = [float(d.get(weight_attr, 1.0)) for _, _, d in edges]
-    feats = _node_attr(G, nodes, feature_attr, "feature")
-    labs = _node_attr(G, nodes, label_attr, "label")
-    return _assemble(
-        rows,
-        cols,
-        _values(values, len(edges)),
-        len(nodes),
-        features=None if feats is None else np.asarray(feats, dtype=np.float64),
-        labels=None if labs is None else np.asarray(labs),
-        masks=masks,
-        train=train,
-        val=val,
-        test=test,
-        num_classes=num_classes,
-        name=name or getattr(G, "name", "") or "graph",
-        symmetrize=not G.is_directed(),
-        self_loops=self_loops,
-        source="networkx",
-    )
+#: the API's wording of the planner's refusals (its keywords, not the command's flags)
+_WORDS = {
+    "placement": "nodes and ranks_per_node need a machine profile (machine=...)",
+    "sweep_machine": "sweep ranks configurations by predicted time: give machine=...",
+    "sweep_per_rank": "per_rank tables one run; it does not combine with sweep",
+}
 
 
 def load_graph(path: str | os.PathLike) -> Graph:
@@ -462,15 +94,16 @@ def _hidden(value) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
-def _resolve(fn: str, command: click.Command, given: dict, accepted: Iterable[str]) -> dict:
-    """The values `command`'s callback would receive for the options `accepted` (click
-    names), from keyword arguments named after the options' flags: each given value goes
-    through the option's own type (choices, ranges), the others take its default."""
+def _resolve(fn: str, options: list, given: dict) -> dict:
+    """The values the command's callback would receive for the `options` the API takes
+    (`gcntrain.job.options.Opt`), from keyword arguments named after the options' flags:
+    each given value goes through the option's own type (choices, ranges), the others take
+    its default."""
+    from gcntrain.job.options import params as option_params
+
+    command = click.Command(fn, params=option_params(options, api_only=True))
     ctx = click.Context(command)
-    accepted = set(accepted)
-    params = {
-        _keyword(p): p for p in command.params if isinstance(p, click.Option) and p.name in accepted
-    }
+    params = {_keyword(p): p for p in command.params}
     for k in given:
         if k not in params:
             raise _unknown(fn, k, params)
@@ -497,21 +130,13 @@ def _resolve(fn: str, command: click.Command, given: dict, accepted: Iterable[st
 
 def _config_and_scheme(fn: str, values: dict):
     """(TrainConfig, scheme, its options, partition, partition seed) as the CLI builds them."""
-    from gcntrain.cli.options import scheme_args, train_config
+    from gcntrain.job.options import scheme_args, train_config
 
     try:
         config = train_config(values)
     except click.BadParameter as e:
         raise InputError(f"{fn}(): {e.format_message()}") from None
     return (config, *scheme_args(values))
-
-
-def _model_and_scheme_keys() -> list[str]:
-    from gcntrain.cli.options import MODEL_KEYS
-    from gcntrain.schemes import registry
-
-    scheme = [name for name, o in registry.all_options().items() if o.cli]
-    return [*MODEL_KEYS, "scheme", "partition", "permute", "partition_seed", *scheme]
 
 
 def _plain(summary: dict) -> dict:
@@ -663,13 +288,13 @@ def train(
     InputError
         A value the CLI would refuse, a graph training cannot use, a diverging run.
     """
-    from gcntrain.cli.progress import Progress
-    from gcntrain.cli.train_cmd import train as command
     from gcntrain.data.memory import parse_size
-    from gcntrain.schemes.runner import run_training
+    from gcntrain.job.options import train_options
+    from gcntrain.job.progress import Progress, info
+    from gcntrain.job.runner import run_training
 
     given = {**options, "scheme": scheme, "epochs": epochs, "quiet": quiet}
-    values = _resolve("train", command, given, [*_model_and_scheme_keys(), *_RUN_KEYS])
+    values = _resolve("train", train_options(), given)
     config, scheme_name, scheme_opts, partition, partition_seed = _config_and_scheme(
         "train", values
     )
@@ -703,6 +328,7 @@ def train(
             checkpoint_every=values["checkpoint_every"],
             resume=values["resume"],
             max_memory=max_memory,
+            notice=None if values["quiet"] else info,
         )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower lr") from None
@@ -760,52 +386,28 @@ def simulate(
     dict
         With ``sweep=True`` the ``simulate --sweep --json`` object.
     """
-    from gcntrain.cli.simulate_cmd import simulate as command
-    from gcntrain.simulate.autogrid import rank_grids, wants_auto
-    from gcntrain.simulate.run import plan_training, simulation_summary
+    from gcntrain.job.options import simulate_options
+    from gcntrain.job.plan import plan_job
 
     given = {**options, "ranks": ranks, "scheme": scheme, "machine": machine}
-    keys = [*_model_and_scheme_keys(), "ranks", "machine", *_SIMULATE_KEYS]
-    v = _resolve("simulate", command, given, keys)
+    v = _resolve("simulate", simulate_options(), given)
     config, scheme_name, scheme_opts, partition, seed = _config_and_scheme("simulate", v)
-    ranks, machine = v["ranks"], v["machine"]
-    source = _source(graph)
-    place = None
-    if machine is not None:
-        from gcntrain.simulate.machine import load_machine
-        from gcntrain.simulate.timing import placement
-
-        place = placement(load_machine(machine), ranks, v["nodes"], v["ranks_per_node"])
-    elif v["nodes"] is not None or v["ranks_per_node"] is not None:
-        raise InputError("nodes and ranks_per_node need a machine profile (machine=...)")
     widths = {"num_features": v["num_features"], "num_classes": v["num_classes"]}
-    if v["sweep"]:
-        from gcntrain.cli.simulate_cmd import _sweep
-
-        if place is None:
-            raise InputError("sweep ranks configurations by predicted time: give machine=...")
-        if v["per_rank"] is not None:
-            raise InputError("per_rank tables one run; it does not combine with sweep")
-        args = (source, config, ranks, place, scheme_name, scheme_opts, partition, seed)
-        return _plain(_sweep(*args, widths, True))
-    t0 = time.perf_counter()
-    args = (source, config, scheme_name, ranks)
-    search = None
-    if wants_auto(scheme_opts):
-        search = rank_grids(*args, scheme_opts, partition, seed, **widths)
-        scheme_opts = {**scheme_opts, "grid": search[0]["grid"]}
-    sim = plan_training(*args, scheme_opts, partition, seed, **widths)
-    if v["per_rank"] is not None:
-        from gcntrain.simulate.table import write_table
-
-        write_table(v["per_rank"], sim.table.phases())
-    summary = simulation_summary(sim, config, partition, time.perf_counter() - t0)
-    if place is not None:
-        from gcntrain.simulate.timing import time_summary
-
-        summary.update(time_summary(sim, config, place))
-    if v["per_rank"] is not None:
-        summary["per_rank"] = str(v["per_rank"])
-    if search is not None:
-        summary["grid_search"] = search
+    summary = plan_job(
+        _source(graph),
+        config,
+        v["ranks"],
+        scheme_name,
+        scheme_opts,
+        partition,
+        seed,
+        widths,
+        machine=v["machine"],
+        nodes=v["nodes"],
+        ranks_per_node=v["ranks_per_node"],
+        sweep=v["sweep"],
+        per_rank=v["per_rank"],
+        quiet=True,
+        words=_WORDS,
+    )
     return _plain(summary)

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from gcntrain.comm.exchange import Groups, Uniform
-from gcntrain.simulate.machine import load_machine
+from gcntrain.simulate.local import load_machine
 from gcntrain.simulate.timing import placement, step_timing
 
 #: SuperGCN Table 5: (method, [(part, GB), ...], paper ms)

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from gcntrain.data.graph import Graph
 from gcntrain.model.trainer import TrainConfig
-from gcntrain.simulate.machine import load_machine
+from gcntrain.simulate.local import load_machine
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.summary import epoch_median
 from gcntrain.simulate.timing import placement, time_summary

@@ -34,7 +34,8 @@ def local_profile_text(cores: int) -> str:
 def _local_cache() -> None:
     """Point the profile cache (`gcntrain.simulate.local`) at a fresh directory holding
     `LOCAL_PROFILE` as this host's profile, for this process and every one it starts."""
-    from gcntrain.simulate.local import cache_path, host_cores
+    from gcntrain.comm.env import host_cores
+    from gcntrain.simulate.local import cache_path
 
     os.environ["GCNTRAIN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gcntrain-cache-")
     text = local_profile_text(host_cores())

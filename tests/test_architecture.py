@@ -1,7 +1,7 @@
 """The architecture's rules, checked on the code itself (docs/architecture.md).
 
 * No scheme name appears outside `gcntrain/schemes` in the model, the CLI, the simulator or
-  the runner: they reach schemes through the registry only.
+  the job layer: they reach schemes through the registry only.
 * Every public method of every Ops class is declared in `PROTOCOL` (so the generated
   timing, recording and fault proxies cover it), and a training run through `RecordingOps`
   records every protocol category.
@@ -28,8 +28,7 @@ PKG = Path(__file__).resolve().parents[1] / "gcntrain"
 
 
 def scheme_agnostic_files() -> list[Path]:
-    files = [p for d in ("model", "cli", "simulate") for p in (PKG / d).rglob("*.py")]
-    return files + [PKG / "schemes" / "runner.py"]
+    return [p for d in ("model", "cli", "simulate", "job") for p in (PKG / d).rglob("*.py")]
 
 
 def test_no_scheme_name_outside_the_registry():

@@ -15,9 +15,9 @@ from gcntrain.data import checkpoint as ckio
 from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError, OutputError
+from gcntrain.job.runner import run_training
 from gcntrain.model.state import TrainState
 from gcntrain.model.trainer import EpochRecord, TrainConfig
-from gcntrain.schemes.runner import run_training
 from tests.mpi.batch import worker_case
 
 
@@ -182,7 +182,7 @@ def test_a_signal_on_the_last_epoch_lets_the_run_finish(tmp_path):
     finishes (its outputs are written) instead of stopping with nothing left to resume."""
     from gcntrain.comm.communicator import SelfComm
     from gcntrain.errors import Preempted
-    from gcntrain.schemes.checkpoint import Checkpointer, PreemptFlag
+    from gcntrain.job.checkpoint import Checkpointer, PreemptFlag
 
     flag = PreemptFlag()
     flag.signum = 15
@@ -197,7 +197,7 @@ def test_a_signal_on_the_last_epoch_lets_the_run_finish(tmp_path):
 
 
 def test_identity_names_partition_seed_file_and_epochs_with_sparse_evaluation():
-    from gcntrain.schemes.checkpoint import differences, run_identity
+    from gcntrain.job.checkpoint import differences, run_identity
 
     cfg = TrainConfig(epochs=10, eval_every=1)
     a = run_identity("p2p", 2, {}, "random", cfg, "h", partition_seed=1)

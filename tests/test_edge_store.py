@@ -12,10 +12,10 @@ import pytest
 from gcntrain.cli.main import run
 from gcntrain.data import shards as S
 from gcntrain.data.generate import rmat
+from gcntrain.data.partition_file import read_partition
 from gcntrain.data.store import write_graph
 from gcntrain.errors import FormatError, InputError
 from gcntrain.partition.cut_layout import EdgeCut, fill_roots, root_numbering, root_of
-from gcntrain.partition.io import read_partition
 from gcntrain.partition.libra import libra_partition
 from gcntrain.schemes.loading import EdgeStoreSource, RowStoreSource, open_source
 from gcntrain.schemes.protocol import LoadRequest

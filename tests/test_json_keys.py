@@ -13,7 +13,7 @@ import pytest
 from gcntrain.cli.main import run
 from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
-from gcntrain.schemes.report import KINDS
+from gcntrain.job.report import KINDS
 from tests.mpi.launch import REPO, run_mpi
 
 #: objects whose keys are names (phases, kinds, options), written <phase> etc. in the table

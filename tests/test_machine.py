@@ -8,7 +8,8 @@ import pytest
 
 from gcntrain.errors import InputError
 from gcntrain.simulate import collectives as C
-from gcntrain.simulate.machine import Link, load_machine, parse_machine, shipped
+from gcntrain.simulate.local import load_machine
+from gcntrain.simulate.machine import Link, parse_machine, shipped
 
 GOOD = """
 name = "mine"
@@ -46,7 +47,7 @@ def test_shipped_profiles_load_and_state_their_sources(name):
 def test_local_is_this_machine_not_a_shipped_stand_in():
     """``local`` is this host's cached profile (the suite's: tests/golden/local-profile.toml),
     with the host's core count and measured thread scaling; no file ships under that name."""
-    from gcntrain.simulate.local import host_cores
+    from gcntrain.comm.env import host_cores
 
     m = load_machine("local")
     assert "local" not in shipped() and m.name == "local"

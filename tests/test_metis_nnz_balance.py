@@ -16,8 +16,8 @@ import pytest
 
 from gcntrain.cli.main import run
 from gcntrain.data.generate import rmat
+from gcntrain.data.partition_file import read_partition
 from gcntrain.data.store import read_graph, write_graph
-from gcntrain.partition.io import read_partition
 from gcntrain.simulate.table import read_table
 from tests.mpi.launch import gcntrain_exe, run_mpi
 

@@ -148,7 +148,7 @@ def _tampered(graph_file, directory, how: str):
 @pytest.fixture(scope="module")
 def files(graph_file, tmp_path_factory):
     """Every input the commands read: stores, partition files, other and broken graphs."""
-    from gcntrain.partition.io import read_partition, write_partition
+    from gcntrain.data.partition_file import read_partition, write_partition
 
     d = tmp_path_factory.mktemp("inputs")
     g = str(graph_file)
@@ -196,7 +196,9 @@ def cli(graph_file, files):
     g, f, b = str(graph_file), files, CliBatches()
     for i, (nprocs, scheme, extra) in enumerate(EQUIV_CASES):
         b.add(f"equiv{i}", nprocs, ["train", g, "--scheme", scheme, *extra, *ARGS])
-    b.add("auto", 3, ["train", g, "--machine", "abci", *ARGS])
+    loud = [a for a in ARGS if a != "--quiet"]
+    b.add("auto", 3, ["train", g, "--machine", "abci", *loud])
+    b.add("auto-again", 3, ["train", g, "--machine", "abci", *ARGS])
     b.add("store-p2p", 3, ["train", f["random3"], "--scheme", "p2p", *ARGS])
     b.add("metis-p2p", 3, ["train", g, "--scheme", "p2p", "--partition", f["metis3"], *ARGS])
     per_rank = ["--per-rank", f["out"] / "cut3-measured.csv"]
@@ -280,6 +282,15 @@ def test_scheme_auto_trains_the_recommended_exact_configuration(
     assert run([*argv, *ARGS[1:7], "--sweep", "--json"]) == 0
     best = json.loads(capsys.readouterr().out)["recommended"]
     assert (rec["label"], rec["predicted_epoch_seconds"]) == (best["label"], best["epoch_seconds"])
+    # said aloud on rank 0: the search, then the choice and the runner-up
+    said = [ln for ln in cli.result("auto").error_lines() if ln.startswith("scheme auto:")]
+    assert len(said) in (1, 2) and rec["label"] in said[-1], said
+    # the same job again: the cached choice, silent with --quiet, trains the same
+    again = cli.result("auto-again")
+    d2 = again.json()
+    assert d2["recommendation"]["cached"] is True
+    assert d2["recommendation"]["label"] == rec["label"] and d2["final_loss"] == d["final_loss"]
+    assert not [ln for ln in again.error_lines() if ln.startswith("scheme auto:")]
 
 
 def test_shard_store_and_partition_file_inputs(cli, files, serial_summary):

@@ -14,7 +14,8 @@ import pytest
 
 from gcntrain.comm.exchange import POINT_TO_POINT, Groups, Pairs, Uniform
 from gcntrain.simulate import node as N
-from gcntrain.simulate.machine import load_machine, parse_machine
+from gcntrain.simulate.local import load_machine
+from gcntrain.simulate.machine import parse_machine
 from gcntrain.simulate.timing import Placement, compute_seconds, placement, step_timing
 from gcntrain.simulate.topology import Topology, bisection_seconds, crossing_bytes, torus_shape
 from tests.conftest import local_profile_text

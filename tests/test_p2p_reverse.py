@@ -20,8 +20,8 @@ import scipy.sparse as sp
 
 from gcntrain.cli.main import run
 from gcntrain.data.generate import rmat
+from gcntrain.data.partition_file import write_partition
 from gcntrain.data.store import write_graph
-from gcntrain.partition.io import write_partition
 from gcntrain.partition.result import PartitionResult
 from tests.mpi import worker_p2p_reverse as W
 from tests.mpi.launch import run_mpi

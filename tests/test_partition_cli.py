@@ -11,9 +11,9 @@ import pytest
 from gcntrain.cli.main import run
 from gcntrain.data.generate import road_grid
 from gcntrain.data.graph import Graph
+from gcntrain.data.partition_file import read_partition, read_report, write_partition
 from gcntrain.data.store import read_graph, write_graph
 from gcntrain.errors import FormatError, InputError
-from gcntrain.partition.io import read_partition, read_report, write_partition
 from gcntrain.partition.libra import libra_partition
 from gcntrain.partition.metrics import comm_volume
 from gcntrain.partition.mvc import mvc_split

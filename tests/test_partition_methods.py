@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from gcntrain.cli.main import run
 from gcntrain.data.generate import road_grid
+from gcntrain.data.partition_file import read_partition
 from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError
 from gcntrain.partition.basic import block_bounds, block_partition, random_partition
@@ -28,7 +29,6 @@ from gcntrain.partition.hypergraph import (
     stochastic_column_nets,
     stochastic_hypergraph_partition,
 )
-from gcntrain.partition.io import read_partition
 from gcntrain.partition.methods import run_method
 from gcntrain.partition.metis import metis_partition, vertex_weights
 from gcntrain.partition.metrics import comm_volume

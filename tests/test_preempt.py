@@ -123,7 +123,7 @@ def _resumed_equals_uninterrupted(graph, ck, tmp_path) -> None:
 
 
 def test_preempt_flag_records_sigterm_and_sigusr1_and_restores_handlers():
-    from gcntrain.schemes.checkpoint import PreemptFlag
+    from gcntrain.job.checkpoint import PreemptFlag
 
     for sig in (signal.SIGUSR1, signal.SIGTERM):
         before = signal.getsignal(sig)

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numba
 import numpy as np
 
-from gcntrain.cli import progress as P
 from gcntrain.cli.main import run
+from gcntrain.job import progress as P
 from gcntrain.kernels.compile_watch import CompileWatch
 
 

@@ -115,9 +115,15 @@ def test_exact_only_skips_approximate_modes(graph_file, machine):
 def test_simulate_sweep_cli(graph_file, capsys):
     argv = ["simulate", str(graph_file), "-P", "4", "--epochs", "8", "--machine", "local"]
     assert run([*argv, "--sweep", "--scheme", "1.5d", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    d = json.loads(out)
     assert d["configurations"] == len(d["ranking"]) == 3  # c = 2 x block, random, metis
-    assert d["recommended"] == d["ranking"][0] and d["nodes"] == 2
+    # no placement given: what `train --scheme auto` prices on this machine, said on stderr
+    assert d["recommended"] == d["ranking"][0] and (d["nodes"], d["ranks_per_node"]) == (1, 4)
+    assert "1 node x 4 ranks assumed" in err
+    assert run([*argv, "--sweep", "--scheme", "1.5d", "--json", "--ranks-per-node", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["nodes"] == 2 and "assumed" not in err
     assert run([*argv, "--sweep", "--top", "2"]) == 0
     out = capsys.readouterr().out
     assert "recommended" in out and "more (--top N" in out

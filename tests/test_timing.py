@@ -18,7 +18,8 @@ from gcntrain.model.trainer import TrainConfig
 from gcntrain.simulate import calibrate as K
 from gcntrain.simulate import collectives as C
 from gcntrain.simulate import fits as F
-from gcntrain.simulate.machine import load_machine, parse_machine
+from gcntrain.simulate.local import load_machine
+from gcntrain.simulate.machine import parse_machine
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.timing import (
     COMPUTE_KINDS,

@@ -21,6 +21,7 @@ from gcntrain.data.generate import default_dataset
 from gcntrain.data.graph import Graph
 from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError
+from gcntrain.job.runner import run_training
 from gcntrain.kernels.dropout import dropout_mask_rows
 from gcntrain.model.functional import row_normalize
 from gcntrain.model.normalize import support_matrix
@@ -28,7 +29,6 @@ from gcntrain.model.ops import Ops, SerialOps
 from gcntrain.model.optim import Adam
 from gcntrain.model.output import FILES
 from gcntrain.model.trainer import TrainConfig, fit, should_stop
-from gcntrain.schemes.runner import run_training
 
 
 @pytest.fixture(scope="module")

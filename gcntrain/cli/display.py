@@ -5,17 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from gcntrain.comm.env import launcher_rank
+from gcntrain.job.progress import count, info, is_printer, optional  # noqa: F401 (shared)
 from gcntrain.jsonutil import to_json
-
-
-def count(n: int, noun: str) -> str:
-    """``1 rank``, ``4 ranks``: a count with its noun in the right number."""
-    return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
-
-
-def is_printer(rank: int | None = None) -> bool:
-    return (launcher_rank() if rank is None else rank) == 0
 
 
 def emit(
@@ -53,18 +44,6 @@ def format_table(obj: dict, indent: int = 0) -> str:
                 v = f"{v:.6g}"
             lines.append(f"{pad}{str(k).ljust(width)}  {v}")
     return "\n".join(lines)
-
-
-def optional(v: float | None) -> str:
-    """A figure that may be missing (no validation mask): 4 decimals, or "-"."""
-    return "-" if v is None else f"{v:.4f}"
-
-
-def info(msg: str, rank: int | None = None) -> None:
-    """Progress text to stderr (rank 0 only), so stdout stays machine-readable."""
-    if is_printer(rank):
-        sys.stderr.write(msg + "\n")
-        sys.stderr.flush()
 
 
 def grid_choice(search: list[dict]) -> tuple[str, str]:

@@ -1,5 +1,5 @@
 """`gcntrain jobscript`: a Slurm or Fugaku PJM batch script for a `gcntrain train` run, a
-thin wrapper around `gcntrain.jobscript` (the train arguments are parsed by the real `train`
+thin wrapper around `gcntrain.job.jobscript` (the train arguments are parsed by the real `train`
 command, so the script runs only what `train` accepts)."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ SCRIPT_MODE = 0o755
 
 
 def parse_train_args(args: tuple[str, ...]):
-    """A `gcntrain.jobscript.TrainRun` from ``train ARGS...`` (the words after ``--``),
+    """A `gcntrain.job.jobscript.TrainRun` from ``train ARGS...`` (the words after ``--``),
     parsed by the `train` command itself; a bad argument is an `InputError`."""
     from gcntrain.cli.main import cli
     from gcntrain.cli.options import scheme_args, train_config
-    from gcntrain.jobscript import TrainRun
+    from gcntrain.job.jobscript import TrainRun
 
     train = cli.get_command(None, "train")  # as `gcntrain train` has it (--config too)
 
@@ -150,7 +150,7 @@ def jobscript(
     --checkpoint in the train arguments the Slurm script asks for SIGUSR1 before the time
     limit (gcntrain checkpoints and exits) and says how to resume.
     """
-    from gcntrain.jobscript import Request, render
+    from gcntrain.job.jobscript import Request, render
 
     req = Request(
         scheduler=scheduler,

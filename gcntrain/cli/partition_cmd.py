@@ -142,9 +142,9 @@ def partition(
     """
     import numba
 
+    from gcntrain.data.partition_file import read_partition, write_partition
     from gcntrain.data.store import read_graph
     from gcntrain.partition.basic import check_parts
-    from gcntrain.partition.io import read_partition, write_partition
     from gcntrain.partition.methods import BASE_METHODS, run_method
     from gcntrain.partition.report import build_report
 

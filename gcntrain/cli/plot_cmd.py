@@ -129,7 +129,7 @@ def breakdown_cmd(graph, ranks, num_features, num_classes, schemes, machine, out
     """Stacked bars of the predicted epoch of each scheme (default options): compute parts,
     each collective, waiting."""
     from gcntrain.simulate.figures import breakdown
-    from gcntrain.simulate.machine import load_machine
+    from gcntrain.simulate.local import load_machine
 
     config = train_config(kw)
     prof = load_machine(machine)
@@ -211,7 +211,7 @@ def _draw_breakdown(ok, ranks, machine, out) -> None:
 def scaling_cmd(graph, ranks_list, num_features, num_classes, schemes, machine, out, as_json, **kw):
     """Predicted strong scaling: epoch time over P for each scheme (log-log)."""
     from gcntrain.simulate.figures import scaling
-    from gcntrain.simulate.machine import load_machine
+    from gcntrain.simulate.local import load_machine
 
     try:
         ps = sorted({int(x) for x in ranks_list.split(",") if x.strip()})
@@ -277,7 +277,7 @@ def _draw_scaling(data, machine, out) -> None:
 def measured_cmd(runs, nodes, machine, out, as_json):
     """Predicted vs measured median epoch time of finished `train -o DIR` runs."""
     from gcntrain.simulate.figures import measured
-    from gcntrain.simulate.machine import load_machine
+    from gcntrain.simulate.local import load_machine
 
     prof = load_machine(machine)
     rows = [measured(r, prof, nodes=nodes) for r in runs]
@@ -350,7 +350,7 @@ def runs_cmd(runs, out, machine, nodes, as_json):
     prof_name = None
     if machine is not None:
         from gcntrain.simulate.figures import measured
-        from gcntrain.simulate.machine import load_machine
+        from gcntrain.simulate.local import load_machine
 
         prof = load_machine(machine)
         prof_name = prof.name

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gcntrain.errors import InputError
-from gcntrain.schemes.report import KINDS, median_steady_index
+from gcntrain.job.report import KINDS, median_steady_index
 
 #: collective kinds as the counted MPI layer names them (waiting is drawn apart)
 COLLECTIVES = tuple(k for k in KINDS if k != "wait")

@@ -80,7 +80,7 @@ def libra_cut(graph, parts: int | None, partition: str | None, seed: int):
             graph.indptr.astype(np.int64), graph.indices.astype(np.int64), parts, seed=seed
         )
         return vc.edge_part, vc.root, parts
-    from gcntrain.partition.io import read_vertex_cut
+    from gcntrain.data.partition_file import read_vertex_cut
 
     return read_vertex_cut(partition, graph.content_hash(), graph.nnz, parts)
 

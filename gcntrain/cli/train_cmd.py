@@ -1,21 +1,15 @@
 """`gcntrain train`: full-batch GCN / GraphSAGE training under any registered scheme, a thin
-wrapper around `gcntrain.schemes.runner.run_training`."""
+wrapper around `gcntrain.job.runner.run_training`."""
 
 from __future__ import annotations
 
 import click
 
-from gcntrain.cli.display import count, emit, grid_choice, optional, rows_table
-from gcntrain.cli.options import (
-    json_option,
-    model_options,
-    per_rank_option,
-    scheme_args,
-    scheme_options,
-    train_config,
-)
-from gcntrain.cli.progress import Progress
+from gcntrain.cli.display import count, emit, grid_choice, info, optional, rows_table
+from gcntrain.cli.options import apply
 from gcntrain.errors import InputError
+from gcntrain.job.options import scheme_args, train_config, train_options
+from gcntrain.job.progress import Progress
 
 #: parameters written inactive (as comments) in config.toml: a rerun writes elsewhere
 RERUN_NOTES = {
@@ -127,7 +121,8 @@ def _human(s: dict) -> str:
                 "scheme auto",
                 f"{r['label']}: predicted {r['predicted_epoch_seconds'] * 1e3:.3f} ms per epoch "
                 f"on profile {r['machine']}, best exact of {r['configurations']} "
-                f"configurations ({r['sweep_seconds']:.1f} s)",
+                f"configurations ({r['sweep_seconds']:.1f} s"
+                + (", the choice cached for this graph and job shape)" if r.get("cached") else ")"),
             )
         )
     if s.get("resumed_from_epoch") is not None:
@@ -141,69 +136,7 @@ def _human(s: dict) -> str:
 
 @click.command("train")
 @click.argument("graph", required=False, type=click.Path())
-@model_options
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Directory for metrics.jsonl, config.json, weights.h5, predictions.h5.",
-)
-@scheme_options
-@json_option
-@per_rank_option
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Numba threads per rank [default: NUMBA_NUM_THREADS, else cores / ranks per node].",
-)
-@click.option(
-    "--machine",
-    default=None,
-    metavar="NAME|PROFILE.toml",
-    help="Machine profile the --scheme auto recommender prices configurations with "
-    "[default: local; calibrate yours with `gcntrain bench`].",
-)
-@click.option(
-    "--checkpoint",
-    "checkpoint",
-    type=click.Path(file_okay=False),
-    default=None,
-    metavar="DIR",
-    help="Save the training state (every rank's shard) in DIR every --checkpoint-every "
-    "epochs and at the last; the previous checkpoint is kept until the new one is complete.",
-)
-@click.option(
-    "--checkpoint-every",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    metavar="K",
-    help="Epochs between checkpoints.",
-)
-@click.option(
-    "--resume",
-    type=click.Path(file_okay=False),
-    default=None,
-    metavar="DIR",
-    help="Continue from the newest checkpoint in DIR (same graph, scheme, ranks and "
-    "settings; --epochs may grow): the result equals the uninterrupted run's bit for bit.",
-)
-@click.option(
-    "--max-memory",
-    default=None,
-    metavar="SIZE",
-    help="Memory one rank may use (e.g. 8G); a rank whose estimated share is larger is "
-    "refused before loading [default: the node's available memory / its ranks].",
-)
-@click.option(
-    "--quiet",
-    is_flag=True,
-    help="No progress on stderr (per-epoch lines with an ETA, compiling, notes; shown with "
-    "--json too, whose stdout stays one JSON object).",
-)
+@apply(train_options())
 def train(
     graph,
     out_dir,
@@ -226,7 +159,7 @@ def train(
     early-stopping window 10).
     """
     from gcntrain.data.memory import parse_size
-    from gcntrain.schemes.runner import run_training
+    from gcntrain.job.runner import run_training
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
@@ -250,6 +183,7 @@ def train(
             resume=resume,
             max_memory=None if max_memory is None else parse_size(max_memory),
             config_toml=None if out_dir is None else _config_toml(out_dir),
+            notice=None if quiet else info,
         )
     except FloatingPointError as e:
         raise InputError(f"training diverged ({e}); try a lower --lr") from None

@@ -85,3 +85,10 @@ def tune_for_oversubscription(environ=os.environ) -> bool:
         for k, v in OVERSUBSCRIBED_MPICH.items():
             environ.setdefault(k, v)
     return over
+
+
+def host_cores() -> int:
+    """Cores of this host as a machine profile counts them: those this process may run on,
+    or, inside an MPI job (whose launcher may have bound this rank to a few of them), all of
+    the node's."""
+    return node_cores() if launcher_local_size() > 1 else available_cores()

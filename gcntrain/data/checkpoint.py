@@ -1,5 +1,5 @@
 """Checkpoint files: one directory per checkpoint, one array file per rank, written whole or
-not at all (no MPI here; `gcntrain.schemes.checkpoint` coordinates the ranks).
+not at all (no MPI here; `gcntrain.job.checkpoint` coordinates the ranks).
 
 Layout of a checkpoint root ``DIR``::
 

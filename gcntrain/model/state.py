@@ -20,6 +20,38 @@ SCHEME = "scheme."
 
 
 @dataclass
+class EpochRecord:
+    """One epoch: training loss/accuracy (with dropout), evaluation metrics, time split.
+
+    ``val_loss``, ``val_acc`` and ``test_acc`` are None on epochs without evaluation.
+    ``t_other`` is the epoch's wall time minus aggregation and dense time.  ``extra`` holds a
+    scheme's own measurements of the epoch (`Ops.epoch_stats`, reduced over ranks by the
+    runner), written as further keys of the record.
+    """
+
+    epoch: int
+    loss: float
+    train_acc: float
+    val_loss: float | None
+    val_acc: float | None
+    test_acc: float | None
+    seconds: float
+    t_aggregation: float
+    t_dense: float
+    t_other: float
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        extra = d.pop("extra")
+        clash = set(extra) & set(d)
+        if clash:
+            raise ValueError(f"scheme measurements would overwrite {sorted(clash)}")
+        d.update(extra)
+        return d
+
+
+@dataclass
 class TrainState:
     """See the module docstring; ``weights``, ``m`` and ``v`` have the structure of
     `Network.weights` (one {name: array} per layer)."""
@@ -53,8 +85,6 @@ class TrainState:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TrainState:
-        from gcntrain.model.trainer import EpochRecord
-
         groups: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in GROUPS}
         scheme = {}
         for name, a in arrays.items():

@@ -36,7 +36,7 @@ from gcntrain.model.network import LP_STREAM, STREAMS_PER_EPOCH, Network, build_
 from gcntrain.model.ops import Ops
 from gcntrain.model.optim import Adam
 from gcntrain.model.phase import Phase
-from gcntrain.model.state import TrainState, restore_into
+from gcntrain.model.state import EpochRecord, TrainState, restore_into
 from gcntrain.model.wrappers import TimedOps
 
 #: CSR features are used for the first layer when the global density is below this (auto)
@@ -153,38 +153,6 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass
-class EpochRecord:
-    """One epoch: training loss/accuracy (with dropout), evaluation metrics, time split.
-
-    ``val_loss``, ``val_acc`` and ``test_acc`` are None on epochs without evaluation.
-    ``t_other`` is the epoch's wall time minus aggregation and dense time.  ``extra`` holds a
-    scheme's own measurements of the epoch (`Ops.epoch_stats`, reduced over ranks by the
-    runner), written as further keys of the record.
-    """
-
-    epoch: int
-    loss: float
-    train_acc: float
-    val_loss: float | None
-    val_acc: float | None
-    test_acc: float | None
-    seconds: float
-    t_aggregation: float
-    t_dense: float
-    t_other: float
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        extra = d.pop("extra")
-        clash = set(extra) & set(d)
-        if clash:
-            raise ValueError(f"scheme measurements would overwrite {sorted(clash)}")
-        d.update(extra)
-        return d
 
 
 @dataclass
@@ -357,7 +325,7 @@ def fit(
     callback : called with each `EpochRecord` after the epoch (progress, fault injection).
     num_features : global feature width (default: the local block's width, a row layout).
     checkpoint : an object with ``due(epochs_done, last) -> bool`` and ``save(TrainState)``,
-        asked after every epoch (`gcntrain.schemes.checkpoint.Checkpointer`).
+        asked after every epoch (`gcntrain.job.checkpoint.Checkpointer`).
     resume : the `TrainState` to continue from (same rank of the same layout): training
         goes on at its epoch and ends, bit for bit, where the uninterrupted run ends.
 

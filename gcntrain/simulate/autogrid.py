@@ -63,6 +63,8 @@ def rank_grids(
         raise InputError(f"--grid auto: the {sch.name} scheme has no process grid")
     source, support = reusable_source(source, config)
     good, bad = [], []
+    numberings: dict = {}  # grids of the same row parts share a partition, a support, ...
+    derived: dict = {}
     for grid in cands:
         try:
             sim = plan_training(
@@ -76,6 +78,8 @@ def rank_grids(
                 num_features=num_features,
                 num_classes=num_classes,
                 support=support,
+                numberings=numberings,
+                derived=derived,
             )
         except InputError as e:
             bad.append({"grid": grid, "error": str(e)})

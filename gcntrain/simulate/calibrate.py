@@ -275,8 +275,8 @@ def calibrate(
 ) -> tuple[str, dict]:
     """Measure this machine (`quick`: the short form); (profile TOML text, figures)."""
     from gcntrain import __version__
+    from gcntrain.comm.env import host_cores
     from gcntrain.kernels.threads import get_threads, set_threads
-    from gcntrain.simulate.local import host_cores
     from gcntrain.simulate.machine import parse_machine
 
     t0 = time.perf_counter()

@@ -23,7 +23,9 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from gcntrain.comm.env import host_cores
 from gcntrain.errors import InputError
+from gcntrain.simulate.machine import MACHINES_DIR, Machine, parse_machine, shipped
 
 #: the name that means this machine
 LOCAL = "local"
@@ -41,15 +43,6 @@ def cache_dir() -> Path:
         return Path.home() / ".cache" / "gcntrain"
     except RuntimeError:  # no home directory
         return Path(tempfile.gettempdir()) / "gcntrain-cache"
-
-
-def host_cores() -> int:
-    """Cores of this host as a profile counts them: those this process may run on, or,
-    inside an MPI job (whose launcher may have bound this rank to a few of them), all of
-    the node's."""
-    from gcntrain.comm.env import available_cores, launcher_local_size, node_cores
-
-    return node_cores() if launcher_local_size() > 1 else available_cores()
 
 
 def cache_path() -> Path:
@@ -100,8 +93,6 @@ def _calibration_lock():
 
 def _cached():
     """This host's cached profile, or None (absent, unreadable, or of another core count)."""
-    from gcntrain.simulate.machine import parse_machine
-
     path = cache_path()
     try:
         text = path.read_text(encoding="utf-8")
@@ -115,7 +106,6 @@ def local_machine(notice=None):
     """The profile of this machine: the cached one, or a quick calibration (announced in one
     line through `notice`, default stderr) that is then cached."""
     from gcntrain.simulate.calibrate import calibrate
-    from gcntrain.simulate.machine import parse_machine
 
     got = _cached()
     if got is not None:
@@ -136,3 +126,24 @@ def local_machine(notice=None):
             raise InputError(f"cannot calibrate this machine for --machine local: {e}") from None
         where = store(text)
     return parse_machine(text, str(where or "<measured, not cached>"))
+
+
+def load_machine(spec: str | os.PathLike) -> Machine:
+    """A shipped profile by name, ``local`` (this machine, calibrated once and cached:
+    `gcntrain.simulate.local`), or a profile file."""
+    spec = str(spec)
+    if spec == "local":
+        return local_machine()
+    path = MACHINES_DIR / f"{spec}.toml"
+    if not (os.sep in spec or spec.endswith(".toml")) and path.exists():
+        return parse_machine(path.read_text(encoding="utf-8"), str(path))
+    if not os.path.exists(spec):
+        raise InputError(
+            f"unknown machine profile {spec!r} (local, or shipped: {', '.join(shipped())}; "
+            "or a TOML file)"
+        )
+    try:
+        text = Path(spec).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the machine profile: {e}", spec) from None
+    return parse_machine(text, spec)

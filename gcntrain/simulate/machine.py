@@ -54,7 +54,6 @@ line naming the file and the key.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -209,29 +208,6 @@ def bandwidth_share(core: float, node: float, ranks_per_node: int, threads: floa
 def shipped() -> list[str]:
     """Names of the shipped profiles."""
     return sorted(p.stem for p in MACHINES_DIR.glob("*.toml"))
-
-
-def load_machine(spec: str | os.PathLike) -> Machine:
-    """A shipped profile by name, ``local`` (this machine, calibrated once and cached:
-    `gcntrain.simulate.local`), or a profile file."""
-    spec = str(spec)
-    if spec == "local":
-        from gcntrain.simulate.local import local_machine
-
-        return local_machine()
-    path = MACHINES_DIR / f"{spec}.toml"
-    if not (os.sep in spec or spec.endswith(".toml")) and path.exists():
-        return parse_machine(path.read_text(encoding="utf-8"), str(path))
-    if not os.path.exists(spec):
-        raise InputError(
-            f"unknown machine profile {spec!r} (local, or shipped: {', '.join(shipped())}; "
-            "or a TOML file)"
-        )
-    try:
-        text = Path(spec).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the machine profile: {e}", spec) from None
-    return parse_machine(text, spec)
 
 
 def _get(d: dict, key: str, where: str, path: str, kind=float):

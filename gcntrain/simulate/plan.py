@@ -20,7 +20,7 @@ from gcntrain.comm.exchange import Allreduce, Groups, total
 
 #: the runner's collective agreements before training: one int64 pair Allreduce each
 AGREEMENT_ELEMS = 2
-#: agreements of `gcntrain.schemes.runner.load_rank`: the configuration and memory check
+#: agreements of `gcntrain.job.runner.load_rank`: the configuration and memory check
 #: (every rank, before any rank loads), then the loading
 LOAD_AGREEMENTS = 2
 

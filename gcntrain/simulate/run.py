@@ -105,6 +105,7 @@ def plan_training(
     num_classes: int | None = None,
     support: sp.csr_matrix | None = None,
     numberings: dict | None = None,
+    derived: dict | None = None,
 ) -> Simulation:
     """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
 
@@ -113,7 +114,10 @@ def plan_training(
     `support`: the graph's support matrix for this model in its original numbering, when the
     caller already has it (the grid search plans one graph many times).  `numberings`: a
     cache of numberings (partitions) shared by the plans of one graph; each entry also records
-    the seconds its partitioner took (`numbering_seconds`).
+    the seconds its partitioner took (`numbering_seconds`).  `derived`: a cache, shared by
+    the plans of one graph with one `support`, of what depends only on the numbering and the
+    model (the renumbered support matrix, its symmetry, the feature counts, the recorded
+    schedule), so that a sweep builds them once per partition rather than per configuration.
     """
     config.validate()
     sch = registry.get(scheme, ranks)
@@ -139,12 +143,22 @@ def plan_training(
     layout = sch.layout(numbering, meta, ranks, sc, model_layers(config, f0, classes))
     if support is None:
         support = support_matrix(graph, support_kind(config.model, config.aggregator))
-    S = support_in_numbering(support, numbering.perm)
+        derived = None  # built for this plan only: nothing to share
+    nkey = None
+    if derived is not None and isinstance(partition, str | None):
+        nkey = (type(sch).numbering.__qualname__, sch.row_parts(ranks, sc), partition)
+        nkey += (partition_seed, sch.col_parts(ranks, sc), sc.get("reorder", "none"))
+
+    def renumbered():
+        S = support_in_numbering(support, numbering.perm)
+        return S, is_symmetric(S), feature_nnz(graph, numbering.perm)
+
+    S, symmetric, fnnz = _memo(derived, ("support", nkey), renumbered)
     ctx = PlanContext(
         layout,
         S,
-        is_symmetric(S),
-        feature_nnz=feature_nnz(graph, numbering.perm),
+        symmetric,
+        feature_nnz=fnnz,
         feature_itemsize=4 if graph.features is None else int(graph.features.dtype.itemsize),
         masks=sum(getattr(graph, f"{k}_mask") is not None for k in ("train", "val", "test"))
         if graph.features is not None
@@ -153,16 +167,22 @@ def plan_training(
         kind=support_kind(config.model, config.aggregator),
     )
     masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
-    calls = record_schedule(
-        config,
-        f0,
-        classes,
-        config.epochs,
-        masks or ("train", "val", "test"),
-        sparse_decision(config, graph.features),
-    )
+    cfg = repr(config)
+    sparse = _memo(derived, ("sparse", cfg), lambda: sparse_decision(config, graph.features))
+    schedule = (config, f0, classes, config.epochs, masks or ("train", "val", "test"), sparse)
+    calls = _memo(derived, ("schedule", cfg, *schedule[1:]), lambda: record_schedule(*schedule))
     table = plan_run(sch, ctx, calls, agreements)
     return Simulation(sch, sc, ctx, calls, table, meta, graph, f0, classes)
+
+
+def _memo(cache: dict | None, key: tuple, build):
+    """``build()``, kept in `cache` under `key` (built afresh where `cache` is None or a
+    part of the key is None: not shareable)."""
+    if cache is None or any(k is None for k in key[1:2]):
+        return build()
+    if key not in cache:
+        cache[key] = build()
+    return cache[key]
 
 
 def node_widths(graph, meta, num_features, num_classes) -> tuple[int, int]:

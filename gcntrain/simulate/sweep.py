@@ -96,7 +96,16 @@ def label(cand: Candidate) -> str:
 
 
 def evaluate(
-    cand: Candidate, source, config, ranks: int, place, support, numberings, widths, seed=0
+    cand: Candidate,
+    source,
+    config,
+    ranks: int,
+    place,
+    support,
+    numberings,
+    widths,
+    seed=0,
+    derived: dict | None = None,
 ):
     """(the sweep row of one configuration, the graph's `GraphMeta`); the row has ``error``
     (and the meta is None) where the plan refuses the configuration."""
@@ -115,6 +124,7 @@ def evaluate(
             seed,
             support=support,
             numberings=numberings,
+            derived=derived,
             **widths,
         )
     except InputError as e:
@@ -174,9 +184,15 @@ def sweep(
     partition_seed: int = 0,
     exact_only: bool = False,
     progress: bool = False,
+    share: tuple[int, int] = (0, 1),
+    strict: bool = True,
 ) -> SweepResult:
     """Plan and price every configuration (`candidates`) of `source` on `ranks` ranks placed
-    by `place` (`gcntrain.simulate.timing.Placement`)."""
+    by `place` (`gcntrain.simulate.timing.Placement`).
+
+    `share` = (i, k): plan only every k-th configuration from the i-th (the part of one of
+    k processes planning together, `gcntrain.job.auto`); without `strict`, a part with no
+    fitting configuration returns an empty ranking instead of raising."""
     from gcntrain.simulate.autogrid import reusable_source
 
     t0 = time.perf_counter()
@@ -184,21 +200,24 @@ def sweep(
     source, support = reusable_source(source, config)
     cands = candidates(ranks, schemes, partitions, options)
     numberings: dict = {}
+    derived: dict = {}  # per partition: the renumbered support; the schedule (`plan_training`)
     widths = {"num_features": num_features, "num_classes": num_classes}
     good, bad, meta = [], [], None
-    for i, cand in enumerate(cands):
-        if exact_only and not _exact(cand, ranks):
+    index, count = share
+    todo = [c for c in cands if not exact_only or _exact(c, ranks)]
+    for i, cand in enumerate(todo):
+        if i % count != index:
             continue
         row, got = evaluate(
-            cand, source, config, ranks, place, support, numberings, widths, partition_seed
+            cand, source, config, ranks, place, support, numberings, widths, partition_seed, derived
         )
         (bad if "error" in row else good).append(row)
         meta = meta or got
         if progress:
-            print(f"\rplanned {i + 1}/{len(cands)} configurations", end="", file=sys.stderr)
+            print(f"\rplanned {i + 1}/{len(todo)} configurations", end="", file=sys.stderr)
     if progress:
         print(file=sys.stderr)
-    if not good:
+    if not good and strict:
         why = bad[0]["error"] if bad else "no configuration to plan"
         raise InputError(f"--sweep: no configuration fits: {why}")
     good.sort(key=rank_key)

@@ -20,6 +20,7 @@ from gcntrain.comm.grid import factorizations
 from gcntrain.comm.shared import windows_set
 from gcntrain.data.convert import convert_source
 from gcntrain.data.generate import rmat
+from gcntrain.job.runner import load_rank, train_with
 from gcntrain.model.normalize import support_kind, support_matrix
 from gcntrain.model.ops import ParamSpec, SerialOps
 from gcntrain.model.phase import Phase
@@ -29,7 +30,6 @@ from gcntrain.partition.hypergraph import column_nets, km1
 from gcntrain.partition.metis import metis_partition
 from gcntrain.schemes.loading import GraphSource
 from gcntrain.schemes.registry import SCHEMES
-from gcntrain.schemes.runner import load_rank, train_with
 from gcntrain.simulate.run import plan_training
 
 
@@ -341,7 +341,7 @@ def case_equivvertexcut(world):
     plan, and their drift from serial is reported."""
     import tempfile
 
-    from gcntrain.partition.io import write_partition
+    from gcntrain.data.partition_file import write_partition
     from gcntrain.partition.methods import run_method
 
     details, ok = [], True

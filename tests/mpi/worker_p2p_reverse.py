@@ -25,12 +25,12 @@ from gcntrain.comm.counters import Tally  # noqa: E402
 from gcntrain.data.convert import convert_source  # noqa: E402
 from gcntrain.data.generate import random_node_data, rmat  # noqa: E402
 from gcntrain.data.graph import Graph  # noqa: E402
+from gcntrain.job.runner import load_rank, train_with  # noqa: E402
 from gcntrain.model.normalize import support_kind  # noqa: E402
 from gcntrain.model.phase import Phase  # noqa: E402
 from gcntrain.model.trainer import TrainConfig  # noqa: E402
 from gcntrain.partition.basic import block_partition, random_partition  # noqa: E402
 from gcntrain.schemes.registry import SCHEMES  # noqa: E402
-from gcntrain.schemes.runner import load_rank, train_with  # noqa: E402
 from gcntrain.simulate.run import plan_training  # noqa: E402
 from tests.mpi.worker import bcast_object, rel_err, serial_fit, shared_dir  # noqa: E402
 

@@ -1,16 +1,40 @@
-"""Progress lines of `gcntrain train` on rank 0's stderr: Numba compiling, a note when ranks
-oversubscribe the node's cores, and per-epoch lines at a steady rate with an ETA."""
+"""Progress lines of a training job on rank 0's stderr (stdout stays machine-readable):
+Numba compiling, a note when ranks oversubscribe the node's cores, and per-epoch lines at a
+steady rate with an ETA; the rank-0 line helpers the CLI's display shares."""
 
 from __future__ import annotations
 
+import sys
 from time import monotonic
 
-from gcntrain.cli.display import count, info, optional
+from gcntrain.comm.env import launcher_rank
 
 #: at most one epoch line per this many seconds (the first and the last are always shown)
 EVERY_SECONDS = 2.0
 #: ETA from the median of this many most recent epochs
 ETA_WINDOW = 10
+
+
+def count(n: int, noun: str) -> str:
+    """``1 rank``, ``4 ranks``: a count with its noun in the right number."""
+    return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
+
+
+def is_printer(rank: int | None = None) -> bool:
+    """Whether this process prints (rank 0 of the launcher, or `rank` when given)."""
+    return (launcher_rank() if rank is None else rank) == 0
+
+
+def optional(v: float | None) -> str:
+    """A figure that may be missing (no validation mask): 4 decimals, or "-"."""
+    return "-" if v is None else f"{v:.4f}"
+
+
+def info(msg: str, rank: int | None = None) -> None:
+    """Progress text to stderr (rank 0 only), so stdout stays machine-readable."""
+    if is_printer(rank):
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
 
 
 def _duration(s: float) -> str:

@@ -5,10 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.comm.counters import Tally
+from gcntrain.comm.exchange import POINT_TO_POINT
 from gcntrain.simulate.summary import epoch_median, rank_vector, traffic_summary
 
 #: collective kinds timed by the communicator, in report order
-KINDS = ("bcast", "allreduce", "allgather", "reduce_scatter", "alltoall", "gather", "p2p", "wait")
+KINDS = (
+    "bcast",
+    "allreduce",
+    "allgather",
+    "reduce_scatter",
+    "alltoall",
+    "gather",
+    POINT_TO_POINT,
+    "wait",
+)
 
 
 def per_epoch(tallies: list[Tally]) -> tuple[np.ndarray, np.ndarray]:

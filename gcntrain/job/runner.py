@@ -19,6 +19,7 @@ from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads, ranks_on_node
+from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
 from gcntrain.model.phase import Phase
@@ -28,7 +29,6 @@ from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
 from gcntrain.schemes.protocol import check_model_support, check_only_own_options
-from gcntrain.schemes.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.simulate.autogrid import rank_grids, wants_auto
 
 
@@ -107,7 +107,7 @@ def load_rank(
     max_memory: float | None = None,
 ):
     """Validate the configuration, check that this rank's share fits in its memory
-    (`gcntrain.schemes.memory_guard`, or `max_memory` bytes) and load this rank's data,
+    (`gcntrain.job.memory_guard`, or `max_memory` bytes) and load this rank's data,
     under one collective verdict: a failure on any rank raises the same `AgreedError` on
     every rank.
 
@@ -115,7 +115,7 @@ def load_rank(
     """
     options = dict(options or {})
     from gcntrain.comm.node import ranks_on_node
-    from gcntrain.schemes.memory_guard import check_rank
+    from gcntrain.job.memory_guard import check_rank
 
     per_node = ranks_on_node(world)  # collective: before the agreement, never inside
 
@@ -190,9 +190,9 @@ def train_with(
     """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
     `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
     at the last; with `resume` (a directory) continue from its newest checkpoint
-    (`gcntrain.schemes.checkpoint`)."""
+    (`gcntrain.job.checkpoint`)."""
+    from gcntrain.job import checkpoint as ck
     from gcntrain.model.trainer import fit
-    from gcntrain.schemes import checkpoint as ck
 
     t0 = perf_counter()
     start = world.tally.snapshot()
@@ -276,6 +276,7 @@ def run_training(
     max_memory: float | None = None,
     on_start=None,
     config_toml: str | None = None,
+    notice=None,
 ) -> tuple[object, dict]:
     """Train with `scheme` on every rank of `comm` (default: the launcher's job).
 
@@ -296,7 +297,7 @@ def run_training(
     machine : the profile ``--scheme auto`` prices configurations with (default: `local`).
     checkpoint, checkpoint_every, resume : a directory to save the training state in every
         `checkpoint_every` epochs (and at the last), and one to resume from
-        (`gcntrain.schemes.checkpoint`).
+        (`gcntrain.job.checkpoint`).
     max_memory : bytes one rank may use (default: the node's available memory divided by
         its ranks): a rank whose estimated share exceeds it is refused before loading.
     on_start : called on every rank once the data are loaded and the scheme set up, right
@@ -304,6 +305,8 @@ def run_training(
         (progress: the oversubscription note, watching Numba compile).
     config_toml : the command's resolved configuration as TOML, written to `out_dir` as
         config.toml beside config.json (`gcntrain.cli.config_file.command_toml`).
+    notice : called on rank 0 with a line of progress text (``--scheme auto``: the search
+        and its choice); None: silent.
 
     Returns
     -------
@@ -322,8 +325,18 @@ def run_training(
     }
     recommendation = None
     if scheme == registry.AUTO_NAME and size > 1:
-        recommendation = _recommend(
-            world, source, config, options, partition, partition_seed, machine, per_node
+        from gcntrain.job.auto import choose
+
+        recommendation = choose(
+            world,
+            source,
+            config,
+            options,
+            partition,
+            partition_seed,
+            machine or DEFAULT_MACHINE,
+            per_node,
+            notice,
         )
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
@@ -340,7 +353,7 @@ def run_training(
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch, checkpointed
     preempt = None
     if checkpoint is not None:
-        from gcntrain.schemes.checkpoint import PreemptFlag
+        from gcntrain.job.checkpoint import PreemptFlag
 
         preempt = PreemptFlag()
         preempt.install()
@@ -428,54 +441,6 @@ def run_training(
 
 #: the profile ``--scheme auto`` prices configurations with when none is given
 DEFAULT_MACHINE = "local"
-
-
-def _recommend(
-    world, source, config, options, partition, partition_seed, machine, per_node: int
-) -> dict:
-    """``--scheme auto`` on several ranks: rank 0 plans every exact configuration of every
-    scheme for this job's ranks and placement (`per_node` ranks on a node;
-    `gcntrain.simulate.sweep`, under one agreement) and broadcasts the best; the choice and
-    its prediction go in the summary."""
-    import json
-
-    from gcntrain.simulate.machine import load_machine
-    from gcntrain.simulate.sweep import recommend, sweep
-    from gcntrain.simulate.timing import placement
-
-    def search():
-        prof = load_machine(machine or DEFAULT_MACHINE)
-        place = placement(prof, world.size, None, per_node)
-        parts = None if partition is None else [partition]
-        res = sweep(
-            source,
-            config,
-            world.size,
-            place,
-            partitions=parts,
-            options=options,
-            partition_seed=partition_seed,
-            exact_only=True,
-        )
-        best = recommend(res)
-        keep = ("scheme", "values", "partition", "label", "epoch_seconds", "memory_bytes_max")
-        got = {k: best[k] for k in keep}
-        got["predicted_epoch_seconds"] = got.pop("epoch_seconds")
-        got.update(
-            machine=prof.name,
-            configurations=len(res.ranking) + len(res.refused),
-            sweep_seconds=res.sweep_seconds,
-        )
-        return json.dumps(got).encode()
-
-    # the other ranks wake rarely: rank 0 may be measuring this machine (`--machine local`
-    # the first time), and their wake-ups would be in its figures
-    got = on_root(world, search, poll=RECOMMEND_POLL)
-    return json.loads(world.bcast_bytes(got, 0, "control").decode())
-
-
-#: seconds between the waiting ranks' polls while rank 0 recommends a configuration
-RECOMMEND_POLL = 0.1
 
 
 def _auto_grid(world, sch, source, config, options, partition, partition_seed):

@@ -216,7 +216,7 @@ def resolve_threads(req: Request, train_threads: int | None) -> tuple[int, str]:
 
 def check_scheme(run: TrainRun, ranks: int) -> None:
     """Raise `InputError` when `ranks` cannot run the scheme with its options, as `train`
-    would at start-up (`gcntrain.schemes.runner.load_rank`); ``--scheme auto`` chooses its
+    would at start-up (`gcntrain.job.runner.load_rank`); ``--scheme auto`` chooses its
     configuration at start-up, so only the model settings are checked."""
     from gcntrain.schemes import registry
     from gcntrain.schemes.protocol import check_model_support, check_only_own_options

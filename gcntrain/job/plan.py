@@ -1,0 +1,164 @@
+"""A planned (simulated) job: what `gcntrain simulate` prints and `gcntrain.api.simulate`
+returns, computed once for both."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from gcntrain.errors import InputError
+from gcntrain.job.progress import count
+
+#: how the command line names the placement options in its refusals
+CLI_WORDS = {
+    "placement": "--nodes and --ranks-per-node need --machine PROFILE",
+    "sweep_machine": "--sweep ranks configurations by predicted time: give --machine",
+    "sweep_per_rank": "--per-rank tables one run; it does not combine with --sweep",
+}
+
+
+def plan_job(
+    source,
+    config,
+    ranks: int,
+    scheme: str,
+    options: dict,
+    partition,
+    seed: int,
+    widths: dict,
+    *,
+    machine=None,
+    nodes: int | None = None,
+    ranks_per_node: int | None = None,
+    sweep: bool = False,
+    per_rank=None,
+    quiet: bool = False,
+    words: dict = CLI_WORDS,
+    notice=None,
+) -> dict:
+    """The summary of one planned run (``simulate --json``) or, with `sweep`, of every
+    configuration ranked by predicted time (``simulate --sweep --json``).
+
+    Parameters
+    ----------
+    source : graph file, shard store, `Graph` or None (the embedded default).
+    config : the `TrainConfig`.
+    ranks, scheme, options, partition, seed : the scheme's arguments
+        (`gcntrain.job.options.scheme_args`) on `ranks` ranks.
+    widths : ``num_features`` and ``num_classes`` to assume (None: the graph's).
+    machine, nodes, ranks_per_node : the profile and placement pricing the epoch.
+    sweep : rank every configuration instead (needs `machine`).
+    per_rank : write the per rank and phase table of the plan to this file.
+    quiet : no progress line on stderr (the sweep's).
+    words : the refusals' wording (`CLI_WORDS`: the command line's flags).
+    notice : called with one line saying the placement assumed when neither `nodes` nor
+        `ranks_per_node` is given (None: silent).
+    """
+    from gcntrain.simulate.autogrid import rank_grids, wants_auto
+    from gcntrain.simulate.run import plan_training, simulation_summary
+
+    if machine is None and (nodes is not None or ranks_per_node is not None):
+        raise InputError(words["placement"])
+    if sweep and machine is None:
+        raise InputError(words["sweep_machine"])
+    if sweep and per_rank is not None:
+        raise InputError(words["sweep_per_rank"])
+    place, assumed = None, None
+    if machine is not None:
+        from gcntrain.simulate.local import load_machine
+        from gcntrain.simulate.timing import placement
+
+        prof = load_machine(machine)
+        if nodes is None and ranks_per_node is None:
+            ranks_per_node, assumed = default_ranks_per_node(prof, ranks, machine)
+        place = placement(prof, ranks, nodes, ranks_per_node)
+
+    def said(summary: dict) -> dict:
+        # after the plan: a refused input stays one line
+        if assumed is not None and notice is not None:
+            notice(
+                f"simulate: {count(place.nodes, 'node')} x {count(place.ranks_per_node, 'rank')} "
+                f"assumed ({assumed}); --nodes / --ranks-per-node to plan another placement"
+            )
+        return summary
+
+    if sweep:
+        args = (source, config, ranks, place, scheme, options, partition, seed, widths, quiet)
+        return said(sweep_summary(*args))
+    t0 = time.perf_counter()
+    args = (source, config, scheme, ranks)
+    search = None
+    if wants_auto(options):
+        search = rank_grids(*args, options, partition, seed, **widths)
+        options = {**options, "grid": search[0]["grid"]}
+    sim = plan_training(*args, options, partition, seed, **widths)
+    if per_rank is not None:
+        from gcntrain.simulate.table import write_table
+
+        write_table(per_rank, sim.table.phases())
+    summary = simulation_summary(sim, config, partition, time.perf_counter() - t0)
+    if place is not None:
+        from gcntrain.simulate.timing import time_summary
+
+        summary.update(time_summary(sim, config, place))
+    if per_rank is not None:
+        summary["per_rank"] = str(per_rank)
+    if search is not None:
+        summary["grid_search"] = search
+    return said(summary)
+
+
+def default_ranks_per_node(prof, ranks: int, machine) -> tuple[int, str]:
+    """(ranks per node, why) of a plan given no placement: on ``local`` (the machine at
+    hand, where ``mpiexec -n P gcntrain train`` puts every rank on this node) all of them,
+    as `train --scheme auto` prices its own run; else the profile's ranks per node."""
+    if str(machine) == "local":
+        return ranks, "the local profile is this machine: mpiexec -n P puts every rank on it"
+    rpn = min(prof.ranks_per_node, ranks)
+    return rpn, f"the profile's {count(prof.ranks_per_node, 'rank')} per node"
+
+
+def sweep_summary(
+    source, config, ranks, place, scheme, options, partition, seed, widths, quiet
+) -> dict:
+    """The ``simulate --sweep`` summary (`gcntrain.simulate.sweep`)."""
+    from gcntrain.schemes import registry
+    from gcntrain.simulate.sweep import recommend, sweep
+
+    schemes = None if scheme == registry.AUTO_NAME else [registry.get(scheme, ranks).name]
+    parts = None if partition is None else [p for p in str(partition).split(",") if p]
+    res = sweep(
+        source,
+        config,
+        ranks,
+        place,
+        schemes=schemes,
+        partitions=parts,
+        options=options,
+        partition_seed=seed,
+        progress=not quiet and sys.stderr.isatty(),
+        **widths,
+    )
+    try:
+        best = recommend(res)
+    except InputError:
+        best = None
+    m = place.machine
+    return {
+        "graph": res.meta.name,
+        "num_nodes": res.meta.n,
+        "nnz": res.meta.nnz,
+        "ranks": ranks,
+        "machine": m.name,
+        "machine_file": m.path,
+        "nodes": place.nodes,
+        "ranks_per_node": place.ranks_per_node,
+        "node_memory_bytes": int(m.memory),
+        "configurations": len(res.ranking) + len(res.refused),
+        "partition_seconds": res.partition_seconds,
+        "plan_seconds": res.plan_seconds,
+        "sweep_seconds": res.sweep_seconds,
+        "recommended": best,
+        "ranking": res.ranking,
+        "refused": res.refused,
+    }

@@ -1,0 +1,155 @@
+"""The runtime of one rank of the vertex cut (`VertexCutOps`): local aggregation, then the
+split vertices' exchange, exact (cd-0), delayed by buckets (cd-R) or skipped (0c).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from time import perf_counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from gcntrain.comm.communicator import Pending
+from gcntrain.kernels.rows import scatter_add_rows, scatter_rows
+from gcntrain.model.phase import Phase, phase_key
+from gcntrain.schemes.base import RowOps, as_dtype, csr_apply
+from gcntrain.schemes.vertexcut.layout import CutLayout
+from gcntrain.schemes.vertexcut.trees import _gather, tree_sync
+
+# -- runtime -------------------------------------------------------------------------------
+
+
+class VertexCutOps(RowOps):
+    """One rank of the vertex-cut scheme (see `gcntrain.schemes.vertexcut`)."""
+
+    def __init__(self, world, layout: CutLayout, k: int, S: sp.csr_matrix, trees, orig_ids):
+        super().__init__(world, world, orig_ids, int(layout.offsets[-1]))
+        self.layout = layout
+        self.delay = layout.delay
+        self.counted = int(k)
+        self.trees = trees
+        self._S = S
+        T = S.T.tocsr()
+        T.sort_indices()
+        self._T = T
+        self._typed: dict = {}
+        self._queues: dict = {}
+        self._times = self._zero_times()
+        self.epoch_stats: list[dict] = []
+
+    @staticmethod
+    def _zero_times() -> dict:
+        return {"t_local_agg": 0.0, "t_remote_pre": 0.0, "t_remote_comm": 0.0, "t_remote_post": 0.0}
+
+    def _matrix(self, which: str, dtype) -> sp.csr_matrix:
+        key = (which, np.dtype(dtype).str)
+        if key not in self._typed:
+            self._typed[key] = as_dtype([self._S if which == "f" else self._T], dtype)[0]
+        return self._typed[key]
+
+    # -- the tree exchange ---------------------------------------------------------------
+    def _timed(self, name: str, t0: float, phase: Phase) -> None:
+        if phase.training:
+            self._times[name] += perf_counter() - t0
+
+    def _sync(self, X: np.ndarray, phase: Phase) -> None:
+        """Exact tree synchronisation in place (`tree_sync`), timed."""
+        tree_sync(
+            self.world, self.trees, X, phase_key(phase), lambda n, t: self._timed(n, t, phase)
+        )
+
+    def _delayed(self, X: np.ndarray, phase: Phase, direction: str) -> None:
+        """cd-R in place (Algorithm 4): post bucket e mod R's leaf partials; add those posted
+        R epochs ago at the roots and post the roots' totals; write the totals posted R epochs
+        ago at the leaves."""
+        r, e = self.delay, int(phase.epoch)
+        key = phase_key(phase)
+        leaf_idx, leaf_counts, root_idx, root_counts = self.trees.buckets[e % r]
+        qkey = (phase.layer, phase.term, direction)
+        waiting = self._queues.get(qkey, deque())
+        old = sorted((it for it in waiting if it[0] == e - r), key=lambda it: it[1])
+        q = deque(it for it in waiting if it[0] != e - r)
+        self._queues[qkey] = q
+        t = perf_counter()
+        buf = _gather(X, leaf_idx)
+        self._timed("t_remote_pre", t, phase)
+        t = perf_counter()
+        up = self.world.ialltoallv(buf, leaf_counts, root_counts, key)
+        self._timed("t_remote_comm", t, phase)
+        for _, stage, pending in old:
+            t = perf_counter()
+            got = self.world.wait(pending, key)
+            self._timed("t_remote_comm", t, phase)
+            t = perf_counter()
+            if stage == 1:
+                scatter_add_rows(got, root_idx, X)
+                buf2 = _gather(X, root_idx)
+                self._timed("t_remote_post", t, phase)
+                t = perf_counter()
+                down = self.world.ialltoallv(buf2, root_counts, leaf_counts, key)
+                self._timed("t_remote_comm", t, phase)
+                q.append((e, 2, down))
+            else:
+                scatter_rows(got, leaf_idx, X)
+                self._timed("t_remote_post", t, phase)
+        q.append((e, 1, up))
+
+    def _drain(self, phase: Phase) -> None:
+        """Complete every exchange still in flight (before the final evaluation)."""
+        key = phase_key(phase)
+        for q in self._queues.values():
+            while q:
+                self.world.wait(q.popleft()[2], key)
+
+    def _remote(self, X: np.ndarray, phase: Phase, direction: str) -> None:
+        if not phase.training:
+            if phase.epoch < 0:
+                self._drain(phase)
+            self._sync(X, phase)
+        elif self.delay == 0:
+            self._sync(X, phase)
+        elif self.delay is not None:
+            self._delayed(X, phase, direction)
+
+    # -- protocol ------------------------------------------------------------------------
+    def aggregate(self, X, *, phase):
+        X = np.ascontiguousarray(X)
+        t = perf_counter()
+        out = csr_apply(self._matrix("f", X.dtype), X)
+        self._timed("t_local_agg", t, phase)
+        self._remote(out, phase, "fwd")
+        return out
+
+    def aggregate_t(self, X, *, phase):
+        Y = np.array(X, order="C", copy=True)
+        self._remote(Y, phase, "bwd")
+        t = perf_counter()
+        out = csr_apply(self._matrix("t", Y.dtype), Y)
+        self._timed("t_local_agg", t, phase)
+        return out
+
+    def begin_epoch(self, *, phase):
+        self._times = self._zero_times()
+
+    def state_dict(self, *, phase):
+        """cd-R's delayed aggregates in flight: each exchange is completed here (its
+        received rows are what a later epoch consumes) and kept by queue, epoch and stage."""
+        out = {}
+        for (layer, term, direction), q in self._queues.items():
+            for i, (e, stage, pending) in enumerate(q):
+                got = self.world.wait(pending, phase_key(phase))
+                out[f"{layer}|{term}|{direction}|{i}|{e}|{stage}"] = got
+        return out
+
+    def load_state(self, state, *, phase):
+        self._queues = {}
+        for name in sorted(state, key=lambda k: int(k.split("|")[3])):
+            layer, term, direction, _, e, stage = name.split("|")
+            qkey = (None if layer == "None" else int(layer), term, direction)
+            got = np.ascontiguousarray(state[name])
+            item = (int(e), int(stage), Pending(None, got, got))
+            self._queues.setdefault(qkey, deque()).append(item)
+
+    def end_epoch(self, *, phase):
+        self.epoch_stats.append(dict(self._times))
