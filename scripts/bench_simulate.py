@@ -46,6 +46,17 @@ def machine_state() -> str:
     return f"load {os.getloadavg()[0]:.2f}, memory bandwidth {triad_gbs():.1f} GB/s (triad)"
 
 
+def slashdot(shared: str, folder: str) -> str:
+    """SNAP soc-Slashdot0902 converted into `folder` as the README's quick start converts it
+    (symmetrised, no self loops, 32 random features, 4 classes); the file's path."""
+    graph = str(Path(folder) / "slashdot.h5")
+    src = Path(shared) / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"
+    conv = [*gcntrain(), "convert", str(src), "-o", graph, "--symmetrize"]
+    conv += ["--self-loops", "drop", "--features", "32", "--classes", "4"]
+    subprocess.run(conv, check=True, capture_output=True)
+    return graph
+
+
 def run_json(argv: list[str]) -> dict:
     """``gcntrain ARGV --json``, parsed."""
     out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import gcntrain, machine_state, mpiexec  # noqa: E402
+from bench_simulate import gcntrain, machine_state, mpiexec, slashdot  # noqa: E402
 
 from gcntrain.simulate.launch import training_json  # noqa: E402
 
@@ -48,11 +48,7 @@ def main() -> int:
     args = ap.parse_args()
     print(f"before: {machine_state()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        graph = str(Path(tmp) / "slashdot.h5")
-        src = Path(args.shared) / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"
-        conv = [*gcntrain(), "convert", str(src), "-o", graph, "--symmetrize"]
-        conv += ["--self-loops", "drop", "--features", "32", "--classes", "4"]
-        subprocess.run(conv, check=True, capture_output=True)
+        graph = slashdot(args.shared, tmp)
         part = str(Path(tmp) / f"slashdot-m{args.ranks}.h5")
         subprocess.run(
             [*gcntrain(), "partition", graph, "--method", "metis", "--parts", str(args.ranks)]

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_simulate import gcntrain, machine_state, mpiexec  # noqa: E402
+from bench_simulate import gcntrain, machine_state, mpiexec, slashdot  # noqa: E402
 
 from gcntrain.simulate.local import cache_dir, cache_path  # noqa: E402
 
@@ -57,11 +57,7 @@ def main() -> int:
         raise SystemExit(f"no local profile in {cache_dir()}: run `gcntrain bench --quick` first")
     print(f"before: {machine_state()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        graph = str(Path(tmp) / "slashdot.h5")
-        src = Path(args.shared) / "datasets" / "snap" / "soc-Slashdot0902.txt.gz"
-        conv = [*gcntrain(), "convert", str(src), "-o", graph, "--symmetrize"]
-        conv += ["--self-loops", "drop", "--features", "32", "--classes", "4"]
-        subprocess.run(conv, check=True, capture_output=True)
+        graph = slashdot(args.shared, tmp)
         got: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
         label = None
         for i in range(args.runs):

@@ -110,3 +110,39 @@ def test_timed_ops_times_graph_and_dense_calls():
     ops.aggregate(X, phase=Phase("aggregate", 0, "fwd"))
     ops.matmul(X, np.ones((4, 2)), phase=Phase("matmul", 0, "fwd"))
     assert ops.t_aggregation > 0 and ops.t_dense > 0
+
+
+def test_pricing_is_an_explicit_table_checked_against_the_protocol():
+    """A communicating Ops method neither priced nor declared silent, a misspelled
+    ``steps_``/``work_`` method, or a product without ``work_`` is refused where the registry
+    loads the scheme (a zero in every plan otherwise); the registered schemes pass."""
+    import pytest
+
+    from gcntrain.schemes.one_d import OneD
+    from gcntrain.schemes.protocol import pricing_table
+
+    for name in registry.names():
+        table = pricing_table(type(registry.SCHEMES[name]))
+        assert set(table) == {m for m, c in PROTOCOL.items() if c not in ("local", "hook")}
+
+    class Misspelled(OneD):
+        name = "misspelled"
+
+        def steps_aggregat(self, ctx, call):
+            return []
+
+    class Unpriced(OneD):
+        name = "unpriced"
+        silent = OneD.silent - {"matmul"}
+
+    class Both(OneD):
+        name = "both"
+        silent = OneD.silent | {"xent"}
+
+    for cls, needle in (
+        (Misspelled, "steps_aggregat names no Ops method"),
+        (Unpriced, "matmul: neither priced"),
+        (Both, "xent: both priced"),
+    ):
+        with pytest.raises(TypeError, match=needle):
+            pricing_table(cls)

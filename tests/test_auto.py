@@ -3,6 +3,8 @@ changes it, a graph without a content hash is not cached, and a stored choice re
 
 from __future__ import annotations
 
+import dataclasses
+
 from gcntrain.job import auto
 from gcntrain.model.trainer import TrainConfig
 from gcntrain.schemes.graphs import GraphMeta
@@ -41,8 +43,10 @@ def test_every_input_changes_the_key(tmp_path):
         key(prof=load_machine("fugaku")),
     ]
     assert len({k, *others}) == len(others) + 1
-    # epochs beyond what the sweep plans do not change the choice
+    # epochs beyond what the sweep plans do not change the choice, nor where the profile lies
     assert key(config=TrainConfig(epochs=500)) == k
+    moved = dataclasses.replace(load_machine("abci"), path=str(tmp_path / "abci.toml"))
+    assert key(prof=moved) == k
 
 
 def test_no_key_without_a_content_hash():

@@ -78,7 +78,7 @@ def cache_key(meta, config, size, per_node, options, partition, partition_seed, 
         "ranks": [size, per_node],
         "options": options or {},
         "partition": [part, partition_seed],
-        "machine": repr(prof),
+        "machine": repr(replace(prof, path="")),  # its figures, wherever the file lies
     }
     text = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]

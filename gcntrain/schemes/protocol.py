@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.errors import InputError
+from gcntrain.model.ops import PROTOCOL
 from gcntrain.schemes.graphs import GraphMeta, LoadRequest, LocalGraph, Numbering  # noqa: F401
 
 #: `Scheme.overlaps`: the exchange travels while the same call multiplies its local block
@@ -131,13 +132,58 @@ def decide_step(P: int) -> BcastStages:
     )
 
 
+#: the Ops protocol categories whose calls may communicate: a scheme prices every such method
+#: (``steps_<method>``) or declares that it moves nothing (`Scheme.silent`)
+PRICED_CATEGORIES = ("control", "dense", "graph", "reduce", "rowwise")
+#: the categories whose compute every scheme prices (``work_<method>``)
+WORK_CATEGORIES = ("dense", "graph")
+
+
+def pricing_table(cls: type) -> dict:
+    """{protocol method: the name of `cls`'s ``steps_<method>``, or None where `cls.silent`
+    declares that the method moves nothing} over every method of `PRICED_CATEGORIES`.
+
+    Raises `TypeError` (at import, through the registry) when a communicating method is
+    neither priced nor declared silent, when it is both, when a ``steps_`` or ``work_``
+    method names no protocol method (a misspelling would otherwise price as nothing), or
+    when a graph or dense product has no ``work_`` (its compute would price as zero)."""
+    name = getattr(cls, "name", "") or cls.__name__
+    priced = {m[len("steps_") :] for m in dir(cls) if m.startswith("steps_")}
+    work = {m[len("work_") :] for m in dir(cls) if m.startswith("work_")}
+    silent = set(cls.silent)
+    problems = [f"steps_{m} names no Ops method" for m in sorted(priced - set(PROTOCOL))]
+    problems += [f"work_{m} names no Ops method" for m in sorted(work - set(PROTOCOL))]
+    problems += [f"silent names no Ops method: {m}" for m in sorted(silent - set(PROTOCOL))]
+    table = {}
+    for method, cat in PROTOCOL.items():
+        if cat in WORK_CATEGORIES and method not in work:
+            problems.append(f"{method}: no work_{method} (its compute would price as zero)")
+        if cat not in PRICED_CATEGORIES:
+            continue
+        if method in priced and method in silent:
+            problems.append(f"{method}: both priced (steps_{method}) and declared silent")
+        elif method not in priced and method not in silent:
+            problems.append(f"{method}: neither priced (steps_{method}) nor declared silent")
+        table[method] = f"steps_{method}" if method in priced else None
+    if problems:
+        raise TypeError(f"scheme {name}: " + "; ".join(problems))
+    return table
+
+
 class Scheme:
     """Base class of the registered schemes (see the module docstring).
 
     Subclasses set `name`, `summary`, `options`, and implement `layout`, `setup`, and the
-    pricing of their communicating calls, ``steps_<method>(ctx, call) -> [Step]`` (a method
-    without one moves nothing), plus `setup_steps`.
+    pricing of their communicating calls, ``steps_<method>(ctx, call) -> [Step]``, plus
+    `setup_steps`; every communicating protocol method is either priced or named in
+    `silent` (`pricing_table`, checked when the registry loads the scheme).
     """
+
+    #: the communicating protocol methods that move nothing in this scheme's layout: the row
+    #: layout's (weights replicated, whole rows with all their columns)
+    silent: frozenset = frozenset(
+        {"gather_param", "param_sum_sq", "row_normalize", "predict", "matmul", "matmul_grads"}
+    )
 
     name: str = ""
     summary: str = ""
@@ -250,8 +296,11 @@ class Scheme:
 
     def steps(self, ctx: PlanContext, call) -> list:
         """Steps of one recorded Ops call (`gcntrain.model.wrappers.Call`)."""
-        fn = getattr(self, f"steps_{call.method}", None)
-        return [] if fn is None else fn(ctx, call)
+        table = _TABLES.get(type(self))
+        if table is None:
+            table = _TABLES[type(self)] = pricing_table(type(self))
+        fn = table.get(call.method)  # None: declared silent; absent: a local or hook method
+        return [] if fn is None else getattr(self, fn)(ctx, call)
 
     def steps_agree(self, ctx: PlanContext, call) -> list:
         return [decide_step(ctx.P)]
@@ -264,10 +313,11 @@ class Scheme:
     def work(self, ctx: PlanContext, call) -> np.ndarray:
         """int64 (P, 4): SpMM nonzeros, SpMM flops, dense flops and dense rows (the long
         dimension summed over the call's GEMMs: their k * n is flops / (2 x rows), which
-        sets their rate) of one call on every rank (``work_<method>``; zero for a method
-        without one)."""
-        fn = getattr(self, f"work_{call.method}", None)
-        return np.zeros((ctx.P, 4), dtype=np.int64) if fn is None else fn(ctx, call)
+        sets their rate) of one call on every rank (``work_<method>`` of the graph and dense
+        products, which every scheme has: `pricing_table`; zero for the other methods)."""
+        if PROTOCOL.get(call.method) not in WORK_CATEGORIES:
+            return np.zeros((ctx.P, 4), dtype=np.int64)
+        return getattr(self, f"work_{call.method}")(ctx, call)
 
     def overlaps(self, ctx: PlanContext, call) -> str:
         """How the sparse exchanges (`Pairs` steps) of `call` overlap its local compute:
@@ -316,6 +366,10 @@ class Scheme:
         optionally "kept_buffer_rows" (rows of the message buffers a rank keeps across calls,
         one set per layer width: the row schemes' `Scratch`)."""
         raise NotImplementedError
+
+
+#: `pricing_table` of each Scheme class, built once
+_TABLES: dict = {}
 
 
 def check_model_support(scheme: Scheme, train) -> None:

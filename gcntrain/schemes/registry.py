@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from gcntrain.errors import InputError
-from gcntrain.schemes.protocol import Scheme, SchemeOption
+from gcntrain.schemes.protocol import Scheme, SchemeOption, pricing_table
 
 #: "module:class" of every scheme, in the order the CLI lists them
 ENTRIES = (
@@ -26,8 +26,13 @@ ENTRIES = (
 
 
 def _load(entry: str) -> Scheme:
+    """The scheme object of ``module:Class``, its pricing checked against the Ops protocol
+    (`gcntrain.schemes.protocol.pricing_table`: a method neither priced nor declared silent
+    is an error here, not a zero in every plan)."""
     module, cls = entry.split(":")
-    return getattr(import_module(module), cls)()
+    klass = getattr(import_module(module), cls)
+    pricing_table(klass)
+    return klass()
 
 
 SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, ENTRIES)}

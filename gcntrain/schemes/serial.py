@@ -35,6 +35,8 @@ class Serial(RowScheme):
     name = "serial"
     summary = "one process, no communication: the reference every scheme must equal"
     uses_mpi = False
+    #: one process: its products move nothing either
+    silent = RowScheme.silent | {"aggregate", "aggregate_t"}
 
     def configure(self, size: int, values: dict) -> dict:
         if size > 1:

@@ -61,6 +61,8 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
         BLOCK_ROWS_OPTION,
         LOAD_GRID_OPTION,
     )
+    #: columns split over the grid: every communicating method is priced
+    silent = frozenset()
 
     def configure(self, size: int, values: dict) -> dict:
         dims = parse_dims(values.get("grid"), size, 3, self.name)

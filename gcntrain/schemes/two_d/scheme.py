@@ -38,6 +38,8 @@ class TwoD(TwoDCost, Scheme):
     options = (GRID_OPTION, REORDER_OPTION)
     #: grid dimensions: Pr x Pc (2D) or X x Y x Z (split-3D, Z layers)
     ndim = 2
+    #: columns split over the grid: every communicating method is priced
+    silent = frozenset()
 
     def configure(self, size: int, values: dict) -> dict:
         dims = parse_dims(values.get("grid"), size, self.ndim, self.name)
