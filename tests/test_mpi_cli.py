@@ -14,8 +14,10 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 
+import h5py
 import numpy as np
 import pytest
 
@@ -178,6 +180,19 @@ def files(graph_file, tmp_path_factory):
     assert quiet_run(other_cut)[0] == 0
     f["c1"] = d / "c1.h5"
     assert quiet_run(["generate", "rmat", "-o", f["c1"], "--scale", "5", "--classes", "1"])[0] == 0
+    f["c0"] = d / "c0.h5"  # declares 0 classes while its labels hold more
+    shutil.copy(graph_file, f["c0"])
+    with h5py.File(f["c0"], "r+") as h:
+        h.attrs["num_classes"] = 0
+    f["huge-decl"] = d / "huge-decl.h5"  # a few KB declaring 1e11 indices
+    shutil.copy(graph_file, f["huge-decl"])
+    with h5py.File(f["huge-decl"], "r+") as h:
+        del h["indices"]
+        h.create_dataset("indices", shape=(10**11,), dtype=np.int32, chunks=(1 << 16,))
+    edges = d / "edges.txt"
+    edges.write_text("".join(f"{i} {(i * 7 + 3) % 40}\n" for i in range(40)))
+    f["nofeat"] = d / "nofeat.h5"  # an edge list converted without node data
+    assert quiet_run(["convert", edges, "-o", f["nofeat"]])[0] == 0
     for how, _ in TAMPERED:
         f[how] = _tampered(graph_file, d, how)
     f["out"] = tmp_path_factory.mktemp("outputs")  # -o directories are made below it
@@ -221,6 +236,17 @@ def cli(graph_file, files):
     for i, extra in enumerate(NEGATIVE):
         b.add(f"negative{i}", 2, ["train", g, "--scheme", "1d", *extra])
     b.add("one-class", 2, ["train", f["c1"], "--scheme", "1d"])
+    # checked before anything loads, on every path: an unknown profile, an input as output
+    b.add("no-profile", 3, ["train", g, "--scheme", "1d", "--machine", "nosuch", "--quiet"])
+    b.add("no-profile-auto", 3, ["train", g, "--machine", "nosuch", "--quiet"])
+    b.add("per-rank-input", 3, ["train", g, "--scheme", "1d", "--per-rank", g, "--quiet"])
+    # --scheme auto plans a whole model per process: one too large for it is one line
+    huge = ["--hidden", "10000000", "--max-memory", "1G", "--quiet"]
+    b.add("auto-huge", 3, ["train", g, *huge])
+    b.add("huge-decl", 3, ["train", f["huge-decl"], "--scheme", "1d", "--quiet"])
+    for name in ("c0", "nofeat"):  # widths no model can have: refused before sizing anything
+        b.add(f"{name}-1d", 3, ["train", f[name], "--scheme", "1d", "--quiet"])
+        b.add(f"{name}-auto", 3, ["train", f[name], "--quiet"])
     b.add("grid-auto", 4, ["train", g, "--scheme", "3d", "--grid", "auto", *ARGS])
     b.add("store2d", 4, ["train", f["store2x2"], "--scheme", "2d", "--grid", "2x2", *ARGS])
     b.add("store2d-4x1", 4, ["train", f["store2x2"], "--scheme", "2d", "--grid", "4x1"])
@@ -455,6 +481,28 @@ def test_human_summary_under_mpi(cli):
 @pytest.mark.parametrize("extra", NEGATIVE)
 def test_negative_seed_and_zero_replication_are_usage_errors(cli, extra):
     one_error(cli.result(f"negative{NEGATIVE.index(extra)}"), "")
+
+
+def test_unknown_profile_and_input_as_output_refused_on_every_rank(cli, graph_file):
+    before = graph_file.read_bytes()
+    one_error(cli.result("no-profile"), "unknown machine profile 'nosuch'")
+    one_error(cli.result("no-profile-auto"), "unknown machine profile 'nosuch'")
+    one_error(cli.result("per-rank-input"), "--per-rank is an input")
+    assert graph_file.read_bytes() == before
+
+
+def test_declared_sizes_checked_before_reading_on_every_rank(cli):
+    one_error(cli.result("huge-decl"), "declares 100,000,000,000 elements")
+
+
+def test_auto_refuses_a_model_too_large_to_plan_on_every_rank(cli):
+    one_error(cli.result("auto-huge"), "more than the 1.0 GiB of --max-memory")
+
+
+@pytest.mark.parametrize("how", ["1d", "auto"])
+def test_graphs_without_usable_widths_refused_on_every_rank(cli, how):
+    one_error(cli.result(f"c0-{how}"), "need at least 2 classes, found 0")
+    one_error(cli.result(f"nofeat-{how}"), "no node features")
 
 
 def test_single_class_graph_rejected_like_serial(cli):

@@ -141,7 +141,7 @@ def test_hash_mismatch_and_bad_files(tmp_path):
     other = tmp_path / "other.h5"
     with h5py.File(other, "w") as f:
         f["part"] = np.zeros(3, dtype=np.int64)
-    with pytest.raises(FormatError, match="not a gcntrain partition"):
+    with pytest.raises(FormatError, match="without a .format. attribute, not a partition file"):
         read_partition(other)
     with pytest.raises(InputError, match="does not exist"):
         write_partition(tmp_path / "no" / "p.h5", PartitionResult("block", 1, part=np.zeros(2)))

@@ -123,6 +123,9 @@ def convert(
     Formats: planetoid (ind.<name>.* pickles), snap (.txt/.txt.gz/.edges edge lists), mtx
     (Matrix Market), npz (edges + node_features/node_labels/*_masks), csv (src,dst[,weight]).
     """
+    from gcntrain.data.atomic import check_output_file
+
+    check_output_file(out, (source,), "--out")  # before the parse: nothing done in vain
     from gcntrain.data.convert import convert_source
     from gcntrain.errors import InputError
 

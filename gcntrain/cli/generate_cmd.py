@@ -20,6 +20,9 @@ def generate() -> None:
 
 
 def _finish(make, out: str, as_json: bool, **params) -> None:
+    from gcntrain.data.atomic import check_output_file
+
+    check_output_file(out, (), "--out")  # before the generation: nothing done in vain
     t0 = time.perf_counter()
     g = make()
     summary = graph_summary(g)

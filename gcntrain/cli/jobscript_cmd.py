@@ -150,8 +150,11 @@ def jobscript(
     --checkpoint in the train arguments the Slurm script asks for SIGUSR1 before the time
     limit (gcntrain checkpoints and exits) and says how to resume.
     """
+    from gcntrain.data.atomic import check_output_file
     from gcntrain.job.jobscript import Request, render
 
+    if out is not None:  # before the planning: an unwritable -o is one line, no work done
+        check_output_file(out, (), "--out")
     req = Request(
         scheduler=scheduler,
         nodes=nodes,

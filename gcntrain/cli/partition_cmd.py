@@ -142,6 +142,7 @@ def partition(
     """
     import numba
 
+    from gcntrain.data.atomic import check_output_file
     from gcntrain.data.partition_file import read_partition, write_partition
     from gcntrain.data.store import read_graph
     from gcntrain.partition.basic import check_parts
@@ -162,6 +163,7 @@ def partition(
     if hg and method not in ("hypergraph", "mvc"):
         given = ", ".join(f"--hg-{k.replace('_', '-')}" for k in hg)
         raise InputError(f"{given} applies to --method hypergraph (or mvc) only")
+    check_output_file(out, (graph, base), "--out")
     g = read_graph(graph)
     check_parts(g.n, parts)
     ghash = g.content_hash()

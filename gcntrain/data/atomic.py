@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gcntrain.errors import OutputError
+from gcntrain.errors import InputError, OutputError
 
 #: bytes written per call (a large file is streamed, not copied whole again)
 CHUNK = 64 << 20
@@ -68,6 +68,29 @@ def probe_dir(path, keep: bool) -> None:
                 d.rmdir()
             except OSError:
                 pass
+
+
+def check_output_file(path, inputs=(), flag: str = "--out") -> None:
+    """Fail early, before any work, when `path` cannot become an output file: it is one of
+    the `inputs` (the same file, also through a link: writing it would destroy the input),
+    a directory, or in a folder that does not exist or where nothing can be created (probed:
+    a read-only mount).  One `InputError` naming `flag` and the path."""
+    p = Path(path)
+    if p.exists():
+        for i in inputs:
+            if isinstance(i, (str, os.PathLike)) and os.path.exists(i) and os.path.samefile(p, i):
+                raise InputError(
+                    f"{flag} is an input of this command; writing it would destroy it", str(p)
+                )
+        if p.is_dir():
+            raise InputError(f"{flag} is a directory, not a file", str(p))
+    parent = p.absolute().parent
+    if not parent.is_dir():
+        raise InputError(f"{flag}: no such directory {parent}", str(p))
+    try:
+        probe_dir(parent, keep=True)
+    except OSError as e:
+        raise InputError(f"{flag} cannot be written here ({_cause(e)})", str(p)) from None
 
 
 def _mode_from_umask() -> int:

@@ -101,7 +101,15 @@ def read_partition(path: str | os.PathLike, graph_hash: str | None = None) -> Pa
         fmt = f.attrs.get("format")
         fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
         if fmt != FORMAT:
-            raise FormatError("not a gcntrain partition file (format attribute missing)", spath)
+            what = {
+                "gcntrain-graph": "a gcntrain graph",
+                None: "an HDF5 file without a 'format' attribute",
+            }.get(fmt, f"a '{fmt}' file")
+            raise FormatError(
+                f"is {what}, not a partition file (--partition takes block, random, metis, "
+                "hypergraph, libra or a file written by `gcntrain partition`)",
+                spath,
+            )
         version = int(f.attrs.get("format_version", -1))
         if version != FORMAT_VERSION:
             raise FormatError(

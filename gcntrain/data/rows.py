@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from gcntrain.data.store import int_attr, open_h5, read_mask, to_mask
+from gcntrain.data.store import check_declared_sizes, int_attr, open_h5, read_mask, to_mask
 from gcntrain.data.validate import check_format, validate_csr, validate_node_data
 from gcntrain.errors import FormatError
 from gcntrain.partition.csr import concat_ranges
@@ -59,6 +59,7 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> 
     rows = np.asarray(rows, dtype=np.int64)
     with open_h5(path, "graph file") as f:
         check_format(f.attrs, GRAPH_FORMAT, where)
+        check_declared_sizes(f, where)
         n = int_attr(f.attrs, "n", where)
         nc = int_attr(f.attrs, "num_classes", where, default=-1)
         out = {

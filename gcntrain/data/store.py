@@ -81,6 +81,12 @@ def open_h5(path: str | os.PathLike, what: str = "file") -> Iterator[h5py.File]:
         if isinstance(e, FileNotFoundError):
             raise
         raise FormatError("HDF5 read failed (truncated or corrupt?)", where) from None
+    except RuntimeError as e:  # the HDF5 library's own errors: damaged metadata (B-trees)
+        raise FormatError(f"damaged HDF5 file ({e})", where) from None
+    except KeyError as e:  # h5py reports an object its damaged header cannot open so
+        if "Unable to" not in str(e):
+            raise
+        raise FormatError(f"damaged HDF5 file ({e.args[0] if e.args else e})", where) from None
     finally:
         try:
             f.close()
@@ -317,6 +323,7 @@ def read_graph(path: str | os.PathLike, *, validate: bool = True) -> Graph:
     where = str(path)
     with open_h5(path, "graph file") as f:
         check_format(f.attrs, GRAPH_FORMAT, where)
+        check_declared_sizes(f, where)
         attrs = f.attrs
         n = int_attr(attrs, "n", where)
         nnz = int_attr(attrs, "nnz", where)
@@ -399,6 +406,36 @@ def _plain(value: object) -> object:
 HASH_CHUNK = 64 << 20
 
 
+def check_declared_sizes(f: h5py.File, where: str) -> None:
+    """Before any array is read: no dataset may declare more elements than the attributes
+    ``n`` and ``nnz`` allow (a damaged or hostile file can declare 1e11 entries in a few
+    KB: reading or hashing them would take minutes and all memory), and the 1-D arrays must
+    be 1-D.  Smaller or otherwise wrong arrays are left to the full validation, which names
+    the first problem."""
+    n = int_attr(f.attrs, "n", where, default=-1)
+    nnz = int_attr(f.attrs, "nnz", where, default=-1)
+    if n < 0:
+        return
+    nf = int_attr(f.attrs, "num_features", where, default=-1)
+    limits = {"indptr": n + 1, "labels": n, **{m: n for m in MASK_NAMES}}
+    if nnz >= 0:
+        limits.update(indices=nnz, data=nnz)
+    if nf >= 0:
+        limits["features"] = n * nf
+    for name, most in limits.items():
+        ds = f.get(name)
+        if not isinstance(ds, h5py.Dataset):
+            continue
+        if name != "features" and ds.ndim != 1:
+            raise FormatError(f"{name} must be a 1-D array (shape is {ds.shape})", where)
+        if ds.size > most:
+            raise FormatError(
+                f"dataset '{name}' declares {ds.size:,} elements where the attributes "
+                f"(n = {n}, nnz = {nnz}, num_features = {nf}) allow at most {most:,}",
+                where,
+            )
+
+
 def verify_content_hash(path: str | os.PathLike) -> None:
     """Check a graph file's content hash by streaming its arrays in slices (the memory of one
     slice, not of the graph): the hash `Graph.content_hash` computes on the arrays
@@ -411,6 +448,7 @@ def verify_content_hash(path: str | os.PathLike) -> None:
         check_format(f.attrs, GRAPH_FORMAT, where)
         int_attr(f.attrs, "n", where)
         int_attr(f.attrs, "nnz", where)
+        check_declared_sizes(f, where)
         stored = str_attr(f.attrs, "content_hash", where)
         h = hashlib.sha256()
         for name in HASHED_ARRAYS:
@@ -462,6 +500,7 @@ def read_meta(path: str | os.PathLike) -> dict:
     where = str(path)
     with open_h5(path, "graph file") as f:
         check_format(f.attrs, GRAPH_FORMAT, where)
+        check_declared_sizes(f, where)
         attrs = {k: _plain(v) for k, v in f.attrs.items()}
         datasets = {
             k: {"shape": list(ds.shape), "dtype": str(ds.dtype)}

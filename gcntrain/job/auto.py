@@ -128,18 +128,41 @@ def _gather_rows(world, rows: list[dict]) -> list[dict]:
     return out
 
 
-def choose(world, source, config, options, partition, partition_seed, machine, per_node, notice):
+def choose(
+    world,
+    source,
+    config,
+    options,
+    partition,
+    partition_seed,
+    machine,
+    per_node,
+    notice,
+    max_memory=None,
+):
     """The choice of ``--scheme auto`` on every rank of `world` (module docstring): a dict of
     the best row's `KEEP` keys (``epoch_seconds`` as ``predicted_epoch_seconds``) plus
     ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``."""
+    from gcntrain.job.memory_guard import check_planning
+    from gcntrain.model.run import check_widths
     from gcntrain.schemes.loading import open_source
     from gcntrain.simulate.sweep import rank_key, recommend, sweep
     from gcntrain.simulate.timing import placement
 
-    t0 = time.perf_counter()
     say = notice if (notice is not None and world.rank == 0) else (lambda line: None)
     prof, shared = _profile(world, machine)
-    meta = agree(world, lambda: open_source(source).meta())
+    t0 = time.perf_counter()  # the choice's own time (not a first calibration of `local`)
+
+    def widths():
+        config.validate()  # a bad value is its own line, not "no configuration fits"
+        src = open_source(source)
+        meta = src.meta()
+        check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
+        widths = [meta.num_features, *config.hidden, meta.num_classes or 2]
+        check_planning(widths, np.dtype(config.dtype).itemsize, per_node, max_memory)
+        return meta
+
+    meta = agree(world, widths)  # the refusal every path gives, before any planning
     key = ""
     if world.rank == 0:
         key = cache_key(

@@ -79,3 +79,31 @@ def check_rank(
         hint="use more ranks, a smaller --hidden or --dtype float32",
         source=source,
     )
+
+
+def check_planning(
+    widths: list[int], itemsize: int, ranks_on_node: int, max_memory: float | None = None
+) -> None:
+    """`InputError` (one line) when planning a job (``--scheme auto``'s search, `simulate`)
+    cannot fit: the plan records one whole model in every planning process, so its
+    parameters with Adam's moments and a gradient must fit a process's memory (the node's
+    available memory divided by the `ranks_on_node` processes planning at once, or
+    ``--max-memory``)."""
+    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+    need = PARAM_COPIES * params * itemsize
+    k = max(int(ranks_on_node), 1)
+    if max_memory is not None:
+        limit, source = float(max_memory), "--max-memory"
+    else:
+        have = available_bytes()
+        if have is None:
+            return
+        limit = have / k
+        source = "available memory" + (f" per process ({k} on the node)" if k > 1 else "")
+    check_fits(
+        need,
+        f"the model ({params:,} parameters, with Adam's moments and a gradient)",
+        limit=limit,
+        hint="a smaller --hidden or --dtype float32",
+        source=source,
+    )

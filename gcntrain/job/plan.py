@@ -63,6 +63,10 @@ def plan_job(
         raise InputError(words["sweep_machine"])
     if sweep and per_rank is not None:
         raise InputError(words["sweep_per_rank"])
+    if per_rank is not None:
+        from gcntrain.data.atomic import check_output_file
+
+        check_output_file(per_rank, (source, partition), "--per-rank")
     place, assumed = None, None
     if machine is not None:
         from gcntrain.simulate.local import load_machine
@@ -82,6 +86,7 @@ def plan_job(
             )
         return summary
 
+    _check_planning(source, config, widths)
     if sweep:
         args = (source, config, ranks, place, scheme, options, partition, seed, widths, quiet)
         return said(sweep_summary(*args))
@@ -106,6 +111,21 @@ def plan_job(
     if search is not None:
         summary["grid_search"] = search
     return said(summary)
+
+
+def _check_planning(source, config, widths: dict) -> None:
+    """The planner records one whole model: refuse (one line) a model whose parameters
+    cannot fit this process (`gcntrain.job.memory_guard.check_planning`)."""
+    import numpy as np
+
+    from gcntrain.job.memory_guard import check_planning
+    from gcntrain.schemes.loading import open_source
+
+    config.validate()
+    meta = open_source(source).meta()
+    f0 = widths.get("num_features") or meta.num_features or 1
+    classes = widths.get("num_classes") or meta.num_classes or 2
+    check_planning([f0, *config.hidden, classes], np.dtype(config.dtype).itemsize, 1)
 
 
 def default_ranks_per_node(prof, ranks: int, machine) -> tuple[int, str]:

@@ -23,7 +23,7 @@ from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
 from gcntrain.model.phase import Phase
-from gcntrain.model.run import model_summary, result_summary
+from gcntrain.model.run import check_widths, model_summary, result_summary
 from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
@@ -127,6 +127,7 @@ def load_rank(
         check_model_support(scheme, config)
         src = open_source(source)
         meta = src.meta()
+        check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
         numbering = scheme.numbering(
             src,
             scheme.row_parts(world.size, sc),
@@ -152,6 +153,25 @@ def load_rank(
     sc, src, layout, numbering, req = agree(world, load)
     local = agree(world, lambda: check_classes(src.load(req, numbering)))
     return sc, src, layout, local
+
+
+def check_job(out_dir, per_rank, machine, source, partition) -> None:
+    """What a job can check before loading anything (`InputError`): ``-o`` can become an
+    output directory, ``--per-rank`` an output file that is none of the inputs (the graph,
+    the partition file), ``--machine`` names a profile (``local`` is always one: measured
+    when first priced)."""
+    if out_dir is not None:
+        from gcntrain.model.output import check_out_dir
+
+        check_out_dir(out_dir)
+    if per_rank is not None:
+        from gcntrain.data.atomic import check_output_file
+
+        check_output_file(per_rank, (source, partition), "--per-rank")
+    if machine is not None and str(machine) != DEFAULT_MACHINE:
+        from gcntrain.simulate.local import load_machine
+
+        load_machine(machine)
 
 
 def verify_source(world, source) -> None:
@@ -337,16 +357,18 @@ def run_training(
             machine or DEFAULT_MACHINE,
             per_node,
             notice,
+            max_memory,
         )
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
     verify_source(world, source)
     checks = 0
-    if out_dir is not None:
-        from gcntrain.model.output import check_out_dir
-
-        agree(world, lambda: check_out_dir(out_dir) if world.rank == 0 else None, False)
-        checks = 1
+    if out_dir is not None or per_rank is not None or machine is not None:
+        # before any rank loads: the outputs can be written and are no input, the profile
+        # exists (one line, exit 2, every rank; the `checks` of the plan: with -o)
+        job = (out_dir, per_rank, machine, source, partition)
+        agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
+        checks = int(out_dir is not None)
     search = None
     if wants_auto(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)

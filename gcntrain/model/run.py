@@ -35,6 +35,21 @@ def check_trainable(graph: Graph, source: str) -> int:
     return int(num_classes)
 
 
+def check_widths(num_features: int, num_classes: int | None, source) -> None:
+    """Raise `InputError` naming `source` unless a graph's declared widths can make a model
+    (at least one feature column, at least two classes where the count is known): checked
+    from the metadata before anything is loaded or sized, on every path."""
+    if num_features < 1:
+        raise InputError(
+            f"the graph has no node features ({num_features} columns); training needs node "
+            "features, labels and train/val/test masks (`gcntrain convert --features F "
+            "--classes C` adds synthetic ones to an edge list)",
+            source,
+        )
+    if num_classes is not None and num_classes < 2:
+        raise InputError(f"need at least 2 classes, found {num_classes}", source)
+
+
 def _median(values: list[float]) -> float:
     return float(np.median(values)) if values else 0.0
 
