@@ -49,15 +49,54 @@ def test_every_input_changes_the_key(tmp_path):
     assert key(prof=moved) == k
 
 
+def test_a_shard_store_keys_apart_from_its_graph_file(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "manifest.json").write_text("{}")
+    assert key(source=str(store)) not in ("", key(source="g.h5"))
+
+
 def test_no_key_without_a_content_hash():
     assert key(meta=GraphMeta(100, 900, 8, 3, "g", "")) == ""
 
 
 def test_a_stored_choice_reads_back(tmp_path, monkeypatch):
     monkeypatch.setenv("GCNTRAIN_CACHE_DIR", str(tmp_path))
-    choice = {"scheme": "p2p", "label": "p2p [metis]", "predicted_epoch_seconds": 0.01}
+    choice = {
+        "scheme": "p2p",
+        "values": {},
+        "partition": "metis",
+        "label": "p2p [metis]",
+        "predicted_epoch_seconds": 0.01,
+        "memory_bytes_max": 10,
+        "machine": "abci",
+        "configurations": 49,
+        "runner_up": {"label": None, "predicted_epoch_seconds": None},
+    }
     assert auto._cached("k" * 32) is None
     auto._store("k" * 32, choice)
     assert auto._cached("k" * 32) == choice
+    # an entry short of a key (an older or damaged cache) is a miss, not a crash
+    auto._store("k" * 32, {k: v for k, v in choice.items() if k != "label"})
+    assert auto._cached("k" * 32) is None
     (tmp_path / "auto" / ("k" * 32 + ".json")).write_text("{not json")
     assert auto._cached("k" * 32) is None
+
+
+def test_a_partition_vector_under_auto_is_one_clear_refusal(tmp_path, monkeypatch):
+    """(The API can pass a partition as an array; the sweep chooses among methods.)"""
+    import numpy as np
+    import pytest
+
+    from gcntrain.comm.communicator import SelfComm
+    from gcntrain.data.generate import rmat
+    from gcntrain.data.store import write_graph
+    from gcntrain.errors import AgreedError
+
+    monkeypatch.setenv("GCNTRAIN_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "g.h5"
+    write_graph(path, rmat(6, edge_factor=4, seed=1, num_features=4, num_classes=3))
+    part = np.zeros(64, dtype=np.int64)
+    with pytest.raises(AgreedError, match="a partition vector needs an explicit scheme") as e:
+        auto.choose(SelfComm(), str(path), TrainConfig(epochs=2), {}, part, 0, "abci", 1, None)
+    assert e.value.status == 2

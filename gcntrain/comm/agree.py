@@ -75,7 +75,7 @@ def idle_barrier(mpicomm, poll: float = IDLE_POLL) -> None:
     """A barrier on the mpi4py communicator `mpicomm` that the ranks arriving early wait in
     *asleep* (a non-blocking barrier polled every `poll` seconds): busy-polling MPI ranks
     would take the cores that the ranks still working share with them."""
-    if mpicomm.Get_size() > 1:
+    if mpicomm is not None and mpicomm.Get_size() > 1:  # None: a `SelfComm`, no MPI
         req = mpicomm.Ibarrier()
         while not req.Test():
             time.sleep(poll)

@@ -82,6 +82,8 @@ def open_h5(path: str | os.PathLike, what: str = "file") -> Iterator[h5py.File]:
             raise
         raise FormatError("HDF5 read failed (truncated or corrupt?)", where) from None
     except RuntimeError as e:  # the HDF5 library's own errors: damaged metadata (B-trees)
+        if isinstance(e, NotImplementedError | RecursionError):
+            raise  # the reader's own, not the file's
         raise FormatError(f"damaged HDF5 file ({e})", where) from None
     except KeyError as e:  # h5py reports an object its damaged header cannot open so
         if "Unable to" not in str(e):

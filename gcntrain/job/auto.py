@@ -24,10 +24,12 @@ import json
 import os
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import numpy as np
 
 from gcntrain.comm.agree import agree, on_root
+from gcntrain.errors import InputError
 from gcntrain.job.progress import count
 from gcntrain.jsonutil import to_json
 
@@ -41,32 +43,48 @@ CACHE_FORMAT = 1
 
 def _profile(world, machine: str):
     """The profile on every rank: rank 0 resolves it (and may calibrate ``local``) while the
-    others sleep; they then read the file it names (the cached profile for ``local``), or,
-    where there is none, get None (rank 0 then plans alone)."""
+    others sleep, then sends its text, which every rank parses (no rank reads a file only
+    rank 0 can see: a node-local cache).  (profile, True), or (profile on rank 0 and None
+    elsewhere, False) where it has no file (measured, not cached): rank 0 then plans alone."""
     from gcntrain.simulate.local import load_machine
+    from gcntrain.simulate.machine import parse_machine
 
     def first():
         prof = load_machine(machine)
-        return prof, (prof.path if prof.path and os.path.isfile(prof.path) else "")
+        ok = bool(prof.path) and os.path.isfile(prof.path)
+        return prof, (Path(prof.path).read_text(encoding="utf-8") if ok else "")
 
     got = on_root(world, first, poll=PROFILE_POLL)
-    path = world.bcast_bytes(got[1].encode() if got else None, 0, "control").decode()
-    if not path:
+    text = world.bcast_bytes(got[1].encode() if got else None, 0, "control").decode()
+    if not text:
         return (got[0] if world.rank == 0 else None), False
-    return agree(world, lambda: got[0] if world.rank == 0 else load_machine(path)), True
+    path = world.bcast_bytes(got[0].path.encode() if got else None, 0, "control").decode()
+    return agree(world, lambda: got[0] if got else parse_machine(text, path)), True
 
 
-def cache_key(meta, config, size, per_node, options, partition, partition_seed, prof) -> str:
-    """The cache key of a choice (module docstring), or "" where it cannot be cached."""
+def _stat(path) -> list:
+    st = os.stat(path)
+    return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
+
+
+def cache_key(
+    meta, config, size, per_node, options, partition, partition_seed, prof, source=None
+) -> str:
+    """The cache key of a choice (module docstring), or "" where it cannot be cached.
+    `source`: the graph as given; a shard store (a directory: its numbering and shards are
+    its own) enters by its manifest's path, size and time besides the graph's hash."""
     from gcntrain import __version__
     from gcntrain.simulate.sweep import SWEEP_EPOCHS
 
     if not getattr(meta, "content_hash", ""):
         return ""
+    where = ["graph"]
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        manifest = Path(source) / "manifest.json"
+        where = ["store", _stat(manifest) if manifest.is_file() else os.path.abspath(source)]
     part = partition
     if isinstance(partition, (str, os.PathLike)) and os.path.isfile(partition):
-        st = os.stat(partition)
-        part = [os.path.abspath(partition), st.st_size, st.st_mtime_ns]
+        part = _stat(partition)
     elif partition is not None and not isinstance(partition, str):
         return ""  # a partition vector (the API): not worth hashing
     cfg = asdict(replace(config, epochs=min(config.epochs, SWEEP_EPOCHS)))
@@ -74,6 +92,7 @@ def cache_key(meta, config, size, per_node, options, partition, partition_seed, 
         "format": CACHE_FORMAT,
         "version": __version__,
         "graph": [meta.content_hash, meta.n, meta.nnz, meta.num_features, meta.num_classes],
+        "source": where,
         "config": cfg,
         "ranks": [size, per_node],
         "options": options or {},
@@ -97,7 +116,8 @@ def _cached(key: str) -> dict | None:
         got = json.loads(_cache_file(key).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return got if isinstance(got, dict) and "scheme" in got else None
+    need = (*KEEP[:4], "predicted_epoch_seconds", "machine", "configurations", "runner_up")
+    return got if isinstance(got, dict) and all(k in got for k in need) else None
 
 
 def _store(key: str, choice: dict) -> None:
@@ -155,6 +175,11 @@ def choose(
 
     def widths():
         config.validate()  # a bad value is its own line, not "no configuration fits"
+        if partition is not None and not isinstance(partition, str | os.PathLike):
+            raise InputError(
+                "--scheme auto chooses among partition methods or a partition file; a "
+                "partition vector needs an explicit scheme"
+            )
         src = open_source(source)
         meta = src.meta()
         check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
@@ -163,17 +188,22 @@ def choose(
         return meta
 
     meta = agree(world, widths)  # the refusal every path gives, before any planning
-    key = ""
-    if world.rank == 0:
-        key = cache_key(
-            meta, config, world.size, per_node, options, partition, partition_seed, prof
-        )
-    hit = _cached(key) if world.rank == 0 else None
-    hit_bytes = world.bcast_bytes(to_json(hit).encode() if world.rank == 0 else None)
-    hit = json.loads(hit_bytes.decode())
+    # every rank planning holds the whole graph: only where the node has room for them all
+    shared = shared and _graphs_fit(meta, per_node, max_memory)
+
+    def lookup():
+        if world.rank != 0:
+            return None
+        shape = (world.size, per_node, options, partition, partition_seed, prof, source)
+        key = cache_key(meta, config, *shape)
+        return key, _cached(key)
+
+    got = agree(world, lookup)
+    key, hit = got if got is not None else ("", None)
+    hit = json.loads(world.bcast_bytes(to_json(hit).encode() if world.rank == 0 else None))
     if hit is not None:
         hit.update(cached=True, sweep_seconds=time.perf_counter() - t0)
-        say(_chosen_line(hit, world.size, per_node))
+        say(_chosen_line(hit))
         return hit
     nodes = -(-world.size // per_node)
     say(
@@ -199,51 +229,72 @@ def choose(
             share=share,
             strict=False,
         )
-        return res.ranking, len(res.ranking) + len(res.refused)
+        why = res.refused[0]["error"] if res.refused else ""
+        return res.ranking, len(res.ranking) + len(res.refused), why
 
     if shared:
-        rows, n = agree(world, lambda: plan((world.rank, world.size)))
+        rows, n, why = agree(world, lambda: plan((world.rank, world.size)))
         rows = _gather_rows(world, rows)
         total = int(world.allreduce(np.array([n], dtype=np.int64), "control")[0])
+        whys = [r for r in _gather_rows(world, [why] if why else []) if r]
     else:
         got = on_root(world, lambda: to_json(plan((0, 1))).encode(), poll=PROFILE_POLL)
-        rows, total = json.loads(world.bcast_bytes(got, 0, "control").decode())
+        rows, total, why = json.loads(world.bcast_bytes(got, 0, "control").decode())
+        whys = [why] if why else []
     rows.sort(key=rank_key)
 
     def pick():
         from gcntrain.simulate.sweep import SweepResult
 
-        return recommend(SweepResult(rows, None, [], 0.0, 0.0))
+        if not rows:  # every configuration refused: say why, as `simulate --sweep` does
+            raise InputError(f"--scheme auto: no configuration fits: {whys[0] if whys else '-'}")
+        best = recommend(SweepResult(rows, None, [], 0.0, 0.0))
+        others = [r for r in rows if r["exact"] and r["fits"] and r is not best]
+        choice = {k: best[k] for k in KEEP}
+        choice["predicted_epoch_seconds"] = choice.pop("epoch_seconds")
+        choice.update(
+            machine=prof.name if prof is not None else str(machine),
+            configurations=total,
+            sweep_seconds=time.perf_counter() - t0,
+            runner_up={
+                "label": others[0]["label"] if others else None,
+                "predicted_epoch_seconds": others[0]["epoch_seconds"] if others else None,
+            },
+        )
+        if world.rank == 0:
+            _store(key, choice)
+            return to_json(choice).encode()
+        return None
 
-    best = agree(world, pick, name_rank=False)
-    others = [r for r in rows if r["exact"] and r["fits"] and r is not best]
-    choice = {k: best[k] for k in KEEP}
-    choice["predicted_epoch_seconds"] = choice.pop("epoch_seconds")
-    choice.update(
-        machine=prof.name if prof is not None else str(machine),
-        configurations=total,
-        sweep_seconds=time.perf_counter() - t0,
-        runner_up={
-            "label": others[0]["label"] if others else None,
-            "predicted_epoch_seconds": others[0]["epoch_seconds"] if others else None,
-        },
-    )
-    if world.rank == 0:
-        _store(key, choice)
+    # rank 0's choice on every rank: one summary, identical everywhere
+    mine = agree(world, pick, name_rank=False)
+    choice = json.loads(world.bcast_bytes(mine, 0, "control").decode())
     choice["cached"] = False
-    say(_chosen_line(choice, world.size, per_node))
+    say(_chosen_line(choice))
     return choice
 
 
-def _chosen_line(c: dict, size: int, per_node: int) -> str:
+def _graphs_fit(meta, per_node: int, max_memory) -> bool:
+    """Whether `per_node` planning processes can each hold the whole graph (its adjacency
+    as int64 and float64, its features as float32) in a quarter of their share of memory;
+    else rank 0 plans alone, as before the planning was shared."""
+    from gcntrain.data.memory import available_bytes
+
+    graph = 16.0 * meta.nnz + 4.0 * meta.n * max(meta.num_features, 1)
+    have = float(max_memory) * per_node if max_memory is not None else available_bytes()
+    return have is None or per_node * graph <= have / 4
+
+
+def _chosen_line(c: dict) -> str:
     """The notice of a choice: what, its predicted epoch, why (the runner-up), how long."""
     ms = c["predicted_epoch_seconds"] * 1e3
     line = f"scheme auto: {c['label']}, predicted {ms:.3f} ms per epoch on profile {c['machine']}"
     r = c.get("runner_up") or {}
     if r.get("label"):
-        gap = r["predicted_epoch_seconds"] / c["predicted_epoch_seconds"] - 1.0
-        line += f"; the next best, {r['label']}, {r['predicted_epoch_seconds'] * 1e3:.3f} ms "
-        line += f"({gap:+.1%})"
+        line += f"; the next best, {r['label']}, {r['predicted_epoch_seconds'] * 1e3:.3f} ms"
+        if c["predicted_epoch_seconds"] > 0:
+            gap = r["predicted_epoch_seconds"] / c["predicted_epoch_seconds"] - 1.0
+            line += f" ({gap:+.1%})"
     else:
         line += "; the only exact configuration that fits"
     if c.get("cached"):

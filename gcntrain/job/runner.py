@@ -343,6 +343,13 @@ def run_training(
         "threads_per_rank": nthreads,
         "node_cores": os.cpu_count() or 1,
     }
+    checks = 0
+    if out_dir is not None or per_rank is not None or machine is not None:
+        # before any rank loads: the outputs can be written and are no input, the profile
+        # exists (one line, exit 2, every rank; the `checks` of the plan: with -o)
+        job = (out_dir, per_rank, machine, source, partition)
+        agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
+        checks = int(out_dir is not None)
     recommendation = None
     if scheme == registry.AUTO_NAME and size > 1:
         from gcntrain.job.auto import choose
@@ -362,13 +369,6 @@ def run_training(
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
     verify_source(world, source)
-    checks = 0
-    if out_dir is not None or per_rank is not None or machine is not None:
-        # before any rank loads: the outputs can be written and are no input, the profile
-        # exists (one line, exit 2, every rank; the `checks` of the plan: with -o)
-        job = (out_dir, per_rank, machine, source, partition)
-        agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
-        checks = int(out_dir is not None)
     search = None
     if wants_auto(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)

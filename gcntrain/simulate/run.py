@@ -151,7 +151,12 @@ def plan_training(
 
     def renumbered():
         S = support_in_numbering(support, numbering.perm)
-        return S, is_symmetric(S), feature_nnz(graph, numbering.perm)
+        fnnz = feature_nnz(graph, numbering.perm)
+        if derived is not None:  # shared by the plans of a sweep: no plan may change them
+            for a in (S.data, S.indices, S.indptr, fnnz):
+                if a is not None:
+                    a.flags.writeable = False
+        return S, is_symmetric(S), fnnz
 
     S, symmetric, fnnz = _memo(derived, ("support", nkey), renumbered)
     ctx = PlanContext(
