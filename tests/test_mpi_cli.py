@@ -26,6 +26,8 @@ from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
 from tests.mpi.batch import CliBatches
 from tests.mpi.launch import gcntrain_exe, run_mpi
+from tests.tamper import CASES as TAMPER_CASES
+from tests.tamper import tampered
 
 pytestmark = pytest.mark.mpi
 
@@ -184,6 +186,8 @@ def files(graph_file, tmp_path_factory):
     shutil.copy(graph_file, f["c0"])
     with h5py.File(f["c0"], "r+") as h:
         h.attrs["num_classes"] = 0
+    for name in TAMPER_CASES:  # damaged files the serial read refuses
+        f[f"tampered-{name}"] = tampered(graph_file, d, name)
     f["huge-decl"] = d / "huge-decl.h5"  # a few KB declaring 1e11 indices
     shutil.copy(graph_file, f["huge-decl"])
     with h5py.File(f["huge-decl"], "r+") as h:
@@ -244,6 +248,8 @@ def cli(graph_file, files):
     huge = ["--hidden", "10000000", "--max-memory", "1G", "--quiet"]
     b.add("auto-huge", 3, ["train", g, *huge])
     b.add("huge-decl", 3, ["train", f["huge-decl"], "--scheme", "1d", "--quiet"])
+    for name in TAMPER_CASES:
+        b.add(f"tampered-{name}", 3, ["train", f[f"tampered-{name}"], "--scheme", "1d", "--quiet"])
     for name in ("c0", "nofeat"):  # widths no model can have: refused before sizing anything
         b.add(f"{name}-1d", 3, ["train", f[name], "--scheme", "1d", "--quiet"])
         b.add(f"{name}-auto", 3, ["train", f[name], "--quiet"])
@@ -489,6 +495,13 @@ def test_unknown_profile_and_input_as_output_refused_on_every_rank(cli, graph_fi
     one_error(cli.result("no-profile-auto"), "unknown machine profile 'nosuch'")
     one_error(cli.result("per-rank-input"), "--per-rank is an input")
     assert graph_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", sorted(TAMPER_CASES))
+def test_damaged_files_refused_on_every_rank_with_an_explicit_scheme(cli, name):
+    """Rank 0 validates the whole file as it hashes it: each rank reading only its rows
+    cannot see these, and the serial read's line is every rank's line."""
+    one_error(cli.result(f"tampered-{name}"), TAMPER_CASES[name][1])
 
 
 def test_declared_sizes_checked_before_reading_on_every_rank(cli):

@@ -11,6 +11,8 @@ import pytest
 from gcntrain.cli.main import run
 from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
+from tests.tamper import CASES as TAMPER_CASES
+from tests.tamper import tampered
 
 
 @pytest.fixture
@@ -194,3 +196,10 @@ def test_fuzzed_metadata_never_escapes_the_contract(graph, tmp_path, capsys):
                 escaped.append((pos, argv[0], rc, err.strip().splitlines()[-1:]))
     assert not escaped, escaped[:5]
     assert seen == {0, 2}  # the flips reach both harmless and refused bytes
+
+
+@pytest.mark.parametrize("name", sorted(TAMPER_CASES))
+def test_damaged_files_refused_serially_with_the_mpi_line(graph, tmp_path, capsys, name):
+    bad = tampered(graph, tmp_path, name)
+    assert run(["train", str(bad), "--epochs", "1", "--quiet"]) == 2
+    one_line(capsys, TAMPER_CASES[name][1])

@@ -446,10 +446,13 @@ def verify_content_hash(path: str | os.PathLike) -> None:
     import hashlib
 
     where = str(path)
+    from gcntrain.data.stream_validate import Stream
+
     with open_h5(path, "graph file") as f:
         check_format(f.attrs, GRAPH_FORMAT, where)
-        int_attr(f.attrs, "n", where)
-        int_attr(f.attrs, "nnz", where)
+        n = int_attr(f.attrs, "n", where)
+        nnz = int_attr(f.attrs, "nnz", where)
+        ncls = int_attr(f.attrs, "num_classes", where, default=-1)
         check_declared_sizes(f, where)
         stored = str_attr(f.attrs, "content_hash", where)
         h = hashlib.sha256()
@@ -472,17 +475,20 @@ def verify_content_hash(path: str | os.PathLike) -> None:
                     return a.astype(np.int64, copy=False)
                 return a
 
+            # validated as it is hashed: the rules and lines of `read_graph`, for the
+            # ranks that read only their own rows (`gcntrain.data.stream_validate`)
+            check = Stream(name, ds, n, nnz, None if ncls < 0 else ncls, where)
+            check.check_kind()
             shape = ds.shape
-            if not shape:
-                a = convert(ds[()])
-                h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
-                continue
             out_dtype = convert(np.zeros((0,), dtype=ds.dtype)).dtype
             h.update(str(out_dtype).encode() + str(shape).encode())
             row = max(int(np.prod(shape[1:], dtype=np.int64)) * ds.dtype.itemsize, 1)
             step = max(HASH_CHUNK // row, 1)
             for lo in range(0, shape[0], step):
-                h.update(np.ascontiguousarray(convert(ds[lo : lo + step])).tobytes())
+                raw = ds[lo : lo + step]
+                check.check_slice(np.asarray(raw), lo)
+                h.update(np.ascontiguousarray(convert(raw)).tobytes())
+            check.finish()
     actual = h.hexdigest()
     if actual != stored:
         raise FormatError(

@@ -184,6 +184,8 @@ def verify_source(world, source) -> None:
 
     def check():
         src = open_source(source)
+        meta = src.meta()  # the widths first, as `load_rank` checks them on one rank
+        check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
         if getattr(src, "kind", "") == "file":
             src.verify()
 
