@@ -175,3 +175,17 @@ def test_simulate_honours_its_own_table(tmp_path, capsys):
 @pytest.mark.parametrize("words", [["nosuch"], ["generate"]])
 def test_config_show_refuses_unknown_or_incomplete_commands(capsys, words):
     one_error_line(capsys, ["config", "show", *words])
+
+
+def test_config_show_writes_the_hidden_widths_the_run_uses(tmp_path, capsys):
+    """--hidden given nowhere is the reference [16] (not the empty click default), and the
+    shown file reruns with it."""
+    assert run(["config", "show", "train"]) == 0
+    shown = capsys.readouterr().out
+    assert [ln.split("#")[0].strip() for ln in shown.splitlines() if ln.startswith("hidden")] == [
+        "hidden = [16]"
+    ]
+    path = tmp_path / "shown.toml"
+    path.write_text(shown)
+    assert run(["train", "--config", str(path), "--epochs", "2", "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["hidden"] == [16]

@@ -325,6 +325,8 @@ def resolved_entries(ctx: click.Context, notes: Mapping[str, str] | None = None)
     ctx : the command's context.
     notes : {parameter name: note} for parameters to render inactive (as comments).
     """
+    from gcntrain.job.options import SHOWN
+
     notes = notes or {}
     out = []
     for p in table_params(ctx.command):
@@ -332,7 +334,10 @@ def resolved_entries(ctx: click.Context, notes: Mapping[str, str] | None = None)
             continue
         src = ctx.get_parameter_source(p.name)
         source = SOURCE_NAMES.get(src, "default") if src is not None else "default"
-        out.append(Entry(canonical_key(p), ctx.params[p.name], source, notes.get(p.name)))
+        value = ctx.params[p.name]
+        if p.name in SHOWN and value is not None:  # the value the run uses
+            value = SHOWN[p.name](value)
+        out.append(Entry(canonical_key(p), value, source, notes.get(p.name)))
     return out
 
 

@@ -69,6 +69,10 @@ def parse_hidden(values: tuple[str, ...]) -> list[int]:
     return out
 
 
+#: how a value shows in a written configuration where the click value is not what the run
+#: uses: ``--hidden`` given nowhere is ``()`` to click and [16] to the run
+SHOWN = {"hidden": lambda v: tuple(str(w) for w in parse_hidden(v))}
+
 #: the seed of all randomness (also `generate`'s and `partition`'s)
 SEED = Opt(
     ("--seed",),
