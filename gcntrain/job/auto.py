@@ -164,7 +164,6 @@ def choose(
     the best row's `KEEP` keys (``epoch_seconds`` as ``predicted_epoch_seconds``) plus
     ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``."""
     from gcntrain.job.memory_guard import check_planning
-    from gcntrain.model.run import check_widths
     from gcntrain.schemes.loading import open_source
     from gcntrain.simulate.sweep import rank_key, recommend, sweep
     from gcntrain.simulate.timing import placement
@@ -180,14 +179,12 @@ def choose(
                 "--scheme auto chooses among partition methods or a partition file; a "
                 "partition vector needs an explicit scheme"
             )
-        src = open_source(source)
-        meta = src.meta()
-        check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
+        meta = open_source(source).meta()  # its widths checked (`runner.verify_source`)
         widths = [meta.num_features, *config.hidden, meta.num_classes or 2]
         check_planning(widths, np.dtype(config.dtype).itemsize, per_node, max_memory)
         return meta
 
-    meta = agree(world, widths)  # the refusal every path gives, before any planning
+    meta = agree(world, widths)  # before any planning: one refusal on every rank
     # every rank planning holds the whole graph: only where the node has room for them all
     shared = shared and _graphs_fit(meta, per_node, max_memory)
 

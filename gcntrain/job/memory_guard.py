@@ -47,10 +47,28 @@ def rank_bytes(meta: GraphMeta, req: LoadRequest, widths: list[int], itemsize: i
     if req.features is not None:
         fcols = req.features[1] - req.features[0]
     graph = entries * 16.0 + node * fcols * 4.0
-    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
-    model = PARAM_COPIES * params * itemsize
+    model = PARAM_COPIES * param_count(widths) * itemsize
     acts = ACTIVATION_COPIES * node * sum(widths[1:]) * itemsize
     return graph + model + acts
+
+
+def param_count(widths: list[int]) -> int:
+    """Weights and biases of a model of these layer widths."""
+    return sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+
+
+def memory_limit(ranks_on_node: int, max_memory: float | None, per: str):
+    """(bytes, where the figure comes from) one of `ranks_on_node` processes may use:
+    ``--max-memory``, else the node's available memory divided among them (`per`: how the
+    share is said, with ``{k}`` for their number); None where the available memory is
+    unknown."""
+    if max_memory is not None:
+        return float(max_memory), "--max-memory"
+    have = available_bytes()
+    if have is None:
+        return None
+    k = max(int(ranks_on_node), 1)
+    return have / k, "available memory" + (per.format(k=k) if k > 1 else "")
 
 
 def check_rank(
@@ -62,18 +80,12 @@ def check_rank(
     max_memory: float | None = None,
 ) -> None:
     """`InputError` (one line) when this rank's estimate exceeds its memory."""
-    need = rank_bytes(meta, req, widths, itemsize)
-    k = max(int(ranks_on_node), 1)
-    if max_memory is not None:
-        limit, source = float(max_memory), "--max-memory"
-    else:
-        have = available_bytes()
-        if have is None:
-            return
-        limit = have / k
-        source = "available memory" + (f" per rank ({k} ranks on the node)" if k > 1 else "")
+    got = memory_limit(ranks_on_node, max_memory, " per rank ({k} ranks on the node)")
+    if got is None:
+        return
+    limit, source = got
     check_fits(
-        need,
+        rank_bytes(meta, req, widths, itemsize),
         "training this rank's share (graph rows, parameters with Adam's moments, activations)",
         limit=limit,
         hint="use more ranks, a smaller --hidden or --dtype float32",
@@ -89,19 +101,13 @@ def check_planning(
     parameters with Adam's moments and a gradient must fit a process's memory (the node's
     available memory divided by the `ranks_on_node` processes planning at once, or
     ``--max-memory``)."""
-    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
-    need = PARAM_COPIES * params * itemsize
-    k = max(int(ranks_on_node), 1)
-    if max_memory is not None:
-        limit, source = float(max_memory), "--max-memory"
-    else:
-        have = available_bytes()
-        if have is None:
-            return
-        limit = have / k
-        source = "available memory" + (f" per process ({k} on the node)" if k > 1 else "")
+    got = memory_limit(ranks_on_node, max_memory, " per process ({k} on the node)")
+    if got is None:
+        return
+    limit, source = got
+    params = param_count(widths)
     check_fits(
-        need,
+        PARAM_COPIES * params * itemsize,
         f"the model ({params:,} parameters, with Adam's moments and a gradient)",
         limit=limit,
         hint="a smaller --hidden or --dtype float32",

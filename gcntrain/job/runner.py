@@ -127,7 +127,7 @@ def load_rank(
         check_model_support(scheme, config)
         src = open_source(source)
         meta = src.meta()
-        check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
+        check_widths(meta, src.label)
         numbering = scheme.numbering(
             src,
             scheme.row_parts(world.size, sc),
@@ -184,8 +184,7 @@ def verify_source(world, source) -> None:
 
     def check():
         src = open_source(source)
-        meta = src.meta()  # the widths first, as `load_rank` checks them on one rank
-        check_widths(meta.num_features, meta.num_classes, getattr(src, "label", meta.name))
+        check_widths(src.meta(), src.label)  # the widths first, as `load_rank` on one rank
         if getattr(src, "kind", "") == "file":
             src.verify()
 
@@ -352,6 +351,7 @@ def run_training(
         job = (out_dir, per_rank, machine, source, partition)
         agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
         checks = int(out_dir is not None)
+    verify_source(world, source)  # before the auto search: it plans a checked file
     recommendation = None
     if scheme == registry.AUTO_NAME and size > 1:
         from gcntrain.job.auto import choose
@@ -370,7 +370,6 @@ def run_training(
         )
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
-    verify_source(world, source)
     search = None
     if wants_auto(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)

@@ -35,10 +35,12 @@ def check_trainable(graph: Graph, source: str) -> int:
     return int(num_classes)
 
 
-def check_widths(num_features: int, num_classes: int | None, source) -> None:
-    """Raise `InputError` naming `source` unless a graph's declared widths can make a model
-    (at least one feature column, at least two classes where the count is known): checked
-    from the metadata before anything is loaded or sized, on every path."""
+def check_widths(meta, source) -> None:
+    """Raise `InputError` naming `source` unless a graph's declared widths (`meta`: its
+    ``num_features`` and ``num_classes``) can make a model (at least one feature column, at
+    least two classes where the count is known): checked from the metadata before anything
+    is loaded or sized, on every path."""
+    num_features, num_classes = meta.num_features, meta.num_classes
     if num_features < 1:
         raise InputError(
             f"the graph has no node features ({num_features} columns); training needs node "
