@@ -492,6 +492,41 @@ def test_bench_recovers_the_cost_and_slice_of_synthetic_runs():
     assert F.fit_sync_slice([0.1], slopes) == (pytest.approx(0.1 / 120), 0.0)
 
 
+def test_bench_recovers_the_node_speedup_from_a_critical_ranks_products(graph_file):
+    # the process-scaling fit solves the node's speed-up at T one-thread ranks from the
+    # critical rank's product seconds: priced with a known speed-up, the solver returns it
+    figs = {
+        "host": "h",
+        "when": "now",
+        "cores": 4,
+        "version": "0",
+        "scales": [12],
+        "core_gbs": 10.0,
+        "node_gbs": 20.0,
+        "alpha": 2e-6,
+        "bandwidth": 5e9,
+        "spmm": {8: 1.0, 64: 3.0},
+        "gemm": {16: 10.0, 1024: 40.0},
+        "quant": 0.2,
+        "threads": {k: {1: 1.0, 2: 1.8, 4: 3.0} for k in ("spmm", "gemm", "other")},
+        "node_scaling": {k: {1: 1.0, 2: 1.9, 4: 3.2} for k in ("spmm", "gemm", "other")},
+    }
+    g = str(graph_file)
+    for kind, true in (("spmm", 2.6), ("gemm", 1.3)):
+        measured = F._critical_part(figs, "t", g, kind, 4, true)
+        assert measured > 0
+        got = F.solve_node_speedup(
+            lambda s, k=kind: F._critical_part(figs, "t", g, k, 4, s), measured, 4
+        )
+        assert got == pytest.approx(true, rel=1e-3)
+    # beyond the bracket: no faster than unshared ranks, no slower than an eighth of them
+    part = lambda s: 1.0 / s  # noqa: E731
+    assert F.solve_node_speedup(part, 0.1, 4) == 4.0
+    assert F.solve_node_speedup(part, 100.0, 4) == 0.5
+    assert F.solve_node_speedup(part, 1.0 / 3.0, 4) == pytest.approx(3.0, rel=1e-6)
+    assert F.solve_node_speedup(part, 0.0, 4) is None
+
+
 def test_serial_epochs_report_the_time_outside_the_products(graph_file):
     # the element-wise fit reads t_other: the epoch's time outside its graph and dense
     # products, as the run timed it (not the epoch less predicted products)

@@ -5,9 +5,12 @@ project's own kernels and MPI library.
   SpMM, GEMM and element-wise work at 1, half and all cores, in one process and in as many
   one-thread processes (`gcntrain.simulate.measure`).
 * From training runs (`gcntrain.simulate.fits`): the products' rates scaled to serial
-  one-thread epochs on R-MAT graphs, the cost per Ops call on one thread, on every core and
-  for a rank of a distributed run (on a tiny graph whose epochs are almost all per-call
-  cost), and the element-wise rate from what the serial epochs leave unexplained.
+  one-thread epochs on R-MAT graphs; SpMM and GEMM scaling above one core as the epochs of
+  the largest R-MAT graph show it (serial on half and all cores' threads, 1d on as many
+  one-thread ranks: they replace the micro-benchmark's figures there); the cost per Ops
+  call on one thread, on every core and for a rank of a distributed run (on a tiny graph
+  whose epochs are almost all per-call cost), and the element-wise rate from what the
+  serial epochs leave unexplained.
 * MPI (``mpiexec -n 2 python -m gcntrain.comm.bench``): the latency of an 8-byte ping-pong;
   the bandwidth that makes the collective models meet the measured (median, cold-cache)
   Allreduce, Allgather, Bcast, Reduce-scatter and Alltoall of the largest messages (the

@@ -172,6 +172,67 @@ def epoch_scaling(figs: dict, one: dict, graph: str, epochs: int, runs: int, log
     )
 
 
+def _critical_part(figs, name, graph, kind: str, T: int, speedup: float) -> float:
+    """The model's seconds of `kind` work ("spmm", "gemm") on the critical rank of a 1d run
+    of `T` one-thread ranks of `graph`, with ``node_scaling[kind][T]`` set to `speedup`."""
+    table = {k: dict(v) for k, v in figs["node_scaling"].items()}
+    table[kind][T] = speedup
+    fig = {"other": 1e21, "overhead": 1e-30, **figs, "node_scaling": table}
+    _, parts, _, _ = _model(fig, name, graph, OVERHEAD_CALIBRATION, T, cores=T)
+    return float(parts.get(kind, 0.0))
+
+
+def solve_node_speedup(part, measured: float, T: int, steps: int = 30) -> float | None:
+    """S in [T / 8, T] with ``part(S) = measured`` (`part` falls as S grows: more throughput
+    of the node's one-thread processes, less time), by bisection on log S; T where even
+    unshared ranks (S = T) take longer than measured, T / 8 where the node would have to be
+    slower than that; None where the model prices no such work."""
+    lo, hi = T / 8.0, float(T)
+    if not measured > 0 or part(hi) <= 0:
+        return None
+    if part(hi) >= measured:
+        return hi
+    if part(lo) <= measured:
+        return lo
+    for _ in range(steps):
+        mid = float(np.sqrt(lo * hi))
+        lo, hi = (mid, hi) if part(mid) > measured else (lo, mid)
+    return float(np.sqrt(lo * hi))
+
+
+def process_scaling(figs, name, graph, epochs, runs, mpiexec, log) -> None:
+    """The node's SpMM and GEMM scaling over one-thread processes as the epochs show it:
+    1d on half and all cores' worth of one-thread ranks of `graph` (median of `runs`), the
+    critical rank's graph and dense products (communication inside them removed) against
+    the model's price of the same rank, solved for the node's speed-up at that count
+    (`solve_node_speedup`).  They replace the micro-benchmark's figures there, as
+    `epoch_scaling` does for one process's threads: the micro-benchmark streams one product
+    with cold caches, while training ranks repeat theirs over a working set that may stay in
+    the shared cache (on a 2-core VM with a 105 MiB L3, two one-thread ranks did their SpMM
+    at x2.0 of one where the micro-benchmark measured x1.65)."""
+    for T in M.thread_counts(figs["cores"]):
+        if T == 1:
+            continue
+        cmd = [mpiexec, "-n", str(T), *gcntrain_cmd(), "train", graph]
+        cmd += ["--scheme", OVERHEAD_CALIBRATION, "--threads", "1", "--epochs", str(epochs)]
+        got = [training_json(cmd)["epoch_breakdown"] for _ in range(runs)]
+        for kind, key in (("spmm", "aggregation"), ("gemm", "dense")):
+            measured = float(np.median([g.get(key, 0.0) for g in got]))
+            speedup = solve_node_speedup(
+                lambda s, k=kind, n=T: _critical_part(figs, name, graph, k, n, s), measured, T
+            )
+            if speedup is not None:
+                figs["node_scaling"][kind][T] = speedup
+    log(
+        "processes, in the epochs  "
+        + "; ".join(
+            f"{k} "
+            + ", ".join(f"x{v:.2f} at {T}" for T, v in sorted(figs["node_scaling"][k].items()))
+            for k in ("spmm", "gemm")
+        )
+    )
+
+
 def serial_fits(
     figs: dict, name: str, tmp: str, epochs: int, runs: int, mpiexec, log, epoch_threads=True
 ) -> None:
@@ -210,7 +271,12 @@ def serial_fits(
             f"other {g['t_other'] * 1e3:.1f} ms"
         )
     if epoch_threads:
-        epoch_scaling(figs, got[-1], figs["graphs"][figs["scales"][-1]], epochs, runs, log)
+        largest = figs["graphs"][figs["scales"][-1]]
+        epoch_scaling(figs, got[-1], largest, epochs, runs, log)
+        figs["epoch_scaling"] = "threads"
+        if mpiexec is not None and figs.get("node_scaling"):
+            process_scaling(figs, name, largest, epochs, runs, mpiexec, log)
+            figs["epoch_scaling"] = "threads and processes"
     tiny = figs["graphs"][TINY_SCALE]
     figs.update(call_costs(figs, name, tiny, epochs, runs, mpiexec, (unexplained, calls, elems)))
     log(

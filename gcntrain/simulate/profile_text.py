@@ -30,7 +30,19 @@ def profile_text(name: str, figs: dict) -> str:
         'dequantize_blocks",',
         f'  "thread scaling: spmm_csr_dense (width {SCALING_WIDTH}), dense.matmul, relu_backward '
         "+ dropout_apply_dense at 1, half and all cores, cold caches, in one process "
-        '(threads) and in as many one-thread processes at once (node)",',
+        "(threads) and in as many one-thread processes at once (node)"
+        + (
+            "; spmm and gemm above one core as the epochs show them: serial R-MAT "
+            f"{figs['scales'][-1]} on that many threads"
+            + (
+                ", 1d on that many one-thread ranks"
+                if figs["epoch_scaling"] == "threads and processes"
+                else ""
+            )
+            if figs.get("epoch_scaling")
+            else ""
+        )
+        + '",',
         f'  "serial gcntrain train on R-MAT scales {figs["scales"]}: element-wise rate; on R-MAT '
         '8 (one thread, every core, and 1d on two one-thread ranks): cost per Ops call",',
         (
