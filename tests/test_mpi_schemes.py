@@ -9,9 +9,12 @@ tests/mpi/batch.py), which reduces every rank's verdict, so a failure on any ran
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gcntrain.comm.grid import factorizations
+from gcntrain.schemes.registry import SCHEMES
 from tests.mpi.batch import worker_case
 from tests.mpi.cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS
 
@@ -42,6 +45,30 @@ def test_weights_equal_serial_and_traffic_equals_plan(worker_batches, nprocs):
             assert (g, dt, s) in labels
         for s in ("1d-messages", "p2p-random-messages"):
             assert (g, dt, s) in labels
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", NPROCS)
+@worker_case("registry")
+def test_every_registered_scheme_on_its_own_test_configurations(worker_batches, nprocs):
+    """Generated from the registry: every scheme of `SCHEMES` on each of its
+    `test_configurations` (R-MAT n = 509, GCN, float64): exact ones equal serial within
+    1e-5, every one's measured traffic equals its plan.  A new scheme is in it by being
+    registered (tests/test_scheme_plugin.py adds a throwaway one)."""
+    verdict = _check(worker_batches, nprocs, "registry")
+    got = sorted(
+        (d["scheme"], json.dumps(d["options"], sort_keys=True), str(d["partition"]))
+        for d in verdict["details"]
+        if d["rank"] == 0
+    )
+    want = sorted(
+        (name, json.dumps(opts, sort_keys=True), str(part))
+        for name, sch in SCHEMES.items()
+        for opts, part in sch.test_configurations(nprocs)
+    )
+    assert got == want
+    # every scheme has configurations of its own (serial: one rank only)
+    assert {name for name, _, _ in got} == set(SCHEMES) - ({"serial"} if nprocs > 1 else set())
 
 
 @pytest.mark.mpi

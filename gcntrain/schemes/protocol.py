@@ -224,6 +224,14 @@ class Scheme:
         values the user gave replace these."""
         return [{"grid": g} for g in self.grid_candidates(size)] or [{}]
 
+    def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
+        """(options, partition or None for the default) that the generated MPI tests train
+        on `size` ranks (tests/mpi: each equals serial training where `is_exact`, and its
+        measured traffic equals the plan on every rank and phase); empty where the scheme
+        does not run on `size` ranks.  By default every `sweep_options` value with the
+        default partition."""
+        return [(opts, None) for opts in self.sweep_options(size)]
+
     def is_exact(self, config: dict) -> bool:
         """Whether training with this configuration equals serial training (within float
         tolerance); approximate modes (delayed or quantized messages) report their drift."""

@@ -1,11 +1,14 @@
 """The registry of distribution schemes: name -> Scheme object, one line per scheme.
 
 Everything outside `gcntrain/schemes` (CLI, runner, simulator, tests) reaches schemes only
-through `SCHEMES`; no other module branches on a scheme's name.
+through `SCHEMES`; no other module branches on a scheme's name.  A scheme kept outside the
+package joins through ``GCNTRAIN_SCHEMES=module:Class`` (`EXTRA_ENV`): the CLI, the simulator
+and the generated MPI tests (each scheme's `Scheme.test_configurations`) then know it too.
 """
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 
 from gcntrain.errors import InputError
@@ -25,17 +28,38 @@ ENTRIES = (
 )
 
 
+#: environment variable naming schemes kept outside the package ("module:Class", comma
+#: separated; the module importable, as a site's own scheme or a test's throwaway one)
+EXTRA_ENV = "GCNTRAIN_SCHEMES"
+
+
+def entries() -> tuple[str, ...]:
+    """`ENTRIES` and then the schemes `EXTRA_ENV` names (an entry not of the form
+    ``module:Class`` is one error line)."""
+    extra = [e.strip() for e in os.environ.get(EXTRA_ENV, "").split(",") if e.strip()]
+    for e in extra:
+        module, _, cls = e.partition(":")
+        if not module or not cls:
+            raise InputError(f"{EXTRA_ENV}: {e!r} is not module:Class")
+    return (*ENTRIES, *(e for e in extra if e not in ENTRIES))
+
+
 def _load(entry: str) -> Scheme:
     """The scheme object of ``module:Class``, its pricing checked against the Ops protocol
     (`gcntrain.schemes.protocol.pricing_table`: a method neither priced nor declared silent
     is an error here, not a zero in every plan)."""
     module, cls = entry.split(":")
-    klass = getattr(import_module(module), cls)
+    try:
+        klass = getattr(import_module(module), cls)
+    except (ImportError, AttributeError) as e:
+        if entry in ENTRIES:
+            raise
+        raise InputError(f"{EXTRA_ENV}: cannot load {entry}: {e}") from None
     pricing_table(klass)
     return klass()
 
 
-SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, ENTRIES)}
+SCHEMES: dict[str, Scheme] = {s.name: s for s in map(_load, entries())}
 
 #: the ``--scheme`` value that lets gcntrain choose
 AUTO_NAME = "auto"

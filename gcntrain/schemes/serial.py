@@ -49,6 +49,9 @@ class Serial(RowScheme):
     def row_parts(self, size: int, config: dict) -> int:
         return 1
 
+    def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
+        return [({}, None)] if size == 1 else []
+
     def world(self, comm=None):
         return comm if comm is not None and comm.size == 1 else SelfComm()
 

@@ -35,3 +35,8 @@ class ThreeD(TwoD):
     name = "3d"
     summary = "CAGNET split-3D: 2D SUMMA in each of Z layers, Reduce-scatter along fibers"
     ndim = 3
+
+    def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
+        """The first and the last grid (every grid: tests/test_mpi_schemes.py)."""
+        grids = self.grid_candidates(size)
+        return [({"grid": g}, None) for g in dict.fromkeys([grids[0], grids[-1]])]

@@ -104,6 +104,14 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
         """Every grid, with and without the double permutation (section 5.1)."""
         return [{"grid": g, "permute": p} for g in self.grid_candidates(size) for p in PERMUTES]
 
+    def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
+        """The first grid without and the last with the double permutation (the full
+        matrix of grids is tests/test_mpi_schemes.py's)."""
+        grids = self.grid_candidates(size)
+        return [({"grid": grids[0], "permute": PERMUTES[0]}, None)] + [
+            ({"grid": grids[-1], "permute": PERMUTES[-1]}, None)
+        ]
+
     @staticmethod
     def _load(size: int, config: dict) -> tuple[int, int]:
         r, c = (int(v) for v in config.get("load_grid", f"{size}x1").split("x"))
