@@ -166,7 +166,18 @@ def test_bench_quick_writes_a_profile_with_measured_scaling(tmp_path):
     for kind in N.KINDS:
         assert m.scaling(kind).threads[0] == 1.0 and m.sharing(kind).speedups[0] == 1.0
     assert "measured in" in r.stderr and "cached as this host's local profile" in r.stderr
-    assert list((tmp_path / "cache").glob("machine-*.toml"))
+    cached = list((tmp_path / "cache").glob("machine-*.toml"))
+    assert cached
+    # named after its file (what `simulate` and `plot` print); the cached copy is `local`
+    assert m.name == "q" and parse_machine(cached[0].read_text(), "c").name == "local"
+
+
+def test_bench_refuses_an_unwritable_output_before_measuring(tmp_path, capsys):
+    from gcntrain.cli.main import run
+
+    assert run(["bench", "--quick", "-o", str(tmp_path / "no" / "such" / "q.toml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "q.toml" in err[0] and "memory bandwidth" not in err[0], err
 
 
 def test_supergcn_table_5_is_within_2x_on_the_shipped_fugaku_profile():

@@ -17,7 +17,12 @@ from gcntrain.cli.display import info
     help="Profile file to write (TOML; written to a temporary name, then renamed) "
     "[default: only this host's cached profile, what `--machine local` loads].",
 )
-@click.option("--name", default="local", show_default=True, help="The profile's name.")
+@click.option(
+    "--name",
+    default=None,
+    help="The profile's name, as `simulate` and `plot` print it [default: the -o file's "
+    "name without its suffix, else this host's name].",
+)
 @click.option(
     "--quick",
     is_flag=True,
@@ -37,13 +42,18 @@ def bench(out, name, quick, mpiexec):
     and per-call costs of serial training) in at most a minute on an idle machine; use it
     with `gcntrain simulate --machine OUT`.  The profile also becomes this host's cached
     `--machine local`."""
+    import platform
     from pathlib import Path
 
-    from gcntrain.data.atomic import write_text
+    from gcntrain.data.atomic import check_output_file, write_text
     from gcntrain.simulate.calibrate import calibrate
     from gcntrain.simulate.local import store
     from gcntrain.simulate.profile_text import profile_text
 
+    if out is not None:
+        check_output_file(out, (), "-o")
+    if name is None:
+        name = Path(out).stem if out is not None else (platform.node() or "local")
     text, figs = calibrate(name, mpiexec, log=info, quick=quick)
     if out is not None:
         write_text(Path(out), text)
