@@ -1,6 +1,6 @@
 #!/bin/bash
 # Rendered by `gcntrain jobscript` (render again rather than edit):
-# gcntrain jobscript --scheduler pjm --nodes 16 --ranks-per-node 4 --cores-per-node 48 --time 02:00:00 --account GROUPNAME --job-name gcn-fugaku -- train --scheme 1.5d --replication 4 -o run-fugaku
+# gcntrain jobscript --scheduler pjm --nodes 16 --ranks-per-node 4 --cores-per-node 48 --time 02:00:00 --account GROUPNAME --job-name gcn-fugaku --setup '. /vol0004/apps/oss/spack/share/spack/setup-env.sh' --setup 'spack load py-mpi4py' --venv '~/gcntrain/.venv' -- train --scheme 1.5d --replication 4 -o run-fugaku
 #PJM --name "gcn-fugaku"
 #PJM -L "node=16"
 #PJM -L "rscgrp=small"
@@ -11,14 +11,18 @@
 # estimated memory: 0.000617 GiB per rank, 0.00247 GiB per node (gcntrain simulate)
 # Data or software on a /vol000N volume: add "#PJM -x PJM_LLIO_GFSCACHE=/vol000N" above.
 
-# Environment (adapt): Python and mpi4py built on Fujitsu MPI for the A64FX, e.g. from
-# Fugaku's Spack instance, then the environment gcntrain is installed in:
-#   . /vol0004/apps/oss/spack/share/spack/setup-env.sh
-#   spack load py-mpi4py
-#   . "$HOME/gcntrain/.venv/bin/activate"
+# Environment (--module, --setup, --venv):
+. /vol0004/apps/oss/spack/share/spack/setup-env.sh
+spack load py-mpi4py
+source "$HOME"/gcntrain/.venv/bin/activate
+command -v gcntrain >/dev/null || { echo "gcntrain not found: check the environment lines" >&2; exit 127; }
 
+# Threads per rank: NUMBA_NUM_THREADS sets Numba's; OMP_NUM_THREADS any other OpenMP code's.
+# With Numba's OpenMP threading layer each thread is bound to its own core of the rank's.
 export OMP_NUM_THREADS=12
 export NUMBA_NUM_THREADS=12
+export OMP_PROC_BIND=close
+export OMP_PLACES=cores
 # no empty per-rank output files (only rank 0 prints)
 export PLE_MPI_STD_EMPTYFILE=off
 

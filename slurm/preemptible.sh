@@ -1,6 +1,6 @@
 #!/bin/bash
 # Rendered by `gcntrain jobscript` (render again rather than edit):
-# gcntrain jobscript --scheduler slurm --nodes 4 --ranks-per-node 4 --cores-per-node 32 --time 04:00:00 --partition preempt --job-name gcn-ck --requeue -- train --scheme 1d --checkpoint ck --checkpoint-every 10
+# gcntrain jobscript --scheduler slurm --nodes 4 --ranks-per-node 4 --cores-per-node 32 --time 04:00:00 --partition preempt --job-name gcn-ck --requeue --module openmpi --venv '~/gcntrain/.venv' -- train --scheme 1d --checkpoint ck --checkpoint-every 10
 #SBATCH --job-name=gcn-ck
 #SBATCH --nodes=4
 #SBATCH --ntasks-per-node=4
@@ -12,13 +12,17 @@
 # threads: 8 per rank = 32 cores per node // 4 ranks per node
 # estimated memory: 0.000603 GiB per rank, 0.00241 GiB per node (gcntrain simulate)
 
-# Environment (adapt): the site's MPI, and the environment gcntrain is installed in;
-# mpi4py must use the MPI library that srun starts the ranks with, e.g.
-#   module load openmpi
-#   . "$HOME/gcntrain/.venv/bin/activate"
+# Environment (--module, --setup, --venv):
+module load openmpi
+source "$HOME"/gcntrain/.venv/bin/activate
+command -v gcntrain >/dev/null || { echo "gcntrain not found: check the environment lines" >&2; exit 127; }
 
+# Threads per rank: NUMBA_NUM_THREADS sets Numba's; OMP_NUM_THREADS any other OpenMP code's.
+# With Numba's OpenMP threading layer each thread is bound to its own core of the rank's.
 export OMP_NUM_THREADS=8
 export NUMBA_NUM_THREADS=8
+export OMP_PROC_BIND=close
+export OMP_PLACES=cores
 
 # Checkpoints: ck every 10 epochs and at the last.
 # 120 s before the time limit Slurm sends SIGUSR1 to every rank (--signal):

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Rendered by `gcntrain jobscript` (render again rather than edit):
-# gcntrain jobscript --scheduler slurm --nodes 1 --ranks-per-node 4 --time 00:10:00 --job-name gcn-smoke -- train --scheme 1d --epochs 20
+# gcntrain jobscript --scheduler slurm --nodes 1 --ranks-per-node 4 --time 00:10:00 --job-name gcn-smoke --module openmpi --venv '~/gcntrain/.venv' -- train --scheme 1d --epochs 20
 #SBATCH --job-name=gcn-smoke
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=4
@@ -9,12 +9,16 @@
 # threads: 1 per rank (default; with --cores-per-node C: C // ranks per node)
 # estimated memory: 0.00232 GiB per rank, 0.00929 GiB per node (gcntrain simulate)
 
-# Environment (adapt): the site's MPI, and the environment gcntrain is installed in;
-# mpi4py must use the MPI library that srun starts the ranks with, e.g.
-#   module load openmpi
-#   . "$HOME/gcntrain/.venv/bin/activate"
+# Environment (--module, --setup, --venv):
+module load openmpi
+source "$HOME"/gcntrain/.venv/bin/activate
+command -v gcntrain >/dev/null || { echo "gcntrain not found: check the environment lines" >&2; exit 127; }
 
+# Threads per rank: NUMBA_NUM_THREADS sets Numba's; OMP_NUM_THREADS any other OpenMP code's.
+# With Numba's OpenMP threading layer each thread is bound to its own core of the rank's.
 export OMP_NUM_THREADS=1
 export NUMBA_NUM_THREADS=1
+export OMP_PROC_BIND=close
+export OMP_PLACES=cores
 
 srun --cpu-bind=cores --cpus-per-task=1 gcntrain train --scheme 1d --epochs 20

@@ -9,6 +9,7 @@ import os
 import shlex
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,9 @@ GOLDEN_COMMANDS = {
     ],
     "pjm.sh": [
         *("--scheduler pjm --nodes 2 --ranks-per-node 4 --threads 12 --time 00:30:00").split(),
+        *("--module gcc/12 --setup").split(),
+        '. "/opt/my spack/setup-env.sh"',
+        *("--setup", "spack load py-mpi4py", "--venv", "~/envs/gcn 1"),
         *("-- train missing/graph.h5 --scheme 1d --checkpoint ck").split(),
     ],
 }
@@ -41,11 +45,18 @@ def elsewhere(tmp_path, monkeypatch):
 
 
 def render(capsys, args: list[str]) -> str:
+    """The script `args` print; stderr may hold notes only."""
+    return render_noted(capsys, args)[0]
+
+
+def render_noted(capsys, args: list[str]) -> tuple[str, list[str]]:
+    """(the script `args` print, its stderr notes: lines starting ``jobscript: ``)."""
     code = run(["jobscript", *args])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert err == ""
-    return out
+    notes = err.splitlines()
+    assert all(n.startswith("jobscript: ") for n in notes), err
+    return out, notes
 
 
 def refused(capsys, args: list[str], *needles: str) -> str:
@@ -72,6 +83,16 @@ def stub(directory: Path, name: str) -> None:
     p = directory / name
     p.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
     p.chmod(0o755)
+
+
+def stubs_dir(tmp_path: Path) -> Path:
+    """A directory of stub launchers (srun, mpiexec) and a stub gcntrain, for the check
+    that the script's environment provides gcntrain."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name in ("srun", "mpiexec", "gcntrain"):
+        stub(stubs, name)
+    return stubs
 
 
 def run_script(script: Path, stubs: Path, cwd: Path) -> list[str]:
@@ -118,10 +139,7 @@ def test_skipped_estimates_say_why(capsys):
 def test_golden_scripts_pass_their_arguments(tmp_path):
     """Run by bash with stub launchers, each golden script hands the launcher exactly the
     placement and the train arguments it was rendered with ('ck dir' stays one word)."""
-    stubs = tmp_path / "bin"
-    stubs.mkdir()
-    stub(stubs, "srun")
-    stub(stubs, "mpiexec")
+    stubs = stubs_dir(tmp_path)
     got = run_script(GOLDEN / "slurm.sh", stubs, tmp_path)
     train = GOLDEN_COMMANDS["slurm.sh"][GOLDEN_COMMANDS["slurm.sh"].index("--") + 1 :]
     assert got == ["--cpu-bind=cores", "--cpus-per-task=4", "gcntrain", *train]
@@ -137,9 +155,7 @@ def test_requeued_job_resumes_from_its_checkpoint(capsys, tmp_path):
     script.write_text(render(capsys, [*args.split(), "--checkpoint", "my ck"]))
     text = script.read_text()
     assert "#SBATCH --requeue\n" in text and "#SBATCH --signal=USR1@120\n" in text
-    stubs = tmp_path / "bin"
-    stubs.mkdir()
-    stub(stubs, "srun")
+    stubs = stubs_dir(tmp_path)
     train = ["train", "--scheme", "1d", "--checkpoint", "my ck"]
     assert run_script(script, stubs, tmp_path)[2:] == ["gcntrain", *train]
     (tmp_path / "my ck").mkdir()
@@ -280,7 +296,207 @@ def test_unknown_scheduler_and_pjm_only_options(capsys):
 def test_threads_default_and_grid_auto(capsys):
     args = "--scheduler pjm --nodes 1 --ranks-per-node 4 --cores-per-node 48"
     out = render(capsys, [*args.split(), "--", "train", "--scheme", "2d", "--grid", "auto"])
-    assert "export OMP_NUM_THREADS=12\nexport NUMBA_NUM_THREADS=12\n" in out
+    assert (
+        "export OMP_NUM_THREADS=12\nexport NUMBA_NUM_THREADS=12\n"
+        "export OMP_PROC_BIND=close\nexport OMP_PLACES=cores\n"
+    ) in out
     assert '#PJM --mpi "max-proc-per-node=4"\n' in out
     assert "mpiexec -n 4 " in out
     assert "# estimated memory: skipped" not in out
+
+
+# -- the environment set-up, the notes, and the scripts run by a stand-in scheduler ------
+
+
+def test_setup_lines_in_order_and_quoted(capsys):
+    """Module loads, then --setup lines as given, then the venv's activate, all before the
+    thread settings and the launch; a path with spaces stays one word, ~/ the job's $HOME."""
+    args = [
+        *"--scheduler slurm --nodes 1 --ranks-per-node 2 --cores-per-node 4".split(),
+        *("--venv", "/opt/my envs/gcn", "--setup", "export A='x y'", "--module", "mpi/4.1"),
+        *("--module", "gcc", "--setup", "echo $HOSTNAME", "--", "train", "--scheme", "1d"),
+    ]
+    out, notes = render_noted(capsys, args)
+    assert notes == []
+    lines = out.splitlines()
+    env = lines.index("# Environment (--module, --setup, --venv):")
+    assert lines[env + 1 : env + 6] == [
+        "module load mpi/4.1",
+        "module load gcc",
+        "export A='x y'",
+        "echo $HOSTNAME",
+        "source '/opt/my envs/gcn/bin/activate'",
+    ]
+    assert env < lines.index("export OMP_PROC_BIND=close") < len(lines) - 1
+    assert lines[-1].startswith("srun ")
+    assert all(not ln.startswith("#SBATCH") for ln in lines[env:])
+    for venv, word in (
+        ("~/gcn env/", "\"$HOME\"/'gcn env/bin/activate'"),
+        ("$HOME/e", '"$HOME"/e/bin/activate'),
+        ("~", '"$HOME"/bin/activate'),
+        ("rel", "rel/bin/activate"),
+    ):
+        out = render(capsys, [*args[:8], "--venv", venv, "--", "train"])
+        assert f"source {word}\n" in out
+
+
+def test_notes_say_what_was_assumed(capsys):
+    base = "--scheduler pjm --nodes 1 --ranks-per-node 4".split()
+    _, notes = render_noted(capsys, [*base, "--", "train"])
+    assert len(notes) == 2
+    assert "activates no environment" in notes[0] and "--venv DIR" in notes[0]
+    assert "PJM jobs do not inherit" in notes[0]
+    assert "no --cores-per-node: 1 thread per rank by default" in notes[1]
+    _, notes = render_noted(capsys, [*base, "--threads", "3", "--venv", "v", "--", "train"])
+    assert notes == [
+        "jobscript: no --cores-per-node: 3 threads per rank from --threads, not checked "
+        "against a node's cores (with --cores-per-node C: C // 4 ranks per node)"
+    ]
+    _, notes = render_noted(capsys, [*base, "--module", "m", "--", "train", "--threads", "2"])
+    assert len(notes) == 1 and "2 threads per rank from the train arguments' --threads" in notes[0]
+    args = [*base, "--cores-per-node", "8", "--setup", "true", "--json", "--", "train"]
+    out, notes = render_noted(capsys, args)
+    assert notes == [] and json.loads(out)["notes"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--module", "gcc openmpi"], ("--module takes one module name",)),
+        (["--module", ""], ("--module must not be empty",)),
+        (["--setup", "a\nb"], ("--setup must be one line",)),
+        (["--venv", " "], ("--venv must not be empty",)),
+    ],
+)
+def test_bad_setup_is_one_line(capsys, args, needles):
+    base = "--scheduler slurm --nodes 1 --ranks-per-node 1".split()
+    refused(capsys, [*base, *args, "--", "train"], *needles)
+
+
+def test_template_without_setup_refuses_setup_options(capsys, tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "slurm.sh").write_text("#!/bin/bash\nsrun ${train}\n")
+    args = f"--scheduler slurm --nodes 1 --ranks-per-node 1 --template-dir {d}".split()
+    refused(capsys, [*args, "--venv", "v", "--", "train"], "no ${setup} line", "--venv")
+    _, notes = render_noted(capsys, [*args, "--cores-per-node", "2", "--", "train"])
+    assert notes == []  # the template sets up its own environment
+
+
+def test_missing_gcntrain_stops_the_script(capsys, tmp_path):
+    """A script whose set-up does not provide gcntrain stops before the launch, saying so."""
+    script = tmp_path / "job.sh"
+    args = "--scheduler pjm --nodes 1 --ranks-per-node 1 --venv nowhere -- train".split()
+    script.write_text(render(capsys, args))
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    stub(stubs, "mpiexec")
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert res.returncode == 127
+    assert res.stdout == ""
+    assert "gcntrain not found" in res.stderr
+
+
+#: the real launcher of this machine (the mpich wheel in the environment running the tests)
+REAL_MPIEXEC = Path(sys.executable).parent / "mpiexec"
+
+#: srun and Fugaku's mpiexec, as the stand-in scheduler has them: the command line runs on
+#: this machine with the real mpiexec, one core per rank (srun --cpu-bind=cores; Fujitsu's
+#: MPI binds ranks too); -stdout-proc/-stderr-proc are dropped (output passes through)
+SHIMS = {
+    "srun": """#!/bin/sh
+while [ "${1#--}" != "$1" ]; do shift; done
+exec REAL -n "$SLURM_NTASKS" -bind-to core "$@"
+""",
+    "mpiexec": """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) n=$2; shift 2;;
+    -stdout-proc|-stderr-proc) shift 2;;
+    *) break;;
+  esac
+done
+exec REAL -n "$n" -bind-to core "$@"
+""",
+}
+
+
+def directive(script: str, pattern: str) -> int:
+    """The integer of the directive line `pattern` (a regular expression with one group)."""
+    import re
+
+    m = re.search(pattern, script, re.MULTILINE)
+    assert m is not None, pattern
+    return int(m.group(1))
+
+
+def submit(script: Path, tmp_path: Path) -> dict:
+    """Run `script` as the stand-in scheduler would: bash in an empty environment (PATH
+    has the system directories and the launcher shim only, so `gcntrain` is found only
+    when the script activates its environment), with the variables the scheduler sets."""
+    text = script.read_text()
+    shims = tmp_path / "scheduler"
+    shims.mkdir(exist_ok=True)
+    for name, body in SHIMS.items():
+        (shims / name).write_text(body.replace("REAL", shlex.quote(str(REAL_MPIEXEC))))
+        (shims / name).chmod(0o755)
+    env = {"PATH": f"{shims}:/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+    if text.startswith("#!/bin/bash") and "#SBATCH" in text:
+        nodes = directive(text, r"^#SBATCH --nodes=(\d+)$")
+        env["SLURM_NTASKS"] = str(nodes * directive(text, r"^#SBATCH --ntasks-per-node=(\d+)$"))
+    else:
+        env["PJM_JOBID"] = "1"
+    res = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.splitlines()[-1])
+
+
+needs_mpiexec = pytest.mark.skipif(
+    not REAL_MPIEXEC.is_file() or not (Path(sys.prefix) / "bin" / "activate").is_file(),
+    reason="needs the mpiexec and activate of the virtual environment running the tests",
+)
+
+
+def check_run(summary: dict, run_dir: Path) -> None:
+    assert (summary["ranks"], summary["epochs"], summary["scheme"]) == (2, 2, "1d")
+    epochs = [json.loads(ln)["epoch"] for ln in (run_dir / "metrics.jsonl").open()]
+    assert epochs == [1, 2]
+    assert (run_dir / "weights.h5").is_file() and (run_dir / "predictions.h5").is_file()
+
+
+@needs_mpiexec
+def test_slurm_script_runs_as_rendered(capsys, tmp_path):
+    """The Slurm script activates the real virtual environment of these tests (--venv) and
+    trains 2 epochs on 2 ranks through the srun stand-in."""
+    (tmp_path / "home").mkdir()
+    args = [
+        *"--scheduler slurm --nodes 1 --ranks-per-node 2 --cores-per-node 2".split(),
+        *("--venv", sys.prefix, "-o", "job.sh", "--"),
+        *"train --scheme 1d --epochs 2 --quiet --json -o run".split(),
+    ]
+    render_noted(capsys, args)
+    check_run(submit(tmp_path / "job.sh", tmp_path), tmp_path / "run")
+
+
+@needs_mpiexec
+def test_pjm_script_runs_as_rendered(capsys, tmp_path):
+    """The PJM script activates a virtual environment under the job's $HOME, with a space
+    in its name and no mpiexec of its own (as on Fugaku, where the launcher is the
+    system's), and trains 2 epochs on 2 ranks through the mpiexec stand-in."""
+    venv = tmp_path / "home" / "gcn env"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "activate").write_text(
+        f"VIRTUAL_ENV={shlex.quote(str(venv))}\n"
+        'PATH="$VIRTUAL_ENV/bin:$PATH"\nexport VIRTUAL_ENV PATH\n'
+    )
+    (venv / "bin" / "gcntrain").symlink_to(Path(sys.prefix) / "bin" / "gcntrain")
+    args = [
+        *"--scheduler pjm --nodes 1 --ranks-per-node 2 --threads 1".split(),
+        *("--venv", "~/gcn env", "-o", "job.sh", "--"),
+        *"train --scheme 1d --epochs 2 --quiet --json -o run".split(),
+    ]
+    render_noted(capsys, args)
+    check_run(submit(tmp_path / "job.sh", tmp_path), tmp_path / "run")

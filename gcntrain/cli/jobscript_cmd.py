@@ -117,6 +117,25 @@ def _human(s: dict) -> str:
     help="Directory whose SCHEDULER.sh replaces the shipped template (string.Template).",
 )
 @click.option(
+    "--module",
+    "modules",
+    multiple=True,
+    metavar="NAME",
+    help="Environment: `module load NAME` in the script (repeatable; first).",
+)
+@click.option(
+    "--setup",
+    multiple=True,
+    metavar="CMD",
+    help="Environment: a shell command line run before the launch (repeatable, in order).",
+)
+@click.option(
+    "--venv",
+    default=None,
+    metavar="DIR",
+    help="Environment: `source DIR/bin/activate` (last); DIR as on the cluster, ~/ kept.",
+)
+@click.option(
     "-o",
     "--out",
     default=None,
@@ -138,6 +157,9 @@ def jobscript(
     job_name,
     requeue,
     template_dir,
+    modules,
+    setup,
+    venv,
     out,
     as_json,
     train_args,
@@ -146,10 +168,13 @@ def jobscript(
     ranks, after checking that the ranks suit the scheme, the threads the cores, and the
     limits the scheduler.
 
-    With GRAPH on this machine the script notes the planner's memory estimate.  With
+    --module, --setup and --venv set up the job's environment (PJM jobs do not inherit the
+    submitting shell's); without them a line on stderr says so.  With GRAPH on this machine
+    the script notes the planner's memory estimate.  With
     --checkpoint in the train arguments the Slurm script asks for SIGUSR1 before the time
     limit (gcntrain checkpoints and exits) and says how to resume.
     """
+    from gcntrain.cli.display import info
     from gcntrain.data.atomic import check_output_file
     from gcntrain.job.jobscript import Request, render
 
@@ -169,11 +194,16 @@ def jobscript(
         job_name=job_name,
         requeue=requeue,
         template_dir=template_dir,
+        modules=tuple(modules),
+        setup=tuple(setup),
+        venv=venv,
     )
     run = parse_train_args(tuple(train_args))
     res = render(req, run)
     if out is not None:
         write_script(out, res.script)
+    for note in res.notes:
+        info(note, rank=0)
     summary = {
         "scheduler": scheduler,
         "nodes": nodes,
@@ -183,6 +213,7 @@ def jobscript(
         "memory_bytes_per_rank": res.memory_bytes_per_rank,
         "template": res.template,
         "script": res.script,
+        "notes": list(res.notes),
         "out": out,
     }
     emit(summary, as_json, _human)

@@ -3,18 +3,21 @@
 A `Request` (the scheduler, the placement, the limits) and a `TrainRun` (what the train
 arguments ask for, parsed by the real `train` command) are checked before anything is
 rendered: the rank count against the scheme and its options, threads against cores, the
-time format, the names that end up in scheduler directives.  The script is then a
-`string.Template` (``${name}`` placeholders, ``$$`` for a literal ``$``) shipped as package
-data (``gcntrain/templates/NAME.sh``) or taken from a user's ``--template-dir``.
+time format, the names that end up in scheduler directives.  The environment set-up
+(--module, --setup, --venv) goes in before the thread settings and the launch.  The script
+is a `string.Template` (``${name}`` placeholders, ``$$`` for a literal ``$``) shipped as
+package data (``gcntrain/templates/NAME.sh``) or taken from a user's ``--template-dir``.
 
-Pure: no click, no printing, no files written; the output is deterministic (no dates, no
-host names), so rendered scripts can be compared with golden files.
+Pure: no click, no printing (the notes for the user come back in `Rendered`), no files
+written; the output is deterministic (no dates, no host names), so rendered scripts can be
+compared with golden files.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 import re
 import shlex
 import string
@@ -48,6 +51,7 @@ PLACEHOLDERS = {
     "partition": "--partition (empty when not given)",
     "rscgrp": "--rscgrp (PJM without it: small up to 384 nodes, else large)",
     "directives": "the scheduler's optional directive lines (account, partition, signal)",
+    "setup": "the environment lines (--module, --setup, --venv) or a comment asking for them",
     "threads_note": "a comment on how the thread count was chosen",
     "memory_note": "a comment with the planner's memory estimate, or why it was skipped",
     "preemption": "checkpoint and resume comments (and shell lines with --requeue)",
@@ -80,6 +84,9 @@ class Request:
     job_name: str | None = None
     requeue: bool = False
     template_dir: str | None = None
+    modules: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+    venv: str | None = None
 
     @property
     def ranks(self) -> int:
@@ -113,12 +120,14 @@ class TrainRun:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A rendered script and the figures it was rendered with."""
+    """A rendered script, the figures it was rendered with, and `notes`: one-line remarks
+    for the user (no environment set up, the thread count assumed)."""
 
     script: str
     threads: int
     memory_bytes_per_rank: int | None
     template: str
+    notes: tuple[str, ...] = ()
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -182,6 +191,23 @@ def check_request(req: Request) -> None:
     for a in req.train_args:
         if any(c in a for c in "\n\r\0"):
             raise InputError("the train arguments must not contain line breaks")
+    check_setup(req)
+
+
+def check_setup(req: Request) -> None:
+    """Raise `InputError` for an empty or multi-line --module, --setup or --venv, or a
+    --module holding several names."""
+    given = [("--module", m) for m in req.modules] + [("--setup", c) for c in req.setup]
+    if req.venv is not None:
+        given.append(("--venv", req.venv))
+    for flag, value in given:
+        if not value.strip():
+            raise InputError(f"{flag} must not be empty")
+        if any(c in value for c in "\n\r\0"):
+            raise InputError(f"{flag} must be one line, got {value!r}")
+    for m in req.modules:
+        if m != m.strip() or any(c.isspace() for c in m):
+            raise InputError(f"--module takes one module name (repeat it for more), got {m!r}")
 
 
 def resolve_threads(req: Request, train_threads: int | None) -> tuple[int, str]:
@@ -214,13 +240,30 @@ def resolve_threads(req: Request, train_threads: int | None) -> tuple[int, str]:
     return t, note
 
 
+def threads_remark(req: Request, train_threads: int | None, threads: int) -> str | None:
+    """The note for a render without --cores-per-node: which thread count was assumed and
+    from what (None with --cores-per-node, which checks the count)."""
+    if req.cores_per_node is not None:
+        return None
+    per_rank = "1 thread per rank" if threads == 1 else f"{threads} threads per rank"
+    if req.threads is not None:
+        source = "from --threads"
+    elif train_threads is not None:
+        source = "from the train arguments' --threads"
+    else:
+        source = "by default"
+    return (
+        f"jobscript: no --cores-per-node: {per_rank} {source}, not checked against a node's "
+        f"cores (with --cores-per-node C: C // {req.ranks_per_node} ranks per node)"
+    )
+
+
 def check_scheme(run: TrainRun, ranks: int) -> None:
     """Raise `InputError` when `ranks` cannot run the scheme with its options, as `train`
     would at start-up (`gcntrain.job.runner.load_rank`); ``--scheme auto`` chooses its
     configuration at start-up, so only the model settings are checked."""
     from gcntrain.schemes import registry
     from gcntrain.schemes.protocol import check_model_support, check_only_own_options
-    from gcntrain.simulate.autogrid import wants_auto
 
     run.config.validate()
     if run.scheme == registry.AUTO_NAME:
@@ -228,11 +271,8 @@ def check_scheme(run: TrainRun, ranks: int) -> None:
     sch = registry.get(run.scheme, ranks)
     options = dict(run.options)
     check_only_own_options(sch, registry.all_options(), options)
-    if wants_auto(options):
-        grids = sch.grid_candidates(ranks)
-        if not grids:
-            raise InputError(f"--grid auto: the {sch.name} scheme has no process grid")
-        options["grid"] = grids[0]
+    if sch.wants_grid_search(options):
+        options = sch.with_grid(options, sch.grid_candidates(ranks)[0])
     sc = sch.configure(ranks, options)
     sch.check_training(sc, run.config)
     check_model_support(sch, run.config)
@@ -261,15 +301,15 @@ def memory_estimate(run: TrainRun, ranks: int) -> tuple[int | None, str]:
     part = run.partition
     if part is not None and part not in _PARTITIONERS and not os.path.exists(part):
         return None, f"partition file {part} is not on this machine"
-    from gcntrain.simulate.autogrid import rank_grids, wants_auto
+    from gcntrain.simulate.autogrid import rank_grids, wants_auto, with_best_grid
     from gcntrain.simulate.run import plan_training, simulation_summary
 
     config = dataclasses.replace(run.config, epochs=1)
     options = dict(run.options)
     args = (run.graph, config, run.scheme, ranks)
-    if wants_auto(options):
-        best = rank_grids(*args, options, part, run.partition_seed)[0]
-        options["grid"] = best["grid"]
+    if wants_auto(run.scheme, ranks, options):
+        ranked = rank_grids(*args, options, part, run.partition_seed)
+        options = with_best_grid(run.scheme, ranks, options, ranked)
     sim = plan_training(*args, options, part, run.partition_seed)
     return int(simulation_summary(sim, config, part, 0.0)["memory_bytes_max"]), ""
 
@@ -301,6 +341,16 @@ def load_template(req: Request) -> tuple[str, str]:
             raise InputError(f"cannot read template: {e}", str(path)) from None
     text = (resources.files("gcntrain") / "templates" / name).read_text(encoding="utf-8")
     return text, f"gcntrain/templates/{name}"
+
+
+def used_placeholders(text: str) -> set[str]:
+    """The placeholder names a template uses."""
+    found = set()
+    for m in string.Template.pattern.finditer(text):
+        name = m.group("named") or m.group("braced")
+        if name is not None:
+            found.add(name)
+    return found
 
 
 def check_placeholders(text: str, where: str) -> None:
@@ -335,6 +385,67 @@ def substitute(text: str, values: dict[str, str]) -> str:
     return string.Template("".join(kept)).substitute(values)
 
 
+# -- the environment ----------------------------------------------------------------------
+
+#: the environment comment of a script rendered without --module, --setup or --venv
+_NO_SETUP = {
+    "slurm": [
+        "# Environment: none set up here; the job runs in the environment it is submitted",
+        "# from. Render with --module NAME (the site's MPI: mpi4py must use the library srun",
+        "# starts the ranks with), --setup CMD, --venv DIR, e.g.",
+        "#   --module openmpi --venv '~/gcntrain/.venv'",
+    ],
+    "pjm": [
+        "# Environment: none set up here, and PJM jobs do not inherit the submitting shell's.",
+        "# Render with --setup CMD (Python and mpi4py built on Fujitsu MPI, e.g. from Fugaku's",
+        "# Spack instance) and --venv DIR (where gcntrain is installed), e.g.",
+        "#   --setup '. /vol0004/apps/oss/spack/share/spack/setup-env.sh'",
+        "#   --setup 'spack load py-mpi4py' --venv '~/gcntrain/.venv'",
+    ],
+}
+_NO_SETUP_OTHER = ["# Environment: none set up here (render with --module, --setup, --venv)."]
+_NO_SETUP_NOTE = {
+    "slurm": "the job runs in the environment of the shell it is submitted from",
+    "pjm": "PJM jobs do not inherit your shell's, so gcntrain will not be found",
+}
+
+
+def activate_word(venv: str) -> str:
+    """The shell word naming ``VENV/bin/activate``: quoted, except that a leading ``~/``
+    or ``$HOME/`` stays the job's ``$HOME`` (the home directory on the cluster)."""
+    for home in ("~", "$HOME", "${HOME}"):
+        if venv == home or venv.startswith(home + "/"):
+            rest = venv[len(home) :].lstrip("/")
+            return '"$HOME"/' + shlex.quote(posixpath.join(rest, "bin", "activate"))
+    return shlex.quote(posixpath.join(venv, "bin", "activate"))
+
+
+def setup_lines(req: Request) -> list[str]:
+    """The environment lines of the script: ``module load`` for each --module, each
+    --setup command as given, then ``source VENV/bin/activate``; without any of them, a
+    comment saying how to add them."""
+    if not (req.modules or req.setup or req.venv is not None):
+        return list(_NO_SETUP.get(req.scheduler, _NO_SETUP_OTHER))
+    lines = ["# Environment (--module, --setup, --venv):"]
+    lines += [f"module load {shlex.quote(m)}" for m in req.modules]
+    lines += list(req.setup)
+    if req.venv is not None:
+        lines.append(f"source {activate_word(req.venv)}")
+    return lines
+
+
+def setup_remark(req: Request, used: set[str]) -> str | None:
+    """The note for a script that activates no environment (None when it does, or when a
+    user template has no ``${setup}`` and so sets up its own)."""
+    if req.modules or req.setup or req.venv is not None or "setup" not in used:
+        return None
+    why = _NO_SETUP_NOTE.get(req.scheduler, "the job runs in whatever environment it starts in")
+    return (
+        "jobscript: the script activates no environment; add --venv DIR, --module NAME or "
+        f"--setup CMD ({why})"
+    )
+
+
 # -- rendering ----------------------------------------------------------------------------
 
 
@@ -352,6 +463,12 @@ def command_line(req: Request) -> str:
         parts.append("--requeue")
     if req.template_dir is not None:
         parts += ["--template-dir", req.template_dir]
+    for m in req.modules:
+        parts += ["--module", m]
+    for c in req.setup:
+        parts += ["--setup", c]
+    if req.venv is not None:
+        parts += ["--venv", req.venv]
     return shlex.join([*parts, "--", "train", *req.train_args])
 
 
@@ -416,6 +533,11 @@ def render(req: Request, run: TrainRun) -> Rendered:
     check_scheme(run, req.ranks)
     text, where = load_template(req)
     check_placeholders(text, where)
+    used = used_placeholders(text)
+    if (req.modules or req.setup or req.venv is not None) and "setup" not in used:
+        raise InputError(
+            f"{where} has no ${{setup}} line: --module, --setup and --venv would be left out"
+        )
     nbytes, mem_note = memory_note(run, req.ranks, req.ranks_per_node)
     directives: list[str] = []
     if req.scheduler == "slurm":
@@ -444,6 +566,7 @@ def render(req: Request, run: TrainRun) -> Rendered:
         "partition": req.partition or "",
         "rscgrp": rscgrp,
         "directives": "\n".join(directives),
+        "setup": "\n".join(setup_lines(req)),
         "threads_note": threads_note,
         "memory_note": mem_note,
         "preemption": "\n".join(preemption),
@@ -451,4 +574,5 @@ def render(req: Request, run: TrainRun) -> Rendered:
         "train_args": train_args,
     }
     script = substitute(text, values)
-    return Rendered(script, threads, nbytes, where)
+    remarks = (setup_remark(req, used), threads_remark(req, run.threads, threads))
+    return Rendered(script, threads, nbytes, where, tuple(r for r in remarks if r))

@@ -10,14 +10,15 @@ ${threads_note}
 ${memory_note}
 # Data or software on a /vol000N volume: add "#PJM -x PJM_LLIO_GFSCACHE=/vol000N" above.
 
-# Environment (adapt): Python and mpi4py built on Fujitsu MPI for the A64FX, e.g. from
-# Fugaku's Spack instance, then the environment gcntrain is installed in:
-#   . /vol0004/apps/oss/spack/share/spack/setup-env.sh
-#   spack load py-mpi4py
-#   . "$$HOME/gcntrain/.venv/bin/activate"
+${setup}
+command -v gcntrain >/dev/null || { echo "gcntrain not found: check the environment lines" >&2; exit 127; }
 
+# Threads per rank: NUMBA_NUM_THREADS sets Numba's; OMP_NUM_THREADS any other OpenMP code's.
+# With Numba's OpenMP threading layer each thread is bound to its own core of the rank's.
 export OMP_NUM_THREADS=${threads}
 export NUMBA_NUM_THREADS=${threads}
+export OMP_PROC_BIND=close
+export OMP_PLACES=cores
 # no empty per-rank output files (only rank 0 prints)
 export PLE_MPI_STD_EMPTYFILE=off
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Rendered by `gcntrain jobscript` (render again rather than edit):
-# gcntrain jobscript --scheduler pjm --nodes 2 --ranks-per-node 4 --threads 12 --time 00:30:00 -- train missing/graph.h5 --scheme 1d --checkpoint ck
+# gcntrain jobscript --scheduler pjm --nodes 2 --ranks-per-node 4 --threads 12 --time 00:30:00 --module gcc/12 --setup '. "/opt/my spack/setup-env.sh"' --setup 'spack load py-mpi4py' --venv '~/envs/gcn 1' -- train missing/graph.h5 --scheme 1d --checkpoint ck
 #PJM --name "gcntrain"
 #PJM -L "node=2"
 #PJM -L "rscgrp=small"
@@ -11,14 +11,19 @@
 # estimated memory: skipped, missing/graph.h5 is not on this machine
 # Data or software on a /vol000N volume: add "#PJM -x PJM_LLIO_GFSCACHE=/vol000N" above.
 
-# Environment (adapt): Python and mpi4py built on Fujitsu MPI for the A64FX, e.g. from
-# Fugaku's Spack instance, then the environment gcntrain is installed in:
-#   . /vol0004/apps/oss/spack/share/spack/setup-env.sh
-#   spack load py-mpi4py
-#   . "$HOME/gcntrain/.venv/bin/activate"
+# Environment (--module, --setup, --venv):
+module load gcc/12
+. "/opt/my spack/setup-env.sh"
+spack load py-mpi4py
+source "$HOME"/'envs/gcn 1/bin/activate'
+command -v gcntrain >/dev/null || { echo "gcntrain not found: check the environment lines" >&2; exit 127; }
 
+# Threads per rank: NUMBA_NUM_THREADS sets Numba's; OMP_NUM_THREADS any other OpenMP code's.
+# With Numba's OpenMP threading layer each thread is bound to its own core of the rank's.
 export OMP_NUM_THREADS=12
 export NUMBA_NUM_THREADS=12
+export OMP_PROC_BIND=close
+export OMP_PLACES=cores
 # no empty per-rank output files (only rank 0 prints)
 export PLE_MPI_STD_EMPTYFILE=off
 

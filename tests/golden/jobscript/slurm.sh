@@ -12,13 +12,18 @@
 # threads: 4 per rank = 8 cores per node // 2 ranks per node
 # estimated memory: 0.0029 GiB per rank, 0.00579 GiB per node (gcntrain simulate)
 
-# Environment (adapt): the site's MPI, and the environment gcntrain is installed in;
-# mpi4py must use the MPI library that srun starts the ranks with, e.g.
-#   module load openmpi
-#   . "$HOME/gcntrain/.venv/bin/activate"
+# Environment: none set up here; the job runs in the environment it is submitted
+# from. Render with --module NAME (the site's MPI: mpi4py must use the library srun
+# starts the ranks with), --setup CMD, --venv DIR, e.g.
+#   --module openmpi --venv '~/gcntrain/.venv'
+command -v gcntrain >/dev/null || { echo "gcntrain not found: check the environment lines" >&2; exit 127; }
 
+# Threads per rank: NUMBA_NUM_THREADS sets Numba's; OMP_NUM_THREADS any other OpenMP code's.
+# With Numba's OpenMP threading layer each thread is bound to its own core of the rank's.
 export OMP_NUM_THREADS=4
 export NUMBA_NUM_THREADS=4
+export OMP_PROC_BIND=close
+export OMP_PLACES=cores
 
 # Checkpoints: 'ck dir' every 10 epochs and at the last.
 # 120 s before the time limit Slurm sends SIGUSR1 to every rank (--signal):
