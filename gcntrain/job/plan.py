@@ -54,7 +54,7 @@ def plan_job(
     notice : called with one line saying the placement assumed when neither `nodes` nor
         `ranks_per_node` is given (None: silent).
     """
-    from gcntrain.simulate.autogrid import rank_grids, wants_auto
+    from gcntrain.simulate.autogrid import rank_grids, wants_auto, with_best_grid
     from gcntrain.simulate.run import plan_training, simulation_summary
 
     if machine is None and (nodes is not None or ranks_per_node is not None):
@@ -93,9 +93,9 @@ def plan_job(
     t0 = time.perf_counter()
     args = (source, config, scheme, ranks)
     search = None
-    if wants_auto(options):
+    if wants_auto(scheme, ranks, options):
         search = rank_grids(*args, options, partition, seed, **widths)
-        options = {**options, "grid": search[0]["grid"]}
+        options = with_best_grid(scheme, ranks, options, search)
     sim = plan_training(*args, options, partition, seed, **widths)
     if per_rank is not None:
         from gcntrain.simulate.table import write_table

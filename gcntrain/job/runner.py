@@ -29,7 +29,7 @@ from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
 from gcntrain.schemes.protocol import check_model_support, check_only_own_options
-from gcntrain.simulate.autogrid import rank_grids, wants_auto
+from gcntrain.simulate.autogrid import rank_grids
 
 
 class EpochMarks(OpsProxy):
@@ -134,7 +134,7 @@ def load_rank(
             partition,
             partition_seed,
             scheme.col_parts(world.size, sc),
-            sc.get("reorder", "none"),
+            scheme.locality_order(sc),
         )
         layout = scheme.layout(
             numbering,
@@ -371,7 +371,7 @@ def run_training(
         sch = registry.get(recommendation["scheme"], size)
         options, partition = recommendation["values"], recommendation["partition"]
     search = None
-    if wants_auto(options):
+    if sch.wants_grid_search(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch, checkpointed
     preempt = None
@@ -479,7 +479,7 @@ def _auto_grid(world, sch, source, config, options, partition, partition_seed):
         return json.dumps(ranked).encode()
 
     ranked = json.loads(world.bcast_bytes(on_root(world, search), 0, "control").decode())
-    return {**options, "grid": ranked[0]["grid"]}, ranked
+    return sch.with_grid(options, ranked[0]["grid"]), ranked
 
 
 def epoch_stats(world, run: Run) -> dict:

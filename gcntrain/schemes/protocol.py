@@ -213,6 +213,29 @@ class Scheme:
         """Column parts of a 2D block layout (None: rows only)."""
         return None
 
+    #: the option holding the scheme's process grid (``--grid``), None without one: what
+    #: ``--grid auto`` searches and `with_grid` sets, so no caller reads an option by name
+    grid_option: str | None = None
+    #: the value of `grid_option` that asks for the search
+    GRID_AUTO = "auto"
+
+    def wants_grid_search(self, values: dict | None) -> bool:
+        """Whether the option `values` ask for ``--grid auto``."""
+        return self.grid_option is not None and (values or {}).get(self.grid_option) == (
+            self.GRID_AUTO
+        )
+
+    def with_grid(self, values: dict | None, grid: str) -> dict:
+        """The option `values` with the process grid set to `grid`."""
+        if self.grid_option is None:
+            raise InputError(f"--scheme {self.name} has no process grid")
+        return {**(values or {}), self.grid_option: grid}
+
+    def locality_order(self, config: dict) -> str:
+        """The locality order (`REORDER_OPTION`) of the configured scheme's numbering:
+        "none" for a scheme without the option."""
+        return config.get(REORDER_OPTION.name, "none") if REORDER_OPTION in self.options else "none"
+
     def grid_candidates(self, size: int) -> list[str]:
         """The `--grid` values possible on `size` ranks, for ``--grid auto`` (which plans
         each and keeps the least volume); empty for a scheme without a process grid."""
@@ -222,7 +245,7 @@ class Scheme:
         """The option values ``simulate --sweep`` (and the recommender) plan on `size` ranks:
         by default one per process grid, or the defaults.  Each is completed by `configure`;
         values the user gave replace these."""
-        return [{"grid": g} for g in self.grid_candidates(size)] or [{}]
+        return [self.with_grid({}, g) for g in self.grid_candidates(size)] or [{}]
 
     def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
         """(options, partition or None for the default) that the generated MPI tests train

@@ -39,4 +39,4 @@ class ThreeD(TwoD):
     def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
         """The first and the last grid (every grid: tests/test_mpi_schemes.py)."""
         grids = self.grid_candidates(size)
-        return [({"grid": g}, None) for g in dict.fromkeys([grids[0], grids[-1]])]
+        return [(self.with_grid({}, g), None) for g in dict.fromkeys([grids[0], grids[-1]])]

@@ -16,12 +16,16 @@ from gcntrain.errors import InputError
 from gcntrain.schemes import registry
 from gcntrain.simulate.summary import epoch_median
 
-#: the `--grid` value that asks for the search
-AUTO = "auto"
+
+def wants_auto(scheme: str, ranks: int, options: dict | None) -> bool:
+    """Whether `options` of `scheme` on `ranks` ask for ``--grid auto`` (the scheme says
+    which option holds its grid: `Scheme.wants_grid_search`)."""
+    return registry.get(scheme, ranks).wants_grid_search(options)
 
 
-def wants_auto(options: dict | None) -> bool:
-    return (options or {}).get("grid") == AUTO
+def with_best_grid(scheme: str, ranks: int, options: dict | None, ranked: list[dict]) -> dict:
+    """`options` with the process grid set to the best of `rank_grids`' `ranked`."""
+    return registry.get(scheme, ranks).with_grid(options, ranked[0]["grid"])
 
 
 def reusable_source(source, config):
@@ -72,7 +76,7 @@ def rank_grids(
                 config,
                 scheme,
                 ranks,
-                {**(options or {}), "grid": grid},
+                sch.with_grid(options, grid),
                 partition,
                 partition_seed,
                 num_features=num_features,

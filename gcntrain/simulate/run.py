@@ -136,7 +136,7 @@ def plan_training(
         partition,
         partition_seed,
         sch.col_parts(ranks, sc),
-        sc.get("reorder", "none"),
+        sch.locality_order(sc),
     )
     graph, numbering = src.whole(numbering)
     f0, classes = node_widths(graph, meta, num_features, num_classes)
@@ -147,7 +147,7 @@ def plan_training(
     nkey = None
     if derived is not None and isinstance(partition, str | None):
         nkey = (type(sch).numbering.__qualname__, sch.row_parts(ranks, sc), partition)
-        nkey += (partition_seed, sch.col_parts(ranks, sc), sc.get("reorder", "none"))
+        nkey += (partition_seed, sch.col_parts(ranks, sc), sch.locality_order(sc))
 
     def renumbered():
         S = support_in_numbering(support, numbering.perm)

@@ -51,6 +51,7 @@ BLOCK_ROWS_OPTION = SchemeOption(
 
 class Plexus(PlexusCost, PlexusSetup, Scheme):
     name = "plexus"
+    grid_option = "grid"
     whole_rows = False  # feature columns split over the grid
     sweep_partitions = ("block",)  # its load balance is --permute double
     summary = "Plexus 3D tensor parallelism: rotating X x Y x Z shards, Allreduce per product"
@@ -102,15 +103,15 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
 
     def sweep_options(self, size: int) -> list[dict]:
         """Every grid, with and without the double permutation (section 5.1)."""
-        return [{"grid": g, "permute": p} for g in self.grid_candidates(size) for p in PERMUTES]
+        grids = self.grid_candidates(size)
+        return [{**self.with_grid({}, g), "permute": p} for g in grids for p in PERMUTES]
 
     def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
         """The first grid without and the last with the double permutation (the full
         matrix of grids is tests/test_mpi_schemes.py's)."""
         grids = self.grid_candidates(size)
-        return [({"grid": grids[0], "permute": PERMUTES[0]}, None)] + [
-            ({"grid": grids[-1], "permute": PERMUTES[-1]}, None)
-        ]
+        first = {**self.with_grid({}, grids[0]), "permute": PERMUTES[0]}
+        return [(first, None), ({**self.with_grid({}, grids[-1]), "permute": PERMUTES[-1]}, None)]
 
     @staticmethod
     def _load(size: int, config: dict) -> tuple[int, int]:

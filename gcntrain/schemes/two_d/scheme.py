@@ -32,6 +32,7 @@ GRID_OPTION = SchemeOption(
 
 class TwoD(TwoDCost, Scheme):
     name = "2d"
+    grid_option = "grid"
     whole_rows = False  # feature columns split over the grid
     sweep_partitions = ("block", "random")  # SUMMA's volume ignores locality; random balances
     summary = "CAGNET 2D: SUMMA on a Pr x Pc grid, W replicated (Algorithm 3)"
