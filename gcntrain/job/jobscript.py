@@ -263,19 +263,15 @@ def check_scheme(run: TrainRun, ranks: int) -> None:
     would at start-up (`gcntrain.job.runner.load_rank`); ``--scheme auto`` chooses its
     configuration at start-up, so only the model settings are checked."""
     from gcntrain.schemes import registry
-    from gcntrain.schemes.protocol import check_model_support, check_only_own_options
 
     run.config.validate()
     if run.scheme == registry.AUTO_NAME:
         return
     sch = registry.get(run.scheme, ranks)
     options = dict(run.options)
-    check_only_own_options(sch, registry.all_options(), options)
     if sch.wants_grid_search(options):
         options = sch.with_grid(options, sch.grid_candidates(ranks)[0])
-    sc = sch.configure(ranks, options)
-    sch.check_training(sc, run.config)
-    check_model_support(sch, run.config)
+    registry.configured(sch, ranks, options, run.config)
 
 
 # -- the memory estimate ------------------------------------------------------------------

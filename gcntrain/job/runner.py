@@ -28,7 +28,6 @@ from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
-from gcntrain.schemes.protocol import check_model_support, check_only_own_options
 from gcntrain.simulate.autogrid import rank_grids
 
 
@@ -120,11 +119,7 @@ def load_rank(
     per_node = ranks_on_node(world)  # collective: before the agreement, never inside
 
     def load():
-        config.validate()
-        check_only_own_options(scheme, registry.all_options(), options)
-        sc = scheme.configure(world.size, options)
-        scheme.check_training(sc, config)
-        check_model_support(scheme, config)
+        sc = registry.configured(scheme, world.size, options, config)
         src = open_source(source)
         meta = src.meta()
         check_widths(meta, src.label)

@@ -91,3 +91,18 @@ def all_options() -> dict[str, SchemeOption]:
         for o in s.options:
             out.setdefault(o.name, o)
     return out
+
+
+def configured(scheme: Scheme, size: int, options: dict, train) -> dict:
+    """The configuration of `scheme` on `size` ranks from its option values, checked
+    against the training configuration `train` (validated first): an option of another
+    scheme, a bad value or a model the scheme cannot train is one `InputError`.  What
+    `train`, `simulate` and `jobscript` each do before anything else."""
+    from gcntrain.schemes.protocol import check_model_support, check_only_own_options
+
+    train.validate()
+    check_only_own_options(scheme, all_options(), options)
+    config = scheme.configure(size, options)
+    scheme.check_training(config, train)
+    check_model_support(scheme, train)
+    return config

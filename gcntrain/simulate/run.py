@@ -19,7 +19,7 @@ from gcntrain.model.normalize import support_kind, support_matrix
 from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
-from gcntrain.schemes.protocol import PlanContext, check_model_support, check_only_own_options
+from gcntrain.schemes.protocol import PlanContext
 from gcntrain.simulate.plan import LOAD_AGREEMENTS, PlanTable, plan_run
 from gcntrain.simulate.schedule import record_schedule
 
@@ -119,13 +119,9 @@ def plan_training(
     model (the renumbered support matrix, its symmetry, the feature counts, the recorded
     schedule), so that a sweep builds them once per partition rather than per configuration.
     """
-    config.validate()
     sch = registry.get(scheme, ranks)
     options = dict(options or {})
-    check_only_own_options(sch, registry.all_options(), options)
-    sc = sch.configure(ranks, options)
-    sch.check_training(sc, config)
-    check_model_support(sch, config)
+    sc = registry.configured(sch, ranks, options, config)
     src = open_source(source)
     meta = src.meta()
     numbering = cached_numbering(
