@@ -95,11 +95,16 @@ class PlanTable:
         return np.stack(out) if out else np.zeros((0, self.P, width), dtype=np.int64)
 
 
-def plan_run(scheme, ctx, calls, agreements: int = LOAD_AGREEMENTS) -> PlanTable:
+def plan_run(
+    scheme, ctx, calls, agreements: int = LOAD_AGREEMENTS, setup: bool = True
+) -> PlanTable:
     """The plan of a whole training run of `scheme` (see the module docstring).
 
     `agreements`: collective agreements the runner makes before setup (`LOAD_AGREEMENTS`:
-    the configuration and memory check, then the loading).
+    the configuration and memory check, then the loading).  `setup`: price the scheme's
+    setup exchanges (`Scheme.setup_steps`); without, the table's setup holds only what the
+    recorded calls before the first epoch move (a configuration search, which ranks by the
+    epochs, skips the setup's pricing: a third of a plan's time on Slashdot).
     """
     P = ctx.P
     table = PlanTable(P)
@@ -107,7 +112,7 @@ def plan_run(scheme, ctx, calls, agreements: int = LOAD_AGREEMENTS) -> PlanTable
     for _ in range(agreements):
         vol = Allreduce(world, np.array([AGREEMENT_ELEMS]), 8).volumes()
         table.setup["control"] = table.setup.get("control", 0) + vol
-    for phase, step in scheme.setup_steps(ctx):
+    for phase, step in scheme.setup_steps(ctx) if setup else ():
         table.setup[phase] = table.setup.get(phase, 0) + step.volumes()
     current = None  # None: setup; else the Counter of the epoch or of the final part
     for call in calls:

@@ -106,6 +106,7 @@ def plan_training(
     support: sp.csr_matrix | None = None,
     numberings: dict | None = None,
     derived: dict | None = None,
+    setup: bool = True,
 ) -> Simulation:
     """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
 
@@ -118,6 +119,8 @@ def plan_training(
     the plans of one graph with one `support`, of what depends only on the numbering and the
     model (the renumbered support matrix, its symmetry, the feature counts, the recorded
     schedule), so that a sweep builds them once per partition rather than per configuration.
+    `setup`: price the setup exchanges (`gcntrain.simulate.plan.plan_run`; a sweep, which
+    ranks by the epochs, does not).
     """
     sch = registry.get(scheme, ranks)
     options = dict(options or {})
@@ -172,7 +175,7 @@ def plan_training(
     sparse = _memo(derived, ("sparse", cfg), lambda: sparse_decision(config, graph.features))
     schedule = (config, f0, classes, config.epochs, masks or ("train", "val", "test"), sparse)
     calls = _memo(derived, ("schedule", cfg, *schedule[1:]), lambda: record_schedule(*schedule))
-    table = plan_run(sch, ctx, calls, agreements)
+    table = plan_run(sch, ctx, calls, agreements, setup)
     return Simulation(sch, sc, ctx, calls, table, meta, graph, f0, classes)
 
 

@@ -125,6 +125,7 @@ def evaluate(
             support=support,
             numberings=numberings,
             derived=derived,
+            setup=False,  # the row is per epoch: the setup's exchanges are not priced
             **widths,
         )
     except InputError as e:
