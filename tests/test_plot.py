@@ -181,7 +181,7 @@ def test_runs_legend_has_every_phase_in_its_colour(runs, tmp_path, capsys):
 
     from gcntrain.cli.plot_runs import load_run, phase_color, run_figure
 
-    want = set(_phases(runs[0])) | set(_phases(runs[1]))
+    want = {k for r in runs for k, v in _phases(r).items() if v}  # zero: no bar, no entry
     assert {"aggregation", "dense", "other"} <= want
     fig = run_figure([load_run(runs[0]), load_run(runs[1])])
     legend = _axes(fig)["breakdown"].get_legend()
@@ -329,3 +329,216 @@ def test_bad_run_dir_is_one_line_exit_2(what, runs, tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith(f"gcntrain: error: {bad}: "), err
     assert needle in err[0], err
     assert not fig.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# What the figures show: legends beside the axes, plain rank ticks, each configuration
+# named, coinciding series kept visible, zero bars out of the legend
+
+
+def _drawn(fig):
+    """`fig` drawn on an Agg canvas (legend and axes extents are known then)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
+def _legend_beside(fig, ax) -> None:
+    """The axes' legend lies to the right of its plotting area (covers none of its data)."""
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= ax.get_window_extent(renderer).x1, ax.get_label()
+
+
+def _texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _visible_lines(ax) -> list:
+    return [ln for ln in ax.lines if ln.get_visible() and len(ln.get_xdata())]
+
+
+def _distinguishable(a, b) -> bool:
+    """Two lines drawn over each other both show: another marker and another width (the
+    first drawn wider, so that the later one lies inside it) or markers on other points."""
+    other_marker = a.get_marker() != b.get_marker()
+    nested = a.get_linewidth() > b.get_linewidth() and a.get_markersize() > b.get_markersize()
+    return other_marker and (nested or a.get_markevery() != b.get_markevery())
+
+
+def test_coinciding_series_are_found_and_nested():
+    from gcntrain.cli.plot_style import coinciding, equal_label, nested
+
+    a = [(1, 1.0), (2, 2.0)]
+    series = [a, [(1, 5.0), (2, 6.0)], list(a), [(1, 1.0), (2, 2.0 + 1e-9)], [(1, 1.0)]]
+    first, exact = coinciding(series)
+    assert first == [None, None, 0, 0, None]
+    assert exact == [False, False, True, False, False]
+    sizes = nested(first)
+    # the group {0, 2, 3}: widest first, each later member inside the one before
+    assert sizes[0] > sizes[2] > sizes[3] and sizes[1] == sizes[3] == sizes[4]
+    names = ["a", "b", "c", "d", "e"]
+    assert equal_label("c", first[2], exact[2], names) == "c (equal to a)"
+    assert equal_label("d", first[3], exact[3], names) == "d (overlaps a)"
+    assert equal_label("b", first[1], exact[1], names) == "b"
+
+
+def test_scaling_figure_names_configurations_and_shows_equal_schemes(graph_file, capsys):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from gcntrain.cli.plot_sim import scaling_figure
+
+    argv = ["plot", "scaling", str(graph_file), "--ranks", "2,4,8", "--machine", MACHINE]
+    schemes = ["--scheme", "1d", "--scheme", "1.5d", "--scheme", "2d", "--scheme", "p2p"]
+    d = _json(capsys, [*argv, *schemes, "--json"])
+    # each configuration as `simulate` plans it: 1.5d's default replication, 2d's grid
+    for p, conf in d["configurations"]["2d"]:
+        sim = _simulated(capsys, graph_file, "2d", p)
+        assert conf == {"options": {"grid": sim["scheme_options"]["grid"]}, "partition": "block"}
+    assert [c["options"] for _, c in d["configurations"]["1.5d"]] == [{"replication": 1}] * 3
+    assert d["points"]["1.5d"] == d["points"]["1d"]  # c = 1 is 1d: the lines coincide
+
+    fig = _drawn(scaling_figure(d))
+    (ax,) = fig.axes
+    _legend_beside(fig, ax)
+    grids = "/".join(c["options"]["grid"] for _, c in d["configurations"]["2d"])
+    assert _texts(ax) == [
+        "1d: block partition",
+        "1.5d: replication 1, block partition (equal to 1d)",
+        f"2d: grid {grids}, block partition",
+        "p2p: block partition",
+    ]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "4", "8"]
+    assert ax.get_xscale() == "log" and not ax.xaxis.get_minorticklocs().size
+    ylabels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert ylabels and all(float(t) > 0 for t in ylabels)  # plain numbers, not 10^k
+    lines = _visible_lines(ax)
+    assert len(lines) == 4
+    one, one5 = lines[0], lines[1]
+    assert list(one.get_ydata()) == list(one5.get_ydata())
+    assert _distinguishable(one, one5)
+    assert len({ln.get_marker() for ln in lines}) == 4
+
+
+def test_breakdown_figure_legend_beside_and_no_empty_parts(graph_file, capsys):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from gcntrain.cli.plot_sim import breakdown_figure
+
+    argv = ["plot", "breakdown", str(graph_file), "-P", "4", "--machine", MACHINE, "--json"]
+    d = _json(capsys, [*argv, "--scheme", "1d", "--scheme", "2d"])
+    d["schemes"][0]["comm_parts"]["p2p"] = 0.0  # a part with no time
+    fig = _drawn(breakdown_figure(d))
+    (ax,) = fig.axes
+    _legend_beside(fig, ax)
+    nonzero = {
+        k
+        for r in d["schemes"]
+        for k, v in (*r["compute_parts"].items(), *r["comm_parts"].items(), ("wait", r["wait"]))
+        if v
+    }
+    assert set(_texts(ax)) == nonzero and "p2p" not in nonzero
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    grid = d["schemes"][1]["options"]["grid"]
+    assert ticks == ["1d\nblock partition", f"2d\ngrid {grid}\nblock partition"]
+
+
+def test_measured_figure_is_written(graph_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from gcntrain.cli.plot_sim import measured_figure
+
+    out = tmp_path / "run"
+    train = ["train", str(graph_file), "--scheme", "1d", "--epochs", "3", "--quiet"]
+    assert run([*train, "-o", str(out)]) == 0
+    png = tmp_path / "m.png"
+    d = _json(capsys, ["plot", "measured", str(out), "--machine", MACHINE, "--json"])
+    assert run(["plot", "measured", str(out), "--machine", MACHINE, "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig = _drawn(measured_figure(d))
+    (ax,) = fig.axes
+    _legend_beside(fig, ax)
+    assert _texts(ax) == ["measured", f"predicted ({MACHINE})"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["run\n1d\nblock partition, np 1"]
+
+
+def test_runs_figure_names_runs_and_keeps_equal_runs_visible(runs, tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    import shutil
+
+    from gcntrain.cli.plot_runs import load_run, run_figure
+
+    again = tmp_path / "again"  # the same run twice: equal curves
+    shutil.copytree(runs[0], again)
+    recs = _records(again)
+    for r in recs:
+        r["epoch_breakdown"]["p2p"] = 0.0  # a phase with no time: no bar, no legend entry
+    (again / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    fig = _drawn(run_figure([load_run(runs[0]), load_run(again), load_run(runs[1])]))
+    axes = _axes(fig)
+    for ax in axes.values():
+        _legend_beside(fig, ax)
+    assert "p2p" not in _texts(axes["breakdown"])
+    names = ["np1: 1d, np 1", "again: 1d, np 1 (equal to np1)", "np2: 1d, np 2"]
+    loss_names = _texts(axes["loss"])
+    assert loss_names[:2] == names[:2] and loss_names[2].startswith("np2: 1d, np 2")
+    assert _texts(axes["accuracy"])[:2] == names[:2]
+    assert _texts(axes["accuracy"])[3:] == [
+        "train (line style)",
+        "validation (line style)",
+        "test (line style)",
+    ]
+    loss = _visible_lines(axes["loss"])
+    assert len(loss) == 3
+    assert list(loss[0].get_ydata()) == list(loss[1].get_ydata())
+    assert _distinguishable(loss[0], loss[1])
+    acc = _visible_lines(axes["accuracy"])
+    assert len(acc) == 9
+    assert {ln.get_linestyle() for ln in acc} == {"-", "--", ":"}
+    assert all(_distinguishable(a, b) for a, b in zip(acc[0:3], acc[3:6]))
+
+
+# ---------------------------------------------------------------------------------------
+# docs/figures: one example of each kind, drawn from the inputs committed beside it
+
+
+def _docs_figures():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "docs_figures.py"
+    spec = importlib.util.spec_from_file_location("docs_figures", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _png_info(path) -> tuple[tuple[int, int], str | None]:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.size, im.text.get("Source")
+
+
+def test_docs_examples_are_drawn_from_their_inputs(tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    docs = _docs_figures()
+    figs = docs.render(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}.png" for k in docs.KINDS)
+    for kind in docs.KINDS:
+        committed = docs.FIGURES / f"{kind}.png"
+        size, source = _png_info(committed)
+        # the committed figure was drawn from the committed inputs, as it is drawn again
+        assert source == f"sha256:{docs.digest(kind)}", f"{committed} is stale: rerun render"
+        assert _png_info(tmp_path / f"{kind}.png") == (size, source)
+        fig = _drawn(figs[kind])
+        for ax in fig.axes:
+            _legend_beside(fig, ax)
+    scaling = json.loads((docs.FIGURES / "scaling.json").read_text())
+    (ax,) = figs["scaling"].axes
+    assert len(_texts(ax)) == len(_visible_lines(ax)) == len(scaling["points"])
+    assert "1.5d: replication 1, block partition (equal to 1d)" in _texts(ax)
+    ranks = sorted({p for pts in scaling["points"].values() for p, _ in pts})
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(p) for p in ranks]
+    axes = _axes(figs["runs"])
+    assert [t.split(":")[0] for t in _texts(axes["loss"])] == [d for d, _, _ in docs.RUNS]
+    assert "p2p" not in _texts(axes["breakdown"])  # p2p-np2's p2p phase is 0.0
+    assert {"breakdown", "loss", "accuracy", "scaling"} == set(axes)

@@ -5,6 +5,8 @@ gcntrain plot RUN_DIR... -o runs.png            (the default subcommand `runs`)
 gcntrain plot breakdown GRAPH -P 64 --machine fugaku -o breakdown.png
 gcntrain plot scaling GRAPH --ranks 4,16,64,256 --machine fugaku -o scaling.png
 gcntrain plot measured RUN_DIR... --machine local -o measured.png
+
+The figures are drawn by `plot_runs` (runs) and `plot_sim` (from the data `--json` prints).
 """
 
 from __future__ import annotations
@@ -13,33 +15,8 @@ import click
 
 from gcntrain.cli.display import count, emit
 from gcntrain.cli.options import json_option, model_options, train_config, width_options
+from gcntrain.cli.plot_style import save
 from gcntrain.errors import InputError
-
-
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("gcntrain plot needs matplotlib: pip install 'gcntrain[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, out: str) -> None:
-    """The figure, written whole under a temporary name and renamed (or not at all)."""
-    from pathlib import Path
-
-    from gcntrain.data.atomic import write_named
-
-    fmt = Path(out).suffix.lstrip(".").lower() or "png"
-    if fmt not in fig.canvas.get_supported_filetypes():
-        raise InputError(f"--out: unknown image format {fmt!r} (png, pdf, svg, ...)", out)
-    try:
-        write_named(Path(out), lambda tmp: fig.savefig(tmp, format=fmt, dpi=120))
-    except OSError as e:
-        raise InputError(f"cannot write the figure: {e.strerror or e}", out) from None
 
 
 def _out_format(ctx, param, value: str | None) -> str | None:
@@ -48,7 +25,7 @@ def _out_format(ctx, param, value: str | None) -> str | None:
         return None
     from pathlib import Path
 
-    from gcntrain.cli.plot_runs import figure_class
+    from gcntrain.cli.plot_style import figure_class
 
     fmt = Path(value).suffix.lstrip(".").lower() or "png"
     if fmt not in figure_class()().canvas.get_supported_filetypes():
@@ -142,11 +119,13 @@ def breakdown_cmd(graph, ranks, num_features, num_classes, schemes, machine, out
         num_features=num_features,
         num_classes=num_classes,
     )
-    ok = [r for r in rows if "error" not in r]
+    data = {"out": out, "machine": prof.name, "ranks": ranks, "schemes": rows}
     if out:
-        _draw_breakdown(ok, ranks, prof.name, out)
+        from gcntrain.cli.plot_sim import breakdown_figure
+
+        save(breakdown_figure(data), out)
     emit(
-        {"out": out, "machine": prof.name, "ranks": ranks, "schemes": rows},
+        data,
         as_json,
         lambda s: _breakdown_text(rows, ranks, prof.name, out),
     )
@@ -167,34 +146,6 @@ def _breakdown_text(rows, ranks, machine, out) -> str:
     if out:
         lines.append(f"wrote {out}")
     return "\n".join(lines)
-
-
-def _draw_breakdown(ok, ranks, machine, out) -> None:
-    from gcntrain.cli.plot_runs import phase_color, phase_order
-
-    plt = _pyplot()
-    parts = phase_order(k for r in ok for k in (*r["compute_parts"], *r["comm_parts"]))
-    fig, ax = plt.subplots(figsize=(1.2 * len(ok) + 3, 4))
-    bottom = [0.0] * len(ok)
-    names = [r["scheme"] for r in ok]
-    for part in [*parts, "wait"]:
-        h = [
-            1e3
-            * (
-                r["wait"]
-                if part == "wait"
-                else r["compute_parts"].get(part, r["comm_parts"].get(part, 0.0))
-            )
-            for r in ok
-        ]
-        if any(h):
-            ax.bar(names, h, bottom=bottom, label=part, color=phase_color(part))
-            bottom = [b + x for b, x in zip(bottom, h)]
-    ax.set_ylabel("predicted epoch time (ms)")
-    ax.set_title(f"{count(ranks, 'rank')} on {machine}")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    _save(fig, out)
 
 
 @plot.command("scaling")
@@ -221,7 +172,7 @@ def scaling_cmd(graph, ranks_list, num_features, num_classes, schemes, machine, 
         raise InputError("--ranks needs positive integers")
     config = train_config(kw)
     prof = load_machine(machine)
-    data = scaling(
+    points, confs = scaling(
         graph,
         config,
         ps,
@@ -230,42 +181,27 @@ def scaling_cmd(graph, ranks_list, num_features, num_classes, schemes, machine, 
         num_features=num_features,
         num_classes=num_classes,
     )
+    data = {"out": out, "machine": prof.name, "points": points, "configurations": confs}
     if out:
-        _draw_scaling(data, prof.name, out)
-    emit(
-        {"out": out, "machine": prof.name, "points": data},
-        as_json,
-        lambda s: _scaling_text(data, ps, prof.name, out),
-    )
+        from gcntrain.cli.plot_sim import scaling_figure
+
+        save(scaling_figure(data), out)
+    emit(data, as_json, lambda s: _scaling_text(points, confs, ps, prof.name, out))
 
 
-def _scaling_text(data, ps, machine, out) -> str:
+def _scaling_text(points, confs, ps, machine, out) -> str:
+    from gcntrain.cli.plot_style import config_label
+
     lines = [f"predicted epoch time (ms) on {machine}; - where the scheme refuses P"]
     lines.append(f"  {'P':<10}" + "".join(f"{p:>11}" for p in ps))
-    for name, pts in data.items():
+    for name, pts in points.items():
         cells = "".join(f"{'-' if t is None else f'{1e3 * t:.3f}':>11}" for _, t in pts)
         lines.append(f"  {name:<10}{cells}")
+    lines.append("configurations:")
+    lines.extend(f"  {config_label(name, confs[name])}" for name in points)
     if out:
         lines.append(f"wrote {out}")
     return "\n".join(lines)
-
-
-def _draw_scaling(data, machine, out) -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, pts in data.items():
-        xs = [p for p, t in pts if t is not None]
-        ys = [1e3 * t for _, t in pts if t is not None]
-        if xs:
-            ax.plot(xs, ys, marker="o", label=name)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("ranks")
-    ax.set_ylabel("predicted epoch time (ms)")
-    ax.set_title(f"strong scaling on {machine}")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    _save(fig, out)
 
 
 @plot.command("measured")
@@ -281,10 +217,13 @@ def measured_cmd(runs, nodes, machine, out, as_json):
 
     prof = load_machine(machine)
     rows = [measured(r, prof, nodes=nodes) for r in runs]
+    data = {"out": out, "machine": prof.name, "runs": rows}
     if out:
-        _draw_measured(rows, prof.name, out)
+        from gcntrain.cli.plot_sim import measured_figure
+
+        save(measured_figure(data), out)
     emit(
-        {"out": out, "machine": prof.name, "runs": rows},
+        data,
         as_json,
         lambda s: (
             "\n".join(
@@ -296,30 +235,6 @@ def measured_cmd(runs, nodes, machine, out, as_json):
             + (f"\nwrote {out}" if out else "")
         ),
     )
-
-
-def _draw_measured(rows, machine, out) -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(1.2 * len(rows) + 3, 4))
-    names = [f"{r['scheme']}\nnp {r['ranks']}" for r in rows]
-    x = range(len(rows))
-    ax.bar(
-        [i - 0.2 for i in x],
-        [1e3 * r["measured_epoch_seconds"] for r in rows],
-        0.4,
-        label="measured",
-    )
-    ax.bar(
-        [i + 0.2 for i in x],
-        [1e3 * r["predicted_epoch_seconds"] for r in rows],
-        0.4,
-        label=f"predicted ({machine})",
-    )
-    ax.set_xticks(list(x), names, fontsize=7)
-    ax.set_ylabel("epoch time (ms)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    _save(fig, out)
 
 
 @plot.command("runs")
@@ -358,7 +273,7 @@ def runs_cmd(runs, out, machine, nodes, as_json):
     rows = [summary(r, predictions and predictions[r.path]) for r in loaded]
     groups = scaling_groups(loaded)
     if out:
-        _save(run_figure(loaded, predictions, prof_name), out)
+        save(run_figure(loaded, predictions, prof_name), out)
     emit(
         {"out": out, "machine": prof_name, "runs": rows, "scaling": groups},
         as_json,

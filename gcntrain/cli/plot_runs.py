@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gcntrain.cli import plot_style as style
 from gcntrain.errors import InputError
 from gcntrain.job.report import KINDS, median_steady_index
 
@@ -235,15 +236,6 @@ def summary(run: Run, prediction: dict | None = None) -> dict:
     return out
 
 
-def figure_class():
-    """matplotlib's Figure (no pyplot state), or one line naming the extra to install."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise InputError("gcntrain plot needs matplotlib: pip install 'gcntrain[plot]'") from None
-    return Figure
-
-
 def run_figure(runs: list[Run], predictions: dict[str, dict] | None = None, machine=None):
     """The figure of `runs`: each axes is labelled (``Axes.get_label()``) ``breakdown``,
     ``loss``, ``accuracy``, and where they apply ``scaling`` (several rank counts of one
@@ -258,7 +250,7 @@ def run_figure(runs: list[Run], predictions: dict[str, dict] | None = None, mach
     ncols = 3
     nrows = -(-len(panels) // ncols)
     width = max(15.0, 3.0 + 1.1 * len(runs) * ncols)
-    fig = figure_class()(figsize=(width, 4.2 * nrows), layout="constrained")
+    fig = style.new_figure(width, 4.2 * nrows)
     axes = {}
     for i, name in enumerate(panels):
         ax = fig.add_subplot(nrows, ncols, i + 1, label=name)
@@ -273,6 +265,11 @@ def run_figure(runs: list[Run], predictions: dict[str, dict] | None = None, mach
     return fig
 
 
+def run_labels(runs: list[Run], names: list[str]) -> list[str]:
+    """The legend name of each run: its `labels` name, scheme and ranks."""
+    return [f"{n}: {r.scheme}, np {r.ranks}" for r, n in zip(runs, names)]
+
+
 def _tick_labels(runs: list[Run], names: list[str]) -> list[str]:
     return [f"{n}\n{r.scheme}, np {r.ranks}" for r, n in zip(runs, names)]
 
@@ -283,6 +280,8 @@ def _draw_breakdown(ax, runs: list[Run], names: list[str]) -> None:
     bottom = [0.0] * len(runs)
     for phase in phases:
         h = [1e3 * r.breakdown.get(phase, 0.0) for r in runs]
+        if not any(h):  # no bar to see: not in the legend either
+            continue
         ax.bar(x, h, 0.6, bottom=bottom, label=phase, color=phase_color(phase))
         bottom = [b + v for b, v in zip(bottom, h)]
     ax.set_xticks(x, _tick_labels(runs, names), fontsize=7)
@@ -291,56 +290,72 @@ def _draw_breakdown(ax, runs: list[Run], names: list[str]) -> None:
     ax.set_ylabel("median steady epoch (ms)")
     ax.set_title("epoch time by phase (critical rank)", fontsize=9)
     old = [n for r, n in zip(runs, names) if r.breakdown_source == "t_fields"]
-    title = None
+    title = "top of the stack first"
     if old:
         title = "t_aggregation/t_dense/t_other only\n(no epoch_breakdown): " + ", ".join(old)
     handles, lbls = ax.get_legend_handles_labels()
-    # top of the stack first, as the bars read
-    ax.legend(
-        handles[::-1],
-        lbls[::-1],
-        fontsize=7,
-        title=title,
-        title_fontsize=6,
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-    )
+    style.legend_beside(ax, handles[::-1], lbls[::-1], title=title, title_fontsize=6)
+
+
+def _points(run: Run, key: str) -> list[tuple]:
+    return [(rec["epoch"], rec[key]) for rec in run.records if rec.get(key) is not None]
+
+
+#: the name of each curve's split in the accuracy legend
+_SPLITS = {"train_acc": "train", "val_acc": "validation", "test_acc": "test"}
 
 
 def _draw_curves(ax_loss, ax_acc, runs: list[Run], names: list[str]) -> None:
-    for i, (r, name) in enumerate(zip(runs, names)):
-        color = f"C{i % 10}"
-        for key, panel, style in CURVES:
-            pts = [(rec["epoch"], rec[key]) for rec in r.records if rec.get(key) is not None]
-            if not pts:
-                continue
-            ax = ax_loss if panel == "loss" else ax_acc
-            # one legend entry per run and panel: the colour is the run, the style the split
-            first = not any(ln.get_label() == name for ln in ax.lines)
-            ax.plot(
-                [e for e, _ in pts],
-                [v for _, v in pts],
-                style,
-                color=color,
-                label=name if first else "_nolegend_",
-            )
+    """One colour and marker per run; runs whose curves of a panel coincide (equal, or
+    closer than a line is wide) are drawn nested (`plot_style.nested`) with their markers
+    on different epochs, and their legend entry says "(equal to X)" or "(overlaps X)"; the
+    line style is the split (its own legend entries)."""
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    ax_loss.set_xlabel("epoch")
+    lbls = run_labels(runs, names)
+    for ax, panel in ((ax_loss, "loss"), (ax_acc, "accuracy")):
+        keys = [(k, st) for k, p, st in CURVES if p == panel]
+        series = [[_points(r, k) for k, _ in keys] for r in runs]
+        tagged = [[((k, e), v) for k, c in enumerate(cs) for e, v in c] for cs in series]
+        first, exact = style.coinciding(tagged)
+        sizes = style.nested(first)
+        for i, curves in enumerate(series):
+            width, msize = sizes[i]
+            label = style.equal_label(lbls[i], first[i], exact[i], names)
+            for (_, line), pts in zip(keys, curves):
+                if not pts:
+                    continue
+                step = max(1, len(pts) // 8)
+                ax.plot(
+                    [e for e, _ in pts],
+                    [v for _, v in pts],
+                    line,
+                    color=f"C{i % 10}",
+                    marker=style.marker(i),
+                    markevery=(i % step, step),
+                    linewidth=width,
+                    markersize=msize,
+                    label=label,
+                )
+                label = "_nolegend_"  # one entry per run and panel: colour and marker
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if not ax.lines:
+            continue
+        handles, texts = ax.get_legend_handles_labels()
+        if len(keys) > 1:  # the line style is the split
+            for key, line in keys:
+                handles.append(Line2D([], [], color="0.35", linestyle=line))
+                texts.append(f"{_SPLITS[key]} (line style)")
+        style.legend_beside(ax, handles, texts, fontsize=6)
     ax_loss.set_ylabel("training loss")
     ax_loss.set_title("training loss", fontsize=9)
-    ax_acc.set_xlabel("epoch")
     ax_acc.set_ylabel("accuracy")
-    ax_acc.set_title("accuracy (train -, val --, test :)", fontsize=9)
-    for ax in (ax_loss, ax_acc):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        if ax.lines:
-            ax.legend(fontsize=6)
+    ax_acc.set_title("accuracy", fontsize=9)
 
 
 def _draw_scaling(ax, groups: list[dict]) -> None:
-    from matplotlib.ticker import NullLocator
-
     for i, g in enumerate(groups):
         color = f"C{i % 10}"
         xs = [p for p, _, _ in g["points"]]
@@ -358,15 +373,11 @@ def _draw_scaling(ax, groups: list[dict]) -> None:
             color=color,
             label=f"ideal ({g['scheme']})",
         )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ranks = sorted({p for g in groups for p, _, _ in g["points"]})
-    ax.set_xticks(ranks, [str(p) for p in ranks])
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("ranks")
+    style.rank_axis(ax, [p for g in groups for p, _, _ in g["points"]])
+    style.plain_log_y(ax)
     ax.set_ylabel("median steady epoch (ms)")
     ax.set_title("strong scaling (measured)", fontsize=9)
-    ax.legend(fontsize=7)
+    style.legend_beside(ax)
 
 
 def _draw_predicted(ax, runs: list[Run], names: list[str], predictions, machine) -> None:
@@ -394,4 +405,4 @@ def _draw_predicted(ax, runs: list[Run], names: list[str], predictions, machine)
     ax.set_xticks(x, _tick_labels(runs, names), fontsize=7)
     ax.set_ylabel("epoch time (ms)")
     ax.set_title("simulated vs measured", fontsize=9)
-    ax.legend(fontsize=7)
+    style.legend_beside(ax)

@@ -20,10 +20,27 @@ from gcntrain.simulate.timing import placement, time_summary
 def predicted(source, config, scheme, ranks, machine, options=None, partition=None, **kw):
     """`time_summary` of one planned run (`kw`: nodes, ranks_per_node, num_features,
     num_classes, partition_seed, numberings)."""
+    return _planned(source, config, scheme, ranks, machine, options, partition, **kw)[0]
+
+
+def _planned(source, config, scheme, ranks, machine, options=None, partition=None, **kw):
+    """(`time_summary`, the configuration the plan ran) of one planned run; the
+    configuration is `configuration`'s dict."""
     place = placement(machine, ranks, kw.pop("nodes", None), kw.pop("ranks_per_node", None))
     seed = kw.pop("partition_seed", 0)
     sim = plan_training(source, config, scheme, ranks, options or {}, partition, seed, **kw)
-    return time_summary(sim, config, place)
+    return time_summary(sim, config, place), configuration(sim, ranks, partition)
+
+
+def configuration(sim, ranks: int, partition) -> dict:
+    """What names a planned configuration in a figure: ``options``, the scheme options the
+    configuration search varies (`Scheme.sweep_options`: a grid, a replication, a delay...)
+    with the values the plan used, and ``partition``, the partitioner of its rows (the
+    scheme's default where none was given)."""
+    swept = {k for variant in sim.scheme.sweep_options(ranks) for k in variant}
+    options = {k: v for k, v in sim.config.items() if k in swept}
+    part = partition if isinstance(partition, str) else None
+    return {"options": options, "partition": part or sim.scheme.default_partition}
 
 
 def breakdown(source, config, ranks, machine, schemes, **kw) -> list[dict]:
@@ -35,7 +52,7 @@ def breakdown(source, config, ranks, machine, schemes, **kw) -> list[dict]:
     out = []
     for name in schemes:
         try:
-            t = predicted(source, config, name, ranks, machine, **dict(kw))
+            t, conf = _planned(source, config, name, ranks, machine, **dict(kw))
         except InputError as e:
             out.append({"scheme": name, "error": str(e)})
             continue
@@ -43,6 +60,7 @@ def breakdown(source, config, ranks, machine, schemes, **kw) -> list[dict]:
         out.append(
             {
                 "scheme": name,
+                **conf,
                 "epoch_seconds": t["epoch_seconds"],
                 "compute_parts": b["compute_parts"],
                 "comm_parts": b["comm_parts"],
@@ -54,26 +72,32 @@ def breakdown(source, config, ranks, machine, schemes, **kw) -> list[dict]:
     return out
 
 
-def scaling(source, config, ranks_list, machine, schemes, **kw) -> dict[str, list]:
-    """{scheme: [[P, predicted epoch seconds, or None where the scheme refuses P], ...]};
-    an error when no scheme runs at any P (the first refusal's reason)."""
+def scaling(source, config, ranks_list, machine, schemes, **kw) -> tuple[dict, dict]:
+    """(points, configurations): points {scheme: [[P, predicted epoch seconds, or None where
+    the scheme refuses P], ...]} and configurations {scheme: [[P, `configuration` dict, or
+    None where refused], ...]}; an error when no scheme runs at any P (the first refusal's
+    reason)."""
     source, kw["support"] = reusable_source(source, config)
     kw.setdefault("numberings", {})
     out: dict[str, list] = {}
+    confs: dict[str, list] = {}
     first = None
     for name in schemes:
-        pts = []
+        pts, cs = [], []
         for P in ranks_list:
             try:
-                t = predicted(source, config, name, int(P), machine, **dict(kw))
+                t, conf = _planned(source, config, name, int(P), machine, **dict(kw))
                 pts.append([int(P), t["epoch_seconds"]])
+                cs.append([int(P), conf])
             except InputError as e:
                 first = first or e
                 pts.append([int(P), None])
+                cs.append([int(P), None])
         out[name] = pts
+        confs[name] = cs
     if first is not None and all(t is None for pts in out.values() for _, t in pts):
         raise first
-    return out
+    return out, confs
 
 
 def _run_config(d: dict) -> TrainConfig:
@@ -103,7 +127,7 @@ def measured(run_dir, machine, nodes=None, ranks_per_node=None) -> dict:
     if ranks_per_node is None and nodes is None:
         ranks_per_node = P
     partition = cfg["partition"] if cfg["partition"] not in ("store", "vector") else None
-    t = predicted(
+    t, conf = _planned(
         source,
         config,
         cfg["scheme"],
@@ -119,6 +143,8 @@ def measured(run_dir, machine, nodes=None, ranks_per_node=None) -> dict:
         "run": str(d),
         "scheme": cfg["scheme"],
         "ranks": P,
+        **conf,
+        "partition": cfg["partition"] or conf["partition"],
         "measured_epoch_seconds": got,
         "predicted_epoch_seconds": t["epoch_seconds"],
         "error_percent": 100.0 * (t["epoch_seconds"] - got) / got,
