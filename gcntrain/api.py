@@ -309,6 +309,8 @@ def train(
         if callback is not None:
             callback(rec.to_dict())
 
+    if progress is not None:  # the last epoch's line, after the run (`Progress.finish`)
+        hook.finish = progress.finish
     try:
         res, summary = run_training(
             _source(graph),

@@ -30,8 +30,11 @@ def test_epoch_lines_at_most_every_few_seconds_first_and_last_always(monkeypatch
     clock = iter(np.arange(0.0, 100.0, 0.5))  # each epoch takes 0.5 s of wall time
     monkeypatch.setattr(P, "monotonic", lambda: float(next(clock)))
     prog = P.Progress(epochs=10, every=2.0)
-    for e in range(1, 11):
-        prog(_rec(e, 9.0 if e == 1 else 0.5))
+    try:
+        for e in range(1, 11):
+            prog(_rec(e, 9.0 if e == 1 else 0.5))
+    finally:
+        prog.close()  # the compile watch is installed from construction
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("epoch")]
     assert [ln.split()[1] for ln in lines] == ["1/10", "5/10", "9/10", "10/10"]
     assert "ETA" not in lines[0]  # epoch 1 (compiling) alone does not predict the rest

@@ -11,7 +11,9 @@ Layout of a checkpoint root ``DIR``::
 A checkpoint is staged in ``DIR/.epoch-000012.tmp`` (every file written to a temporary name,
 flushed, fsynced and renamed), then the staging directory is renamed to its final name,
 ``LATEST`` is replaced atomically, and only then is the previous checkpoint removed: at every
-instant ``LATEST`` names a complete checkpoint.  Any failure (ENOSPC included) removes what
+instant ``LATEST`` names a complete checkpoint.  Resuming takes the newest complete
+``epoch-N/`` (`find_latest`), which is the one ``LATEST`` names unless writing ``LATEST``
+failed after the directory was published.  Any failure (ENOSPC included) removes what
 was staged and raises `OutputError` naming the file and the cause.
 """
 
@@ -84,8 +86,15 @@ def publish(root, epoch: int, meta: dict, ranks: int | None = None) -> Path:
         os.replace(stage, final)
     except OSError as e:
         raise OutputError(f"cannot publish {final}: {e.strerror or e}") from None
-    write_file(root / LATEST, lambda f: f.write((final.name + "\n").encode()))
-    fsync_dir(root)
+    try:
+        write_file(root / LATEST, lambda f: f.write((final.name + "\n").encode()))
+        fsync_dir(root)
+    except (OutputError, OSError) as e:
+        # the checkpoint is complete under its final name: resume finds it without LATEST
+        # (`find_latest`); the older ones stay until a LATEST names a newer one
+        raise OutputError(
+            f"{e}; the checkpoint {final} is complete and --resume {root} continues from it"
+        ) from None
     for old in root.glob("epoch-*"):
         if old.name != final.name and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
@@ -116,20 +125,71 @@ def check_root(root) -> None:
         ) from None
 
 
-def latest(root) -> tuple[Path, dict]:
-    """(directory, metadata) of the newest complete checkpoint under `root`."""
+def _complete(ckpt: Path) -> dict | None:
+    """The metadata of a published checkpoint directory when it is complete (its
+    ``meta.json`` readable, of this format and epoch, and a file for each of its ranks);
+    None otherwise.  A directory gets its final name only after every file in it was
+    written whole (`publish`), so a complete one is a checkpoint to resume from."""
+    try:
+        meta = json.loads((ckpt / META).read_text())
+        epoch = int(ckpt.name.split("-", 1)[1])
+    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("epoch") != epoch:
+        return None
+    ranks = int(meta.get("ranks") or 1)
+    if not all(rank_file(ckpt, r).is_file() for r in range(ranks)):
+        return None
+    return meta
+
+
+def find_latest(root) -> tuple[Path, dict, str | None]:
+    """(directory, metadata, note) of the checkpoint to resume from under `root`: the
+    newest complete ``epoch-N/``.  ``LATEST`` names it after every successful write; when
+    ``LATEST`` is missing, unreadable, or names another directory (its write failed after
+    the directory was published: a full disk), the newest complete directory is still the
+    one, and `note` (one line; None when ``LATEST`` agrees) says so."""
     root = Path(root)
     pointer = root / LATEST
-    if not pointer.is_file():
+    named = None
+    if pointer.is_file():
+        try:
+            named = pointer.read_text().strip() or None
+        except (OSError, UnicodeDecodeError):
+            named = None
+    found = []
+    for d in root.glob("epoch-*"):
+        suffix = d.name.split("-", 1)[1]
+        if d.is_dir() and suffix.isdigit():
+            found.append((int(suffix), d))
+    for _, ckpt in sorted(found, reverse=True):
+        meta = _complete(ckpt)
+        if meta is None:
+            continue
+        note = None
+        if named != ckpt.name:
+            what = f"names {named}" if named else "is missing or unreadable"
+            note = (
+                f"note: {root / LATEST} {what}; resuming from {ckpt}, the newest complete "
+                "checkpoint"
+            )
+        return ckpt, meta, note
+    if named is not None and (root / named / META).is_file():
+        try:
+            fmt = json.loads((root / named / META).read_text()).get("format")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            fmt = None
+        if fmt != FORMAT:
+            raise InputError(f"checkpoint {root / named} has format {fmt}, expected {FORMAT}")
+    if named is None and not found:
         raise InputError(f"no checkpoint to resume from in {root} (no {LATEST} file)")
-    try:
-        name = pointer.read_text().strip()
-        ckpt = root / name
-        meta = json.loads((ckpt / META).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"unreadable checkpoint in {root}: {e}") from None
-    if meta.get("format") != FORMAT:
-        raise InputError(f"checkpoint {ckpt} has format {meta.get('format')}, expected {FORMAT}")
+    raise InputError(f"no complete checkpoint to resume from in {root}")
+
+
+def latest(root) -> tuple[Path, dict]:
+    """(directory, metadata) of the newest complete checkpoint under `root`
+    (`find_latest` without its note)."""
+    ckpt, meta, _ = find_latest(root)
     return ckpt, meta
 
 

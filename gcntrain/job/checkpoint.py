@@ -7,7 +7,9 @@ under one verdict.  A failure on any rank (a full disk included) removes what wa
 becomes the same one-line error, exit status 2, on every rank; the previous checkpoint stays
 the latest.
 
-Resuming reads ``LATEST`` and checks, before any rank loads its state, that the checkpoint
+Resuming takes the newest complete checkpoint (the one ``LATEST`` names, or, when writing
+``LATEST`` failed after the checkpoint was published, the newest complete ``epoch-N/``, said
+in one line on rank 0) and checks, before any rank loads its state, that the checkpoint
 was written by the same graph (content hash), scheme, scheme options, rank count, partition
 and training configuration (the number of epochs may grow); anything else is refused with a
 line naming what differs.  The state of a rank is its shard of the layout, so another rank
@@ -138,6 +140,99 @@ class PreemptFlag:
         self._old = {}
 
 
+class StopOnSignal:
+    """Without ``--checkpoint``: SIGTERM or SIGUSR1 end the job at once, as their default
+    action would, but with one line on rank 0's stderr saying that no checkpoint was asked
+    for, and exit status 128 + the signal number on every rank (what a shell reports for a
+    process the signal killed; the checkpointing stop exits with the same status).
+
+    A rank is mostly inside MPI calls, where Python runs no signal handler until the call
+    returns, and a partner that left first makes it never return.  So the signal is also
+    written to a wake-up pipe (`signal.set_wakeup_fd`, at the C level) that a watcher thread
+    reads (mpi4py releases the GIL in MPI calls): whichever sees it first leaves from where
+    the process is (`os._exit`: no unwinding through a collective), under MPI after a short
+    grace so that the launcher has forwarded the signal to every rank.  Outputs are complete
+    or absent (`gcntrain.data.atomic`); stdout's buffer is dropped, so no half summary."""
+
+    #: seconds a rank waits under MPI before it leaves (as after Ctrl-C)
+    GRACE_SECONDS = 0.5
+
+    def __init__(self, rank: int, size: int):
+        import threading
+
+        self.rank = int(rank)
+        self.size = int(size)
+        self._old: dict = {}
+        self._old_fd = None
+        self._pipe: tuple[int, int] | None = None
+        self._lock = threading.Lock()
+
+    def message(self, signum: int) -> str:
+        import signal
+
+        name = signal.Signals(signum).name
+        return (
+            f"gcntrain: stopped by {name}; no checkpoint was asked for "
+            "(--checkpoint DIR saves one and stops after the epoch)"
+        )
+
+    def _leave(self, signum: int) -> None:
+        import os
+        import time
+
+        if not self._lock.acquire(blocking=False):
+            time.sleep(3600)  # the other path is leaving
+        if self.rank == 0:
+            os.write(2, (self.message(signum) + "\n").encode())
+        if self.size > 1:
+            time.sleep(self.GRACE_SECONDS)
+        os._exit(128 + int(signum))
+
+    def _watch(self, fd: int, wanted: set) -> None:
+        import os
+
+        while True:
+            try:
+                data = os.read(fd, 64)
+            except OSError:
+                return
+            if not data:  # the write end was closed: restored
+                os.close(fd)
+                return
+            got = [b for b in data if b in wanted]
+            if got:
+                self._leave(got[0])
+
+    def install(self) -> None:
+        import os
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers belong to the main thread; the default stays
+        sigs = [getattr(signal, n) for n in PREEMPT_SIGNALS if hasattr(signal, n)]
+        for sig in sigs:
+            self._old[sig] = signal.signal(sig, lambda signum, frame: self._leave(signum))
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        self._pipe = (r, w)
+        self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        wanted = {int(s) for s in sigs}
+        threading.Thread(target=self._watch, args=(r, wanted), daemon=True).start()
+
+    def restore(self) -> None:
+        import os
+        import signal
+
+        if self._pipe is not None:
+            signal.set_wakeup_fd(self._old_fd)
+            os.close(self._pipe[1])  # the watcher reads end-of-file and returns
+            self._pipe = None
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
+
+
 @dataclass
 class Checkpointer:
     """`fit`'s checkpoint hook: every `every` epochs (and at the last) into `root`; with a
@@ -221,7 +316,7 @@ def load_state(world, root, identity: dict, epochs: int) -> tuple[TrainState, di
     rank.  Returns (state, metadata)."""
 
     def load():
-        ckpt, meta = ckio.latest(root)
+        ckpt, meta, note = ckio.find_latest(root)
         diff = differences(meta, identity)
         if diff:
             raise InputError(f"cannot resume from {ckpt}: " + "; ".join(diff))
@@ -235,6 +330,12 @@ def load_state(world, root, identity: dict, epochs: int) -> tuple[TrainState, di
                 f"cannot resume from {ckpt}: it is at epoch {state.epoch} and --epochs is "
                 f"{epochs}; nothing is left to train (raise --epochs to continue)"
             )
-        return state, meta
+        return state, meta, note
 
-    return agree(world, load)
+    state, meta, note = agree(world, load)
+    if note and world.rank == 0:
+        import sys
+
+        sys.stderr.write(f"gcntrain: {note}\n")
+        sys.stderr.flush()
+    return state, meta

@@ -56,6 +56,16 @@ def oversubscription_note(ranks_per_node: int, threads: int, cores: int) -> str 
     )
 
 
+def epoch_line(rec, epochs: int) -> str:
+    """One epoch's progress line (without its ETA)."""
+    return (
+        f"epoch {rec.epoch:4d}/{epochs}  loss {rec.loss:.4f}  "
+        f"train_acc {rec.train_acc:.4f}  val_loss {optional(rec.val_loss)}  "
+        f"val_acc {optional(rec.val_acc)}  test_acc {optional(rec.test_acc)}  "
+        f"{rec.seconds * 1e3:.1f} ms"
+    )
+
+
 class Progress:
     """The per-run progress printer (rank 0 prints; every rank may call it).
 
@@ -66,25 +76,29 @@ class Progress:
     """
 
     def __init__(self, epochs: int, every: float = EVERY_SECONDS) -> None:
+        from gcntrain.kernels.compile_watch import CompileWatch
+
         self.epochs = int(epochs)
         self.every = float(every)
-        self.watch = None
         self._last = None
         self._first: float | None = None
         self._recent: list[float] = []
-        self._compile_reported = False
+        self._compiled_reported = 0  # compilations the "compiled ..." lines have counted
+        self._seconds_reported = 0.0
+        self._pending = None  # the newest epoch record, while it is not printed
+        self._latest = None  # the newest epoch record
+        # watched from the start of the job: loading and set-up compile kernels too (the
+        # vertex cut's Libra partitioner, its tree gathers), not only the first epoch
+        self.watch = CompileWatch(on_first=self._compiling).install()
 
     # -- runner hooks ---------------------------------------------------------------------
     def start(self, facts: dict) -> None:
         """Training is about to start (every rank has loaded and set up)."""
-        from gcntrain.kernels.compile_watch import CompileWatch
-
         note = oversubscription_note(
             facts["ranks_per_node"], facts["threads_per_rank"], facts["node_cores"]
         )
         if note:
             info(note)
-        self.watch = CompileWatch(on_first=self._compiling).install()
 
     def _compiling(self, name: str) -> None:
         info(
@@ -95,9 +109,9 @@ class Progress:
     def __call__(self, rec) -> None:
         """One epoch finished."""
         now = monotonic()
-        if self.watch is not None and self.watch.count and not self._compile_reported:
-            self._compile_reported = True
-            info(f"compiled {count(self.watch.count, 'kernel')} in {_duration(self.watch.seconds)}")
+        if not self._compiled_reported:
+            self._report_compiled()
+        self._latest = rec
         # the first epoch of a process compiles and warms up: the ETA leaves it out
         if self._first is None:
             self._first = rec.seconds
@@ -105,17 +119,38 @@ class Progress:
             self._recent = (self._recent + [rec.seconds])[-ETA_WINDOW:]
         last = rec.epoch >= self.epochs
         if self._last is not None and not last and now - self._last < self.every:
+            self._pending = rec
             return
         self._last = now
+        self._pending = None
         per = sorted(self._recent)[len(self._recent) // 2] if self._recent else self._first
         left = max(self.epochs - rec.epoch, 0)
         eta = f"  ETA {_duration(per * left)}" if left and self._recent else ""
-        info(
-            f"epoch {rec.epoch:4d}/{self.epochs}  loss {rec.loss:.4f}  "
-            f"train_acc {rec.train_acc:.4f}  val_loss {optional(rec.val_loss)}  "
-            f"val_acc {optional(rec.val_acc)}  test_acc {optional(rec.test_acc)}  "
-            f"{rec.seconds * 1e3:.1f} ms{eta}"
-        )
+        info(epoch_line(rec, self.epochs) + eta)
+
+    def _report_compiled(self) -> None:
+        """The "compiled N kernels in T" line for the compilations not reported yet."""
+        w = self.watch
+        if w is None or w.count <= self._compiled_reported:
+            return
+        n, secs = w.count - self._compiled_reported, w.seconds - self._seconds_reported
+        more = " more" if self._compiled_reported else ""
+        self._compiled_reported, self._seconds_reported = w.count, w.seconds
+        info(f"compiled {count(n, 'kernel')}{more} in {_duration(secs)}")
+
+    def finish(self, stopped_early: bool) -> None:
+        """Training ended (every rank calls it; rank 0 prints): the last epoch's line if
+        the rate held it back, marked when a stopping rule ended the run before
+        ``epochs`` (a line of its own when the last epoch's line was shown already), and
+        the kernels compiled since the first epoch (`run_training` calls this once, after
+        the final evaluation)."""
+        rec, self._pending = self._pending, None
+        note = "  (early stopping ended training)"
+        if rec is not None:
+            info(epoch_line(rec, self.epochs) + (note if stopped_early else ""))
+        elif stopped_early and self._latest is not None:
+            info(f"early stopping ended training at epoch {self._latest.epoch}/{self.epochs}")
+        self._report_compiled()
 
     def close(self) -> None:
         if self.watch is not None:

@@ -19,6 +19,7 @@ from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads, ranks_on_node
+from gcntrain.job.drift import measure_drift
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
@@ -256,6 +257,8 @@ def train_with(
     ops.close(phase=Phase("control"))  # every rank, after its last product
     end = world.tally.snapshot()
     epochs = [b.since(a) for a, b in zip(marks.begins, marks.ends)]
+    # an approximate configuration's drift: one more pass, after the counters stopped
+    drift = measure_drift(scheme, sc, ops, local, config, result)
     return Run(
         result=result,
         ops=ops,
@@ -269,7 +272,10 @@ def train_with(
         setup_seconds=setup_s,
         agreements=agreements + 1,
         epoch_inside=marks.inside[: len(epochs)],
-        extra={"resumed_from": resumed} if resumed else {},
+        extra={
+            **({"resumed_from": resumed} if resumed else {}),
+            **({"drift": drift} if drift is not None else {}),
+        },
     )
 
 
@@ -331,6 +337,29 @@ def run_training(
     size = comm.size if comm is not None else launcher_size()
     sch = registry.get(scheme, size)
     world = sch.world(comm)
+    stop = None
+    if checkpoint is None:
+        from gcntrain.job.checkpoint import StopOnSignal
+
+        stop = StopOnSignal(world.rank, world.size)
+        stop.install()
+    try:
+        return _run(
+            world, sch, size, source, config, scheme, options, partition, partition_seed,
+            out_dir, callback, threads, per_rank, machine, checkpoint, checkpoint_every,
+            resume, max_memory, on_start, config_toml, notice,
+        )  # fmt: skip
+    finally:
+        if stop is not None:
+            stop.restore()
+
+
+def _run(
+    world, sch, size, source, config, scheme, options, partition, partition_seed, out_dir,
+    callback, threads, per_rank, machine, checkpoint, checkpoint_every, resume, max_memory,
+    on_start, config_toml, notice,
+):  # fmt: skip
+    """`run_training`'s body, under its signal handling."""
     t0 = time.perf_counter()
     per_node = ranks_on_node(world)
     nthreads = auto_threads(world, threads, per_node)
@@ -368,7 +397,7 @@ def run_training(
     search = None
     if sch.wants_grid_search(options):
         options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)
-    # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch, checkpointed
+    # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
     preempt = None
     if checkpoint is not None:
         from gcntrain.job.checkpoint import PreemptFlag
@@ -397,6 +426,9 @@ def run_training(
         if preempt is not None:
             preempt.restore()
     res, local = run.result, run.local
+    finish = getattr(callback, "finish", None)
+    if finish is not None:  # the progress printer: the last epoch's line
+        finish(bool(res.stopped_early))
     held = world.allgatherv(np.array([held_data(run)], dtype=np.int64), [1] * world.size, "report")
     scheme_report = epoch_stats(world, run)
     comm_report = epoch_comm(world, run.epoch_tallies, run.epoch_inside, res.history)
@@ -430,6 +462,8 @@ def run_training(
         **scheme_report,
         **comm_report,
     }
+    if "drift" in run.extra:
+        summary["drift"] = run.extra["drift"]
     if checkpoint is not None:
         summary["checkpoint"] = os.fspath(checkpoint)
         summary["checkpoint_every"] = int(checkpoint_every)

@@ -35,6 +35,7 @@ class VertexCutOps(RowOps):
         self._T = T
         self._typed: dict = {}
         self._queues: dict = {}
+        self._drained: dict = {}
         self._times = self._zero_times()
         self.epoch_stats: list[dict] = []
 
@@ -96,11 +97,34 @@ class VertexCutOps(RowOps):
         q.append((e, 1, up))
 
     def _drain(self, phase: Phase) -> None:
-        """Complete every exchange still in flight (before the final evaluation)."""
+        """Complete every exchange still in flight (before the final evaluation); what they
+        received is kept aside (`_drained`) for the drift pass (`_training_view`)."""
         key = phase_key(phase)
-        for q in self._queues.values():
+        for qkey, q in self._queues.items():
             while q:
-                self.world.wait(q.popleft()[2], key)
+                e, stage, pending = q.popleft()
+                got = self.world.wait(pending, key)
+                self._drained.setdefault(qkey, []).append((e, stage, Pending(None, got, got)))
+
+    def _training_view(self):
+        """Context for the drift pass (`gcntrain.job.drift`): the exchanges the final
+        evaluation completed are put back in flight, so that a pass of the next epoch with
+        ``training=True`` aggregates as that epoch would; afterwards every exchange is
+        completed and dropped (its traffic is after the run's counters)."""
+        from contextlib import contextmanager
+
+        @contextmanager
+        def view():
+            for qkey, items in self._drained.items():
+                self._queues.setdefault(qkey, deque()).extend(items)
+            self._drained = {}
+            try:
+                yield self
+            finally:
+                self._drain(Phase("control", training=False))
+                self._drained = {}
+
+        return view()
 
     def _remote(self, X: np.ndarray, phase: Phase, direction: str) -> None:
         if not phase.training:

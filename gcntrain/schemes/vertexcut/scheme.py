@@ -76,6 +76,12 @@ class VertexCut(RowScheme):
     def is_exact(self, config: dict) -> bool:
         return config["delay"] == 0
 
+    def training_view(self, ops: VertexCutOps):
+        """The drift pass's context (`gcntrain.job.drift`): passes with ``training=True``
+        aggregate as training does (0c: local partial aggregates; cd-R: the next epoch's
+        bucket with the delayed aggregates in flight)."""
+        return ops._training_view()
+
     def check_training(self, config: dict, train) -> None:
         d = config["delay"]
         if d != NO_COMM and d >= 1 and d >= train.epochs:
