@@ -4,7 +4,7 @@ Every function here is a thin layer over the code the command line runs:
 
 - the graph constructors (`gcntrain.data.construct`) assemble a `Graph` with the
   converters' own functions and check it with the graph store's validation;
-- `train` calls `gcntrain.job.runner.run_training` with the `TrainConfig` and the
+- `train` calls `gcntrain.job.runner.run_job` with the `TrainConfig` and the
   scheme arguments that `gcntrain train` builds (`gcntrain.job.options.train_config`,
   `scheme_args`), from keyword arguments named after the command's options;
 - `simulate` calls what `gcntrain simulate` calls (`gcntrain.job.plan.plan_job`).
@@ -215,7 +215,7 @@ def _counted_comm(comm):
 
 
 def _source(graph):
-    """What `run_training` and the planner take: None, a path, or a normalised, validated
+    """What `run_job` and the planner take: None, a path, or a normalised, validated
     `Graph` (as the graph file `gcntrain train` would read)."""
     if isinstance(graph, Graph):
         from gcntrain.data.store import normalize_graph, validate_graph
@@ -291,7 +291,8 @@ def train(
     from gcntrain.data.memory import parse_size
     from gcntrain.job.options import train_options
     from gcntrain.job.progress import Progress, info
-    from gcntrain.job.runner import run_training
+    from gcntrain.job.runner import run_job
+    from gcntrain.job.spec import JobOutputs, JobSpec
 
     given = {**options, "scheme": scheme, "epochs": epochs, "quiet": quiet}
     values = _resolve("train", train_options(), given)
@@ -312,24 +313,30 @@ def train(
     if progress is not None:  # the last epoch's line, after the run (`Progress.finish`)
         hook.finish = progress.finish
     try:
-        res, summary = run_training(
+        spec = JobSpec(
             _source(graph),
             config,
             scheme_name,
             scheme_opts,
             partition,
             partition_seed,
-            out_dir=values["out_dir"],
-            callback=None if progress is None and callback is None else hook,
-            on_start=None if progress is None else progress.start,
-            threads=values["threads"],
-            per_rank=values["per_rank"],
-            comm=_counted_comm(comm),
             machine=values["machine"],
+            threads=values["threads"],
+            max_memory=max_memory,
+        )
+        outputs = JobOutputs(
+            out_dir=values["out_dir"],
+            per_rank=values["per_rank"],
             checkpoint=values["checkpoint"],
             checkpoint_every=values["checkpoint_every"],
             resume=values["resume"],
-            max_memory=max_memory,
+        )
+        res, summary = run_job(
+            spec,
+            outputs,
+            comm=_counted_comm(comm),
+            callback=None if progress is None and callback is None else hook,
+            on_start=None if progress is None else progress.start,
             notice=None if values["quiet"] else info,
         )
     except FloatingPointError as e:
@@ -390,23 +397,27 @@ def simulate(
     """
     from gcntrain.job.options import simulate_options
     from gcntrain.job.plan import plan_job
+    from gcntrain.job.spec import JobSpec
 
     given = {**options, "ranks": ranks, "scheme": scheme, "machine": machine}
     v = _resolve("simulate", simulate_options(), given)
     config, scheme_name, scheme_opts, partition, seed = _config_and_scheme("simulate", v)
-    widths = {"num_features": v["num_features"], "num_classes": v["num_classes"]}
-    summary = plan_job(
+    spec = JobSpec(
         _source(graph),
         config,
-        v["ranks"],
         scheme_name,
         scheme_opts,
         partition,
         seed,
-        widths,
         machine=v["machine"],
+        ranks=v["ranks"],
         nodes=v["nodes"],
         ranks_per_node=v["ranks_per_node"],
+        num_features=v["num_features"],
+        num_classes=v["num_classes"],
+    )
+    summary = plan_job(
+        spec,
         sweep=v["sweep"],
         per_rank=v["per_rank"],
         quiet=True,

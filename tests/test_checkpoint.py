@@ -15,7 +15,8 @@ from gcntrain.data import checkpoint as ckio
 from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError, OutputError
-from gcntrain.job.runner import run_training
+from gcntrain.job.runner import run_job
+from gcntrain.job.spec import JobOutputs, JobSpec
 from gcntrain.model.state import TrainState
 from gcntrain.model.trainer import EpochRecord, TrainConfig
 from tests.mpi.batch import worker_case
@@ -117,12 +118,9 @@ def test_serial_resume_is_bit_identical_and_cli_reports_it(graph_file, tmp_path,
 
     cfg = TrainConfig(epochs=7, seed=5, early_stopping=0)
     with pytest.raises(Stop):
-        run_training(
-            str(graph_file),
-            cfg,
-            "serial",
-            checkpoint=tmp_path / "ck",
-            checkpoint_every=3,
+        run_job(
+            JobSpec(str(graph_file), cfg, "serial"),
+            JobOutputs(checkpoint=tmp_path / "ck", checkpoint_every=3),
             callback=stop,
         )
     assert ckio.latest(tmp_path / "ck")[1]["epoch"] == 3

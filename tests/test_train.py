@@ -21,7 +21,8 @@ from gcntrain.data.generate import default_dataset
 from gcntrain.data.graph import Graph
 from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError
-from gcntrain.job.runner import run_training
+from gcntrain.job.runner import run_job
+from gcntrain.job.spec import JobSpec
 from gcntrain.kernels.dropout import dropout_mask_rows
 from gcntrain.model.functional import row_normalize
 from gcntrain.model.normalize import support_matrix
@@ -325,8 +326,8 @@ def test_training_without_val_and_test_masks(small):
 
 def test_float32_close_to_float64(small):
     cfg = {"epochs": 30, "early_stopping": 0, "seed": 5, "hidden": [16, 8]}
-    r32, _ = run_training(small, TrainConfig(dtype="float32", **cfg))
-    r64, _ = run_training(small, TrainConfig(dtype="float64", **cfg))
+    r32, _ = run_job(JobSpec(small, TrainConfig(dtype="float32", **cfg)))
+    r64, _ = run_job(JobSpec(small, TrainConfig(dtype="float64", **cfg)))
     assert r32.weights[0]["W"].dtype == np.float32 and r64.weights[0]["W"].dtype == np.float64
     l32 = np.array([r.loss for r in r32.history])
     l64 = np.array([r.loss for r in r64.history])
@@ -337,7 +338,7 @@ def test_float32_close_to_float64(small):
 
 # ------------------------------------------------------------- the embedded default data
 def test_default_dataset_gcn_reaches_high_accuracy():
-    res, summary = run_training(None, TrainConfig(seed=0))
+    res, summary = run_job(JobSpec(None, TrainConfig(seed=0)))
     classes = default_dataset().num_classes
     assert summary["num_nodes"] == default_dataset().n
     assert summary["test_acc"] > 0.8 > 3.0 / classes
@@ -347,7 +348,7 @@ def test_default_dataset_gcn_reaches_high_accuracy():
 def test_graphsage_beats_chance_on_default_dataset():
     g = default_dataset()
     for agg in ("mean", "gcn"):
-        res, summary = run_training(g, TrainConfig(model="sage", aggregator=agg, seed=1))
+        res, summary = run_job(JobSpec(g, TrainConfig(model="sage", aggregator=agg, seed=1)))
         assert summary["test_acc"] > 3.0 / g.num_classes, agg
         assert res.layers[0]["bias"] is True
 

@@ -105,22 +105,26 @@ def simulate(
     steady-state epoch use the same keys as `train --json`.
     """
     from gcntrain.job.plan import plan_job
+    from gcntrain.job.spec import JobSpec
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
-    widths = {"num_features": num_features, "num_classes": num_classes}
-    summary = plan_job(
+    spec = JobSpec(
         graph,
         config,
-        ranks,
         scheme,
         options,
         partition,
         partition_seed,
-        widths,
         machine=machine,
+        ranks=ranks,
         nodes=nodes,
         ranks_per_node=ranks_per_node,
+        num_features=num_features,
+        num_classes=num_classes,
+    )
+    summary = plan_job(
+        spec,
         sweep=sweep,
         per_rank=per_rank,
         quiet=as_json,

@@ -1,5 +1,5 @@
 """`gcntrain train`: full-batch GCN / GraphSAGE training under any registered scheme, a thin
-wrapper around `gcntrain.job.runner.run_training`."""
+wrapper around `gcntrain.job.runner.run_job`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,53 @@ def _config_toml(out_dir: str) -> str:
     rerun = f"{f'mpiexec -n {n} ' if n > 1 else ''}gcntrain train --config {out_dir}/config.toml"
     header = [f"written by gcntrain train -o on {count(n, 'rank')}; the same run: {rerun}"]
     return command_toml(click.get_current_context(), RERUN_NOTES, header)
+
+
+def byte_size(n: float) -> str:
+    """`n` bytes in the unit that shows its value with three significant digits: bytes
+    below 1 kB, then kB, MB, GB, TB (decimal, as the MB of the other lines).
+
+    Parameters
+    ----------
+    n : a byte count (an epoch's median may be fractional)
+
+    Returns
+    -------
+    str : e.g. ``"92 B"``, ``"1.25 kB"``, ``"416 kB"``, ``"3.40 MB"``
+    """
+    if abs(n) < 999.5:
+        return f"{n:.0f} B"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        v = n / scale
+        if abs(v) < 999.5:
+            return f"{v:.3g} {unit}" if abs(v) >= 100 else f"{v:#.3g} {unit}"
+    return f"{n / 1e12:#.3g} TB"
+
+
+def exchange_rows(s: dict) -> list[tuple[str, str]]:
+    """The summary's rows of the pre / post aggregation exchanges per layer and direction
+    (the ``L<i>.<dir>.pre_bytes`` ... keys of a hierarchical scheme; none without them).
+
+    Parameters
+    ----------
+    s : the training summary (`--json` keys)
+
+    Returns
+    -------
+    list of (label, text) rows, sizes in the unit that shows them (`byte_size`)
+    """
+    rows = []
+    for p in sorted({k.rsplit(".", 1)[0] for k in s if k.endswith(".pre_bytes")}):
+        rows.append(
+            (
+                f"{p} pre / post",
+                f"{byte_size(s[p + '.pre_bytes'])} + {byte_size(s[p + '.pre_param_bytes'])} "
+                f"in {s[p + '.t_pre'] * 1e3:.2f} ms / {byte_size(s[p + '.post_bytes'])} + "
+                f"{byte_size(s[p + '.post_param_bytes'])} in {s[p + '.t_post'] * 1e3:.2f} ms "
+                "(values + parameters sent, time; training, max over ranks)",
+            )
+        )
+    return rows
 
 
 def _human(s: dict) -> str:
@@ -92,6 +139,10 @@ def _human(s: dict) -> str:
         )
     if "replication_factor" in s:
         rows.append(("replication factor", f"{s['replication_factor']:.3f} rows held per node"))
+    if "drift" in s:
+        from gcntrain.job.drift import drift_text
+
+        rows.append(("drift", drift_text(s["drift"])))
     if "t_local_agg" in s:
         rows.append(
             (
@@ -101,17 +152,7 @@ def _human(s: dict) -> str:
                 f"post-processing {s['t_remote_post'] * 1e3:.2f} ms (training, max over ranks)",
             )
         )
-    parts = sorted({k.rsplit(".", 1)[0] for k in s if k.endswith(".pre_bytes")})
-    for p in parts:  # pre / post aggregation exchanges per layer and direction
-        rows.append(
-            (
-                f"{p} pre / post",
-                f"{s[p + '.pre_bytes'] / 1e6:.3f} + {s[p + '.pre_param_bytes'] / 1e6:.3f} MB "
-                f"in {s[p + '.t_pre'] * 1e3:.2f} ms / {s[p + '.post_bytes'] / 1e6:.3f} + "
-                f"{s[p + '.post_param_bytes'] / 1e6:.3f} MB in {s[p + '.t_post'] * 1e3:.2f} ms "
-                "(values + parameters sent, time; training, max over ranks)",
-            )
-        )
+    rows.extend(exchange_rows(s))
     if s.get("grid_search"):
         rows.append(grid_choice(s["grid_search"]))
     if s.get("recommendation"):
@@ -159,30 +200,37 @@ def train(
     early-stopping window 10).
     """
     from gcntrain.data.memory import parse_size
-    from gcntrain.job.runner import run_training
+    from gcntrain.job.runner import run_job
+    from gcntrain.job.spec import JobOutputs, JobSpec
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
+    spec = JobSpec(
+        graph,
+        config,
+        scheme,
+        options,
+        partition,
+        partition_seed,
+        machine=machine,
+        threads=threads,
+        max_memory=None if max_memory is None else parse_size(max_memory),
+    )
+    outputs = JobOutputs(
+        out_dir=out_dir,
+        per_rank=per_rank,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
+        config_toml=None if out_dir is None else _config_toml(out_dir),
+    )
     progress = None if quiet else Progress(config.epochs)
     try:
-        _, summary = run_training(
-            graph,
-            config,
-            scheme,
-            options,
-            partition,
-            partition_seed,
-            out_dir=out_dir,
+        _, summary = run_job(
+            spec,
+            outputs,
             callback=progress,
             on_start=None if progress is None else progress.start,
-            threads=threads,
-            per_rank=per_rank,
-            machine=machine,
-            checkpoint=checkpoint,
-            checkpoint_every=checkpoint_every,
-            resume=resume,
-            max_memory=None if max_memory is None else parse_size(max_memory),
-            config_toml=None if out_dir is None else _config_toml(out_dir),
             notice=None if quiet else info,
         )
     except FloatingPointError as e:

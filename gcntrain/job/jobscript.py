@@ -297,16 +297,14 @@ def memory_estimate(run: TrainRun, ranks: int) -> tuple[int | None, str]:
     part = run.partition
     if part is not None and part not in _PARTITIONERS and not os.path.exists(part):
         return None, f"partition file {part} is not on this machine"
-    from gcntrain.simulate.autogrid import rank_grids, wants_auto, with_best_grid
+    from gcntrain.job.spec import JobSpec, resolve_grid
     from gcntrain.simulate.run import plan_training, simulation_summary
 
     config = dataclasses.replace(run.config, epochs=1)
-    options = dict(run.options)
-    args = (run.graph, config, run.scheme, ranks)
-    if wants_auto(run.scheme, ranks, options):
-        ranked = rank_grids(*args, options, part, run.partition_seed)
-        options = with_best_grid(run.scheme, ranks, options, ranked)
-    sim = plan_training(*args, options, part, run.partition_seed)
+    spec = JobSpec(run.graph, config, run.scheme, run.options, part, run.partition_seed)
+    spec, _ = resolve_grid(spec, ranks)
+    args = (spec.source, config, spec.scheme, ranks, dict(spec.options))
+    sim = plan_training(*args, part, run.partition_seed)
     return int(simulation_summary(sim, config, part, 0.0)["memory_bytes_max"]), ""
 
 

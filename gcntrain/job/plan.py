@@ -8,6 +8,7 @@ import time
 
 from gcntrain.errors import InputError
 from gcntrain.job.progress import count
+from gcntrain.job.spec import JobSpec, resolve_grid
 
 #: how the command line names the placement options in its refusals
 CLI_WORDS = {
@@ -18,18 +19,8 @@ CLI_WORDS = {
 
 
 def plan_job(
-    source,
-    config,
-    ranks: int,
-    scheme: str,
-    options: dict,
-    partition,
-    seed: int,
-    widths: dict,
+    spec: JobSpec,
     *,
-    machine=None,
-    nodes: int | None = None,
-    ranks_per_node: int | None = None,
     sweep: bool = False,
     per_rank=None,
     quiet: bool = False,
@@ -41,22 +32,20 @@ def plan_job(
 
     Parameters
     ----------
-    source : graph file, shard store, `Graph` or None (the embedded default).
-    config : the `TrainConfig`.
-    ranks, scheme, options, partition, seed : the scheme's arguments
-        (`gcntrain.job.options.scheme_args`) on `ranks` ranks.
-    widths : ``num_features`` and ``num_classes`` to assume (None: the graph's).
-    machine, nodes, ranks_per_node : the profile and placement pricing the epoch.
-    sweep : rank every configuration instead (needs `machine`).
+    spec : the job (`gcntrain.job.spec.JobSpec`) on ``spec.ranks`` ranks; ``machine``,
+        ``nodes`` and ``ranks_per_node`` are the profile and placement pricing the epoch,
+        ``num_features`` / ``num_classes`` the widths to assume (None: the graph's).
+    sweep : rank every configuration instead (needs a machine).
     per_rank : write the per rank and phase table of the plan to this file.
     quiet : no progress line on stderr (the sweep's).
     words : the refusals' wording (`CLI_WORDS`: the command line's flags).
     notice : called with one line saying the placement assumed when neither `nodes` nor
         `ranks_per_node` is given (None: silent).
     """
-    from gcntrain.simulate.autogrid import rank_grids, wants_auto, with_best_grid
     from gcntrain.simulate.run import plan_training, simulation_summary
 
+    machine, nodes, ranks_per_node = spec.machine, spec.nodes, spec.ranks_per_node
+    ranks = int(spec.ranks)
     if machine is None and (nodes is not None or ranks_per_node is not None):
         raise InputError(words["placement"])
     if sweep and machine is None:
@@ -66,7 +55,7 @@ def plan_job(
     if per_rank is not None:
         from gcntrain.data.atomic import check_output_file
 
-        check_output_file(per_rank, (source, partition), "--per-rank")
+        check_output_file(per_rank, (spec.source, spec.partition), "--per-rank")
     place, assumed = None, None
     if machine is not None:
         from gcntrain.simulate.local import load_machine
@@ -86,26 +75,30 @@ def plan_job(
             )
         return summary
 
-    _check_planning(source, config, widths)
+    _check_planning(spec.source, spec.config, spec.widths)
     if sweep:
-        args = (source, config, ranks, place, scheme, options, partition, seed, widths, quiet)
-        return said(sweep_summary(*args))
+        return said(sweep_summary(spec, place, quiet))
     t0 = time.perf_counter()
-    args = (source, config, scheme, ranks)
-    search = None
-    if wants_auto(scheme, ranks, options):
-        search = rank_grids(*args, options, partition, seed, **widths)
-        options = with_best_grid(scheme, ranks, options, search)
-    sim = plan_training(*args, options, partition, seed, **widths)
+    spec, search = resolve_grid(spec, ranks)
+    sim = plan_training(
+        spec.source,
+        spec.config,
+        spec.scheme,
+        ranks,
+        dict(spec.options),
+        spec.partition,
+        spec.partition_seed,
+        **spec.widths,
+    )
     if per_rank is not None:
         from gcntrain.simulate.table import write_table
 
         write_table(per_rank, sim.table.phases())
-    summary = simulation_summary(sim, config, partition, time.perf_counter() - t0)
+    summary = simulation_summary(sim, spec.config, spec.partition, time.perf_counter() - t0)
     if place is not None:
         from gcntrain.simulate.timing import time_summary
 
-        summary.update(time_summary(sim, config, place))
+        summary.update(time_summary(sim, spec.config, place))
     if per_rank is not None:
         summary["per_rank"] = str(per_rank)
     if search is not None:
@@ -138,26 +131,25 @@ def default_ranks_per_node(prof, ranks: int, machine) -> tuple[int, str]:
     return rpn, f"the profile's {count(prof.ranks_per_node, 'rank')} per node"
 
 
-def sweep_summary(
-    source, config, ranks, place, scheme, options, partition, seed, widths, quiet
-) -> dict:
+def sweep_summary(spec: JobSpec, place, quiet: bool) -> dict:
     """The ``simulate --sweep`` summary (`gcntrain.simulate.sweep`)."""
     from gcntrain.schemes import registry
     from gcntrain.simulate.sweep import recommend, sweep
 
+    ranks, scheme, partition = int(spec.ranks), spec.scheme, spec.partition
     schemes = None if scheme == registry.AUTO_NAME else [registry.get(scheme, ranks).name]
     parts = None if partition is None else [p for p in str(partition).split(",") if p]
     res = sweep(
-        source,
-        config,
+        spec.source,
+        spec.config,
         ranks,
         place,
         schemes=schemes,
         partitions=parts,
-        options=options,
-        partition_seed=seed,
+        options=dict(spec.options),
+        partition_seed=spec.partition_seed,
         progress=not quiet and sys.stderr.isatty(),
-        **widths,
+        **spec.widths,
     )
     try:
         best = recommend(res)

@@ -142,7 +142,7 @@ class Progress:
         """Training ended (every rank calls it; rank 0 prints): the last epoch's line if
         the rate held it back, marked when a stopping rule ended the run before
         ``epochs`` (a line of its own when the last epoch's line was shown already), and
-        the kernels compiled since the first epoch (`run_training` calls this once, after
+        the kernels compiled since the first epoch (`run_job` calls this once, after
         the final evaluation)."""
         rec, self._pending = self._pending, None
         note = "  (early stopping ended training)"

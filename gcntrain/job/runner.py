@@ -1,6 +1,6 @@
 """The one training runner for every scheme (serial included).
 
-`run_training` agrees on the configuration and loads this rank's data under one collective
+`run_job` agrees on the configuration and loads this rank's data under one collective
 verdict, sets the scheme up, trains with `gcntrain.model.trainer.fit` (the model is the same
 for every scheme; only the Ops differ), reduces the job summary and writes the outputs of the
 canonical rows.  Schemes are reached only through the registry.
@@ -21,6 +21,7 @@ from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads, ranks_on_node
 from gcntrain.job.drift import measure_drift
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
+from gcntrain.job.spec import JobOutputs, JobSpec, resolve
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
 from gcntrain.model.phase import Phase
@@ -29,7 +30,6 @@ from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
-from gcntrain.simulate.autogrid import rank_grids
 
 
 class EpochMarks(OpsProxy):
@@ -279,54 +279,34 @@ def train_with(
     )
 
 
-def run_training(
-    source,
-    config,
-    scheme: str = "auto",
-    options: dict | None = None,
-    partition: str | None = None,
-    partition_seed: int = 0,
-    out_dir=None,
-    callback=None,
-    threads: int | None = None,
-    per_rank=None,
+def run_job(
+    spec: JobSpec,
+    outputs: JobOutputs | None = None,
+    *,
     comm=None,
-    machine=None,
-    checkpoint=None,
-    checkpoint_every: int = 10,
-    resume=None,
-    max_memory: float | None = None,
+    callback=None,
     on_start=None,
-    config_toml: str | None = None,
     notice=None,
 ) -> tuple[object, dict]:
-    """Train with `scheme` on every rank of `comm` (default: the launcher's job).
+    """Train the job `spec` on every rank of `comm` (default: the launcher's job), writing
+    `outputs`.
 
     Parameters
     ----------
-    source : None (embedded default dataset), a `Graph`, a graph file or a shard store.
-    config : TrainConfig.
-    scheme : a registered name, or "auto": serial on one rank; on several, the recommender's
-        choice (`gcntrain.simulate.sweep.recommend`: the exact configuration with the least
-        predicted epoch time on `machine`, planned by rank 0 before the run starts).
-    options : the scheme's option values ({"replication": 2}, {"grid": "2x2"}, ...).
-    partition, partition_seed : row partition (block | random | PART.h5) and its seed.
-    out_dir : directory for metrics.jsonl, config.json, weights.h5, predictions.h5.
-    callback : per-epoch hook (progress).
-    threads : Numba threads per rank (default: cores / ranks on the node).
-    per_rank : path of a CSV of the measured bytes/messages of every rank and phase.
+    spec : the job (`gcntrain.job.spec.JobSpec`): ``scheme="auto"`` trains serially on one
+        rank and, on several, with the recommender's choice (`gcntrain.job.auto.choose`:
+        the exact configuration with the least predicted epoch time on ``spec.machine``,
+        default `DEFAULT_MACHINE`); ``threads``: Numba threads per rank (default: cores /
+        ranks on the node); ``max_memory``: bytes one rank may use (default: the node's
+        available memory divided by its ranks): a rank whose estimated share exceeds it is
+        refused before loading.
+    outputs : what to write (`gcntrain.job.spec.JobOutputs`; None: nothing).
     comm : a counted communicator (tests); default MPI_COMM_WORLD or none for serial.
-    machine : the profile ``--scheme auto`` prices configurations with (default: `local`).
-    checkpoint, checkpoint_every, resume : a directory to save the training state in every
-        `checkpoint_every` epochs (and at the last), and one to resume from
-        (`gcntrain.job.checkpoint`).
-    max_memory : bytes one rank may use (default: the node's available memory divided by
-        its ranks): a rank whose estimated share exceeds it is refused before loading.
+    callback : per-epoch hook (progress); its ``finish(stopped_early)``, where it has one,
+        is called after the last epoch.
     on_start : called on every rank once the data are loaded and the scheme set up, right
         before the first epoch, with {"ranks_per_node", "threads_per_rank", "node_cores"}
         (progress: the oversubscription note, watching Numba compile).
-    config_toml : the command's resolved configuration as TOML, written to `out_dir` as
-        config.toml beside config.json (`gcntrain.cli.config_file.command_toml`).
     notice : called on rank 0 with a line of progress text (``--scheme auto``: the search
         and its choice); None: silent.
 
@@ -334,72 +314,45 @@ def run_training(
     -------
     (TrainResult of the local block, job summary identical on every rank)
     """
+    outputs = JobOutputs() if outputs is None else outputs
     size = comm.size if comm is not None else launcher_size()
-    sch = registry.get(scheme, size)
-    world = sch.world(comm)
+    world = spec.scheme_of(size).world(comm)
     stop = None
-    if checkpoint is None:
+    if outputs.checkpoint is None:
         from gcntrain.job.checkpoint import StopOnSignal
 
         stop = StopOnSignal(world.rank, world.size)
         stop.install()
     try:
-        return _run(
-            world, sch, size, source, config, scheme, options, partition, partition_seed,
-            out_dir, callback, threads, per_rank, machine, checkpoint, checkpoint_every,
-            resume, max_memory, on_start, config_toml, notice,
-        )  # fmt: skip
+        return _run(world, size, spec, outputs, callback, on_start, notice)
     finally:
         if stop is not None:
             stop.restore()
 
 
-def _run(
-    world, sch, size, source, config, scheme, options, partition, partition_seed, out_dir,
-    callback, threads, per_rank, machine, checkpoint, checkpoint_every, resume, max_memory,
-    on_start, config_toml, notice,
-):  # fmt: skip
-    """`run_training`'s body, under its signal handling."""
+def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, notice):
+    """`run_job`'s body, under its signal handling."""
     t0 = time.perf_counter()
     per_node = ranks_on_node(world)
-    nthreads = auto_threads(world, threads, per_node)
+    nthreads = auto_threads(world, spec.threads, per_node)
     node = {
         "ranks_per_node": per_node,
         "threads_per_rank": nthreads,
         "node_cores": os.cpu_count() or 1,
     }
     checks = 0
-    if out_dir is not None or per_rank is not None or machine is not None:
+    if outputs.out_dir is not None or outputs.per_rank is not None or spec.machine is not None:
         # before any rank loads: the outputs can be written and are no input, the profile
         # exists (one line, exit 2, every rank; the `checks` of the plan: with -o)
-        job = (out_dir, per_rank, machine, source, partition)
+        job = (outputs.out_dir, outputs.per_rank, spec.machine, spec.source, spec.partition)
         agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
-        checks = int(out_dir is not None)
-    verify_source(world, source)  # before the auto search: it plans a checked file
-    recommendation = None
-    if scheme == registry.AUTO_NAME and size > 1:
-        from gcntrain.job.auto import choose
-
-        recommendation = choose(
-            world,
-            source,
-            config,
-            options,
-            partition,
-            partition_seed,
-            machine or DEFAULT_MACHINE,
-            per_node,
-            notice,
-            max_memory,
-        )
-        sch = registry.get(recommendation["scheme"], size)
-        options, partition = recommendation["values"], recommendation["partition"]
-    search = None
-    if sch.wants_grid_search(options):
-        options, search = _auto_grid(world, sch, source, config, options, partition, partition_seed)
+        checks = int(outputs.out_dir is not None)
+    verify_source(world, spec.source)  # before the auto search: it plans a checked file
+    job = resolve(spec, size, world, per_node, notice, DEFAULT_MACHINE)
+    spec, sch = job.spec, job.scheme
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
     preempt = None
-    if checkpoint is not None:
+    if outputs.checkpoint is not None:
         from gcntrain.job.checkpoint import PreemptFlag
 
         preempt = PreemptFlag()
@@ -408,18 +361,18 @@ def _run(
         run = train_with(
             world,
             sch,
-            source,
-            config,
-            options,
-            partition,
-            partition_seed,
+            spec.source,
+            spec.config,
+            dict(spec.options),
+            spec.partition,
+            spec.partition_seed,
             callback,
             checks,
-            checkpoint=checkpoint,
-            checkpoint_every=checkpoint_every,
-            resume=resume,
+            checkpoint=outputs.checkpoint,
+            checkpoint_every=outputs.checkpoint_every,
+            resume=outputs.resume,
             preempt=preempt,
-            max_memory=max_memory,
+            max_memory=spec.max_memory,
             on_start=None if on_start is None else (lambda: on_start(node)),
         )
     finally:
@@ -444,15 +397,15 @@ def _run(
         "scheme": sch.name,
         "ranks": world.size,
         "scheme_options": run.config,
-        "partition": _partition_label(partition, run.source, sch),
+        "partition": _partition_label(spec.partition, run.source, sch),
         "threads_per_rank": nthreads,
         "ranks_per_node": per_node,
         "node_cores": node["node_cores"],
         **stats,
         "total_seconds": time.perf_counter() - t0,
-        **model_summary(config),
+        **model_summary(spec.config),
         "graph": local.name,
-        "source": DEFAULT_SOURCE if source is None else run.source.label,
+        "source": DEFAULT_SOURCE if spec.source is None else run.source.label,
         "num_nodes": local.n,
         "nnz": local.nnz,
         "num_features": local.num_features,
@@ -464,51 +417,36 @@ def _run(
     }
     if "drift" in run.extra:
         summary["drift"] = run.extra["drift"]
-    if checkpoint is not None:
-        summary["checkpoint"] = os.fspath(checkpoint)
-        summary["checkpoint_every"] = int(checkpoint_every)
-    if resume is not None:
-        summary["resume"] = os.fspath(resume)
+    if outputs.checkpoint is not None:
+        summary["checkpoint"] = os.fspath(outputs.checkpoint)
+        summary["checkpoint_every"] = int(outputs.checkpoint_every)
+    if outputs.resume is not None:
+        summary["resume"] = os.fspath(outputs.resume)
         summary["resumed_from_epoch"] = int(run.extra["resumed_from"]["epoch"])
-    if search is not None:
-        summary["grid_search"] = search
-    if recommendation is not None:
-        summary["recommendation"] = recommendation
-    if per_rank is not None:
+    if job.grid_search is not None:
+        summary["grid_search"] = job.grid_search
+    if job.recommendation is not None:
+        summary["recommendation"] = job.recommendation
+    if outputs.per_rank is not None:
         phases = gather_phases(world, run.phases())
 
         def write_table():
             if world.rank == 0:
                 from gcntrain.simulate.table import write_table as write
 
-                write(per_rank, phases)
+                write(outputs.per_rank, phases)
 
         agree(world, write_table, name_rank=False)
-        summary["per_rank"] = os.fspath(per_rank)
-    if out_dir is not None:
-        _write_outputs(world, run, config, summary, out_dir, config_toml)
-        summary["out"] = os.fspath(out_dir)
+        summary["per_rank"] = os.fspath(outputs.per_rank)
+    if outputs.out_dir is not None:
+        out = outputs.out_dir
+        _write_outputs(world, run, spec.config, summary, out, outputs.config_toml)
+        summary["out"] = os.fspath(out)
     return res, summary
 
 
 #: the profile ``--scheme auto`` prices configurations with when none is given
 DEFAULT_MACHINE = "local"
-
-
-def _auto_grid(world, sch, source, config, options, partition, partition_seed):
-    """``--grid auto``: rank 0 plans every grid of the scheme (`rank_grids`, under one
-    agreement) and broadcasts the ranking; every rank continues with the best grid.  This
-    runs before the run's counters start, so the reported traffic is the training run's."""
-    import json
-
-    def search():
-        ranked = rank_grids(
-            source, config, sch.name, world.size, options, partition, partition_seed
-        )
-        return json.dumps(ranked).encode()
-
-    ranked = json.loads(world.bcast_bytes(on_root(world, search), 0, "control").decode())
-    return sch.with_grid(options, ranked[0]["grid"]), ranked
 
 
 def epoch_stats(world, run: Run) -> dict:

@@ -1,7 +1,7 @@
 """Helpers of the training runner that belong to the model: loading a whole graph for
 training, checking it can be trained on, and the summary of a `TrainResult`.
 
-The runner itself (`gcntrain.job.runner.run_training`) is the same for every scheme.
+The runner itself (`gcntrain.job.runner.run_job`) is the same for every scheme.
 """
 
 from __future__ import annotations

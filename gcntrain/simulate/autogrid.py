@@ -17,17 +17,6 @@ from gcntrain.schemes import registry
 from gcntrain.simulate.summary import epoch_median
 
 
-def wants_auto(scheme: str, ranks: int, options: dict | None) -> bool:
-    """Whether `options` of `scheme` on `ranks` ask for ``--grid auto`` (the scheme says
-    which option holds its grid: `Scheme.wants_grid_search`)."""
-    return registry.get(scheme, ranks).wants_grid_search(options)
-
-
-def with_best_grid(scheme: str, ranks: int, options: dict | None, ranked: list[dict]) -> dict:
-    """`options` with the process grid set to the best of `rank_grids`' `ranked`."""
-    return registry.get(scheme, ranks).with_grid(options, ranked[0]["grid"])
-
-
 def reusable_source(source, config):
     """(source, support matrix) to plan every candidate with: a single graph file is read
     once, its content hashed once and its support matrix built once (a store is left to the
