@@ -14,8 +14,11 @@ from gcntrain.data.generate import (
     expected_homophily,
     rmat,
     rmat_edges,
+    rmat_generated,
     road_grid,
+    road_grid_generated,
     sbm,
+    sbm_generated,
     sbm_probabilities,
 )
 from gcntrain.errors import InputError
@@ -252,3 +255,121 @@ def test_cli_generate_errors_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("gcntrain: error: ") and "scale" in err and err.count("\n") == 1
     assert not (tmp_path / "x.h5").exists()
+
+
+# --------------------------------------------------------------------------------------
+# bounded-memory building and streamed writing (issue 36)
+
+
+def _per_level_reference(scale, num_edges, a, b, c, rng, batch):
+    """The R-MAT draw written plainly: per batch and level, the row draws, then the column
+    draws (the definition the kernel must keep)."""
+    src = np.zeros(num_edges, np.int64)
+    dst = np.zeros(num_edges, np.int64)
+    ab = a + b
+    for lo in range(0, num_edges, batch):
+        hi = min(num_edges, lo + batch)
+        for level in range(scale):
+            row = rng.random(hi - lo) > ab
+            col = rng.random(hi - lo) > np.where(row, c / (1 - ab), a / ab)
+            src[lo:hi] |= row.astype(np.int64) << level
+            dst[lo:hi] |= col.astype(np.int64) << level
+    return src, dst
+
+
+def test_rmat_edges_equal_the_per_level_draw_over_several_batches():
+    args = (9, 5000, 0.57, 0.19, 0.19)
+    ref = _per_level_reference(*args, np.random.default_rng(7), batch=1234)
+    got = rmat_edges(*args, np.random.default_rng(7), dtype=np.int32, batch=1234)
+    assert got[0].dtype == np.int32
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])
+    other = rmat_edges(*args, np.random.default_rng(7), batch=1000)
+    assert not np.array_equal(other[0], ref[0])  # the batch is part of the draw
+
+
+def test_csr_from_edges_equals_sort_merge_and_symmetrize():
+    from gcntrain.data.generators.build import csr_from_edges
+    from gcntrain.data.preprocess import coo_to_csr, symmetrize
+
+    rng = np.random.default_rng(3)
+    n = 300
+    src = rng.integers(0, n, 20_000)
+    dst = rng.integers(0, n, 20_000)
+    src[:400] = 5  # a hub row longer than the insertion-sort cutoff, with repeats
+    dst[:400] = rng.integers(0, 60, 400)
+    src[400:450] = dst[400:450]  # self-loops
+    keep = src != dst
+    for symmetric in (True, False):
+        indptr, indices = csr_from_edges(src.astype(np.int32), dst.astype(np.int32), n, symmetric)
+        ref_ptr, ref_ind, _ = coo_to_csr(src[keep], dst[keep], None, n, n)
+        if symmetric:
+            ref_ptr, ref_ind, _ = symmetrize(ref_ptr, ref_ind, None)
+        np.testing.assert_array_equal(indptr, ref_ptr)
+        np.testing.assert_array_equal(indices, ref_ind)
+        assert indices.dtype == np.int32 and indptr.dtype == np.int64
+    with pytest.raises(ValueError):
+        csr_from_edges(np.array([0, 3]), np.array([1, 0]), 3, True)
+
+
+@pytest.mark.parametrize(
+    "make, args, kwargs",
+    [
+        (rmat_generated, (9, 6), dict(seed=4, num_features=5, num_classes=3)),
+        (rmat_generated, (8, 4), dict(seed=1, symmetrize=False, num_features=0)),
+        (sbm_generated, (700, 4), dict(num_features=9, seed=2)),
+        (road_grid_generated, (17, 23), dict(seed=5, p_diagonal=0.2)),
+    ],
+    ids=["rmat", "rmat-directed-nofeatures", "sbm", "grid"],
+)
+def test_streamed_file_is_the_file_of_the_graph_in_memory(tmp_path, make, args, kwargs):
+    """Written in small blocks and slices (so every array takes several), the file equals
+    the one `write_graph` writes for the same graph: attributes, content hash, arrays."""
+    from gcntrain.cli.convert_cmd import graph_summary
+    from gcntrain.data.generators.write import write_generated
+    from gcntrain.data.store import read_graph, read_meta, write_graph
+
+    ref = make(*args, **kwargs).to_graph()
+    write_graph(tmp_path / "ref.h5", ref)
+    g = make(*args, **kwargs)
+    written = write_generated(tmp_path / "s.h5", g, block_rows=37, slice_entries=101)
+    assert read_meta(tmp_path / "s.h5") == read_meta(tmp_path / "ref.h5")
+    g = read_graph(tmp_path / "s.h5")  # validates, checks the content hash
+    assert _same(g, ref) and written["content_hash"] == ref.content_hash()
+    summary = graph_summary(ref)
+    for key in ("nodes", "nnz", "undirected_edges", "self_loops", "train", "val", "test"):
+        assert written[key] == summary[key], key
+
+
+def test_generated_node_data_are_drawn_once_and_bad_structure_is_refused(tmp_path):
+    from gcntrain.data.generators.write import structure_counts, write_generated
+    from gcntrain.errors import FormatError
+
+    g = rmat_generated(6, 4, seed=0)
+    g.to_graph()
+    with pytest.raises(RuntimeError, match="already drawn"):
+        g.to_graph()
+    bad = rmat_generated(6, 4, seed=0)
+    row = int(np.flatnonzero(np.diff(bad.indptr) >= 2)[0])
+    lo = bad.indptr[row]
+    bad.indices[lo], bad.indices[lo + 1] = bad.indices[lo + 1], bad.indices[lo]
+    with pytest.raises(FormatError, match=f"row {row} "):
+        structure_counts(bad)
+    with pytest.raises(FormatError):
+        write_generated(tmp_path / "bad.h5", bad)
+    assert not (tmp_path / "bad.h5").exists()
+
+
+def test_cli_generate_summary_is_convert_summary_of_the_file(tmp_path, capsys):
+    from gcntrain.cli.convert_cmd import graph_summary
+    from gcntrain.data.store import read_graph
+
+    out = tmp_path / "d.h5"
+    argv = ["generate", "rmat", "-o", str(out), "--scale", "8", "--directed", "--json"]
+    assert run([*argv, "--edge-factor", "6", "--seed", "3"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    expected = graph_summary(read_graph(str(out)))
+    assert list(summary)[: len(expected)] == list(expected)
+    assert {k: summary[k] for k in expected} == expected
+    assert summary["seed"] == 3 and summary["out"] == str(out)
+    assert expected["undirected_edges"] < expected["nnz"]  # some pairs stored both ways

@@ -1,4 +1,9 @@
-"""`gcntrain generate {rmat,sbm,grid,default}`: synthetic graphs -> HDF5 graph store."""
+"""`gcntrain generate {rmat,sbm,grid,default}`: synthetic graphs -> HDF5 graph store.
+
+The graph's structure is built in memory; its node data are drawn and written block by
+block, and the file is hashed as it is written (`gcntrain.data.generators.write`), so memory
+stays at the structure plus a fixed buffer.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import time
 
 import click
 
-from gcntrain.cli.convert_cmd import graph_summary, write_and_report
+from gcntrain.cli.display import emit
 from gcntrain.cli.options import json_option, out_option, seed_option
 
 
@@ -20,14 +25,36 @@ def generate() -> None:
 
 
 def _finish(make, out: str, as_json: bool, **params) -> None:
+    """Build the structure (``make()``: a `GeneratedGraph`), stream it to `out` and print
+    `convert`'s summary (the same keys, in the same order), then `params` and the times."""
     from gcntrain.data.atomic import check_output_file
+    from gcntrain.data.generators.write import structure_counts, write_generated
 
     check_output_file(out, (), "--out")  # before the generation: nothing done in vain
     t0 = time.perf_counter()
     g = make()
-    summary = graph_summary(g)
-    summary.update(params)
-    write_and_report(g, out, as_json, summary, time.perf_counter() - t0)
+    counts = structure_counts(g)
+    t_build = time.perf_counter() - t0
+    written = write_generated(out, g, counts=counts)
+    summary = {
+        "name": g.name,
+        "nodes": written["nodes"],
+        "nnz": written["nnz"],
+        "undirected_edges": written["undirected_edges"],
+        "self_loops": written["self_loops"],
+        "directed": bool(g.directed),
+        "weighted": False,
+        "features": g.num_features,
+        "classes": g.num_classes,
+        "train": written["train"],
+        "val": written["val"],
+        "test": written["test"],
+        **params,
+        "out": out,
+        "seconds_build": round(t_build, 4),
+        "seconds_write": round(written["seconds_write"], 4),
+    }
+    emit(summary, as_json)
 
 
 @generate.command("rmat")
@@ -66,10 +93,10 @@ def _finish(make, out: str, as_json: bool, **params) -> None:
 @json_option
 def rmat_cmd(out, scale, edge_factor, a, b, c, directed, features, classes, seed, as_json) -> None:
     """R-MAT graph with 2^SCALE vertices, random features/labels, 60/20/20 split."""
-    from gcntrain.data.generate import rmat
+    from gcntrain.data.generate import rmat_generated
 
     _finish(
-        lambda: rmat(
+        lambda: rmat_generated(
             scale,
             edge_factor,
             a,
@@ -132,10 +159,10 @@ def sbm_cmd(
     out, n, classes, features, p_in, p_out, degree, homophily, signal, seed, as_json
 ) -> None:
     """Planted-partition graph whose labels are learnable (20 train nodes per class)."""
-    from gcntrain.data.generate import sbm
+    from gcntrain.data.generate import sbm_generated
 
     _finish(
-        lambda: sbm(
+        lambda: sbm_generated(
             n,
             classes,
             p_in,
@@ -174,10 +201,10 @@ def sbm_cmd(
 @json_option
 def grid_cmd(out, rows, cols, p_delete, p_diagonal, seed, as_json) -> None:
     """Road-like 2-D grid (ROWS x COLS nodes)."""
-    from gcntrain.data.generate import road_grid
+    from gcntrain.data.generate import road_grid_generated
 
     _finish(
-        lambda: road_grid(rows, cols, seed, p_delete=p_delete, p_diagonal=p_diagonal),
+        lambda: road_grid_generated(rows, cols, seed, p_delete=p_delete, p_diagonal=p_diagonal),
         out,
         as_json,
         seed=seed,
@@ -189,6 +216,6 @@ def grid_cmd(out, rows, cols, p_delete, p_diagonal, seed, as_json) -> None:
 @json_option
 def default_cmd(out, as_json) -> None:
     """The embedded default data set (sbm-default) that `train` uses without a GRAPH."""
-    from gcntrain.data.generate import default_dataset
+    from gcntrain.data.generate import default_generated
 
-    _finish(default_dataset, out, as_json)
+    _finish(default_generated, out, as_json)

@@ -3,19 +3,28 @@
 All randomness comes from ``numpy.random.default_rng(seed)``; equal arguments give equal
 graphs on every platform numpy supports.  `default_dataset` is the embedded data set that
 ``gcntrain train`` uses when no graph is given.
+
+Each generator has two faces: ``rmat``/``sbm``/``road_grid`` return a `Graph` in memory;
+``rmat_generated``/``sbm_generated``/``road_grid_generated`` return the same graph as a
+`GeneratedGraph` (structure built, node data drawn on demand in blocks of rows), which
+`gcntrain.data.generators.write.write_generated` streams into a file in bounded memory.
+The structure is built by `gcntrain.data.generators.build.csr_from_edges` (R-MAT in
+`gcntrain.data.generators.rmat`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
+from gcntrain.data.generators.build import GeneratedGraph, csr_from_edges, random_split
+from gcntrain.data.generators.rmat import RMAT_BATCH, rmat_edges, rmat_generated
 from gcntrain.data.graph import Graph
-from gcntrain.data.preprocess import coo_to_csr
-from gcntrain.data.preprocess import symmetrize as _symmetrize
 from gcntrain.errors import InputError
 
-#: edges generated per R-MAT batch (bounds temporary memory at large scales)
-_RMAT_BATCH = 1 << 22
+#: edges generated per R-MAT batch (part of the draw's definition; see generators.rmat)
+_RMAT_BATCH = RMAT_BATCH
 
 #: parameters of the embedded default data set (see `default_dataset`)
 DEFAULT_SBM = {
@@ -39,67 +48,8 @@ def _check(cond: bool, msg: str) -> None:
         raise InputError(msg)
 
 
-def _graph_from_edges(
-    src: np.ndarray, dst: np.ndarray, n: int, symmetric: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """CSR (indptr, indices) of the edge set, self-loops and duplicates removed."""
-    keep = src != dst
-    indptr, indices, _ = coo_to_csr(src[keep], dst[keep], None, n, n)
-    if symmetric:
-        indptr, indices, _ = _symmetrize(indptr, indices, None)
-    return indptr, indices
-
-
-def random_split(
-    n: int, rng: np.random.Generator, fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Disjoint random train/val/test masks with the given fractions of the n nodes."""
-    perm = rng.permutation(n)
-    n_train = int(round(fractions[0] * n))
-    n_val = int(round(fractions[1] * n))
-    n_test = min(int(round(fractions[2] * n)), n - n_train - n_val)
-    masks = []
-    for lo, hi in (
-        (0, n_train),
-        (n_train, n_train + n_val),
-        (n_train + n_val, n_train + n_val + n_test),
-    ):
-        m = np.zeros(n, dtype=bool)
-        m[perm[lo:hi]] = True
-        masks.append(m)
-    return masks[0], masks[1], masks[2]
-
-
 # ---------------------------------------------------------------------------------------
 # R-MAT
-
-
-def rmat_edges(
-    scale: int, num_edges: int, a: float, b: float, c: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Draw `num_edges` R-MAT edges over ``2**scale`` vertices (int64 src, dst).
-
-    Each of the `scale` bit levels picks a quadrant with probabilities a, b, c, d = 1-a-b-c
-    (a: top-left, b: top-right, c: bottom-left), vectorised over all edges of a batch.
-    """
-    src = np.zeros(num_edges, dtype=np.int64)
-    dst = np.zeros(num_edges, dtype=np.int64)
-    ab = a + b
-    a_norm = a / ab if ab > 0 else 0.0
-    c_norm = c / (1.0 - ab) if ab < 1 else 0.0
-    for lo in range(0, num_edges, _RMAT_BATCH):
-        hi = min(num_edges, lo + _RMAT_BATCH)
-        m = hi - lo
-        s = np.zeros(m, dtype=np.int64)
-        d = np.zeros(m, dtype=np.int64)
-        for level in range(scale):
-            row_bit = rng.random(m) > ab
-            col_bit = rng.random(m) > np.where(row_bit, c_norm, a_norm)
-            s |= row_bit.astype(np.int64) << level
-            d |= col_bit.astype(np.int64) << level
-        src[lo:hi] = s
-        dst[lo:hi] = d
-    return src, dst
 
 
 def rmat(
@@ -131,34 +81,17 @@ def rmat(
         Vertices randomly permuted (as Graph500 does), self-loops and duplicates removed,
         standard-normal features, uniform random labels, random 60/20/20 split.
     """
-    _check(1 <= scale <= 40, f"scale must be in 1..40, got {scale}")
-    _check(edge_factor >= 1, f"edge factor must be >= 1, got {edge_factor}")
-    _check(
-        min(a, b, c) >= 0 and a + b + c <= 1.0 + 1e-12,
-        f"need a, b, c >= 0 and a + b + c <= 1, got {a}, {b}, {c}",
-    )
-    _check(num_features >= 0 and num_classes >= 1, "need features >= 0 and classes >= 1")
-    rng = np.random.default_rng(seed)
-    n = 1 << scale
-    src, dst = rmat_edges(scale, edge_factor * n, a, b, c, rng)
-    perm = rng.permutation(n)
-    indptr, indices = _graph_from_edges(perm[src], perm[dst], n, symmetrize)
-    features = rng.standard_normal((n, num_features), dtype=np.float32)
-    labels = rng.integers(0, num_classes, n).astype(np.int64)
-    train, val, test = random_split(n, rng)
-    return Graph(
-        indptr=indptr,
-        indices=indices,
-        features=features,
-        labels=labels,
-        train_mask=train,
-        val_mask=val,
-        test_mask=test,
-        name=f"rmat-s{scale}-e{edge_factor}",
-        directed=not symmetrize,
+    return rmat_generated(
+        scale,
+        edge_factor,
+        a,
+        b,
+        c,
+        seed,
+        symmetrize=symmetrize,
+        num_features=num_features,
         num_classes=num_classes,
-        extra={"generator": "rmat", "seed": seed, "a": a, "b": b, "c": c},
-    )
+    ).to_graph()
 
 
 def random_node_data(g: Graph, num_features: int, num_classes: int, seed: int = 0) -> Graph:
@@ -214,6 +147,16 @@ def expected_homophily(sizes: np.ndarray, p_in: float, p_out: float) -> float:
     return intra / (intra + inter) if intra + inter > 0 else 0.0
 
 
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` by a sort (numpy's hashing unique is many times slower on the
+    millions of keys of a large block pair; the result is the same sorted array)."""
+    a = np.sort(a)
+    keep = np.empty(a.shape[0], dtype=bool)
+    keep[:1] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def _sample_pairs(
     rng: np.random.Generator, count: int, s_i: int, s_j: int, same: bool
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +176,7 @@ def _sample_pairs(
             ok = u != v
             u, v = np.minimum(u[ok], v[ok]), np.maximum(u[ok], v[ok])
         new = u * s_j + v
-        keys = np.unique(np.concatenate([keys, new]))
+        keys = _sorted_unique(np.concatenate([keys, new]))
         if keys.size >= key_space:
             break
     keys = rng.permutation(keys)[: min(count, keys.size)]
@@ -266,6 +209,48 @@ def planted_partition_edges(
     return np.concatenate(srcs), np.concatenate(dsts)
 
 
+def bag_of_words_draws(
+    labels: np.ndarray,
+    num_classes: int,
+    num_features: int,
+    words_per_node: float,
+    signal: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The draws of `bag_of_words_features`: ``(counts, words)``, node i's words being the
+    ``counts[i]`` entries of `words` after those of nodes 0..i-1 (int32 word ids)."""
+    n = labels.shape[0]
+    topic_size = max(1, num_features // max(num_classes, 1))
+    topics = (
+        np.stack([rng.choice(num_features, topic_size, replace=False) for _ in range(num_classes)])
+        if num_classes
+        else np.empty((0, 1), int)
+    )
+    counts = 1 + rng.poisson(max(words_per_node - 1.0, 0.0), n)
+    node_of = np.repeat(np.arange(n), counts)
+    total = node_of.size
+    from_topic = rng.random(total) < signal
+    words = rng.integers(0, num_features, total)
+    pick = rng.integers(0, topic_size, total)
+    words[from_topic] = topics[labels[node_of[from_topic]], pick[from_topic]]
+    return counts, words.astype(np.int32)
+
+
+def bag_of_words_blocks(
+    counts: np.ndarray, words: np.ndarray, num_features: int, block_rows: int
+) -> Iterator[np.ndarray]:
+    """The binary feature rows of `bag_of_words_draws`, `block_rows` nodes at a time."""
+    n = counts.shape[0]
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    for lo in range(0, n, block_rows):
+        hi = min(n, lo + block_rows)
+        X = np.zeros((hi - lo, num_features), dtype=np.float32)
+        node = np.repeat(np.arange(hi - lo), counts[lo:hi])
+        X[node, words[starts[lo] : starts[hi]]] = 1.0
+        yield X
+
+
 def bag_of_words_features(
     labels: np.ndarray,
     num_classes: int,
@@ -281,23 +266,11 @@ def bag_of_words_features(
     class topic with probability `signal` and uniformly from all words otherwise; the feature
     row marks which words occur.
     """
-    n = labels.shape[0]
-    topic_size = max(1, num_features // max(num_classes, 1))
-    topics = (
-        np.stack([rng.choice(num_features, topic_size, replace=False) for _ in range(num_classes)])
-        if num_classes
-        else np.empty((0, 1), int)
+    counts, words = bag_of_words_draws(
+        labels, num_classes, num_features, words_per_node, signal, rng
     )
-    counts = 1 + rng.poisson(max(words_per_node - 1.0, 0.0), n)
-    node_of = np.repeat(np.arange(n), counts)
-    total = node_of.size
-    from_topic = rng.random(total) < signal
-    words = rng.integers(0, num_features, total)
-    pick = rng.integers(0, topic_size, total)
-    words[from_topic] = topics[labels[node_of[from_topic]], pick[from_topic]]
-    X = np.zeros((n, num_features), dtype=np.float32)
-    X[node_of, words] = 1.0
-    return X
+    n = labels.shape[0]
+    return next(bag_of_words_blocks(counts, words, num_features, max(n, 1)))
 
 
 def planetoid_style_split(
@@ -363,6 +336,36 @@ def sbm(
         Undirected, no self-loops; train 20 nodes per class, 500 validation, 1000 test (scaled
         down for small n).
     """
+    return sbm_generated(
+        n,
+        num_classes,
+        p_in,
+        p_out,
+        num_features,
+        seed,
+        avg_degree=avg_degree,
+        homophily=homophily,
+        words_per_node=words_per_node,
+        feature_signal=feature_signal,
+        name=name,
+    ).to_graph()
+
+
+def sbm_generated(
+    n: int = 4000,
+    num_classes: int = 8,
+    p_in: float | None = None,
+    p_out: float | None = None,
+    num_features: int = 100,
+    seed: int = 0,
+    *,
+    avg_degree: float = 16.0,
+    homophily: float = 0.5,
+    words_per_node: float = 18.0,
+    feature_signal: float = 0.2,
+    name: str | None = None,
+) -> GeneratedGraph:
+    """`sbm`'s graph (same arguments, same graph) with its node data drawn on demand."""
     _check(n >= 2, f"n must be >= 2, got {n}")
     _check(1 <= num_classes <= n, f"classes must be in 1..n, got {num_classes}")
     _check(num_features >= 1, f"features must be >= 1, got {num_features}")
@@ -377,20 +380,25 @@ def sbm(
     rng = np.random.default_rng(seed)
     labels = rng.permutation(np.arange(n, dtype=np.int64) % num_classes)
     src, dst = planted_partition_edges(labels, p_in, p_out, rng)
-    indptr, indices = _graph_from_edges(src, dst, n, symmetric=True)
-    X = bag_of_words_features(
-        labels, num_classes, num_features, words_per_node, feature_signal, rng
-    )
-    train, val, test = planetoid_style_split(labels, num_classes, rng)
+    indptr, indices = csr_from_edges(src, dst, n, symmetric=True)
+    del src, dst
     sizes = np.bincount(labels, minlength=num_classes)
-    return Graph(
+
+    def draw_features(block_rows: int) -> Iterator[np.ndarray]:
+        counts, words = bag_of_words_draws(
+            labels, num_classes, num_features, words_per_node, feature_signal, rng
+        )
+        yield from bag_of_words_blocks(counts, words, num_features, block_rows)
+
+    def draw_rest():
+        return (labels, *planetoid_style_split(labels, num_classes, rng))
+
+    return GeneratedGraph(
         indptr=indptr,
         indices=indices,
-        features=X,
-        labels=labels,
-        train_mask=train,
-        val_mask=val,
-        test_mask=test,
+        num_features=num_features,
+        draw_features=draw_features,
+        draw_rest=draw_rest,
         name=name or f"sbm-n{n}-k{num_classes}",
         directed=False,
         num_classes=num_classes,
@@ -404,23 +412,32 @@ def sbm(
     )
 
 
+def _default_arguments() -> dict:
+    p = dict(DEFAULT_SBM)
+    return {
+        "n": p["n"],
+        "num_classes": p["num_classes"],
+        "num_features": p["num_features"],
+        "seed": p["seed"],
+        "avg_degree": p["avg_degree"],
+        "homophily": p["homophily"],
+        "words_per_node": p["words_per_node"],
+        "feature_signal": p["feature_signal"],
+        "name": "sbm-default",
+    }
+
+
 def default_dataset() -> Graph:
     """The embedded default data set "sbm-default" (no download; a few thousand nodes).
 
     4000 nodes, 8 classes, average degree about 16, 100 binary features; see `DEFAULT_SBM`.
     """
-    p = dict(DEFAULT_SBM)
-    return sbm(
-        n=p["n"],
-        num_classes=p["num_classes"],
-        num_features=p["num_features"],
-        seed=p["seed"],
-        avg_degree=p["avg_degree"],
-        homophily=p["homophily"],
-        words_per_node=p["words_per_node"],
-        feature_signal=p["feature_signal"],
-        name="sbm-default",
-    )
+    return sbm(**_default_arguments())
+
+
+def default_generated() -> GeneratedGraph:
+    """`default_dataset` as a `GeneratedGraph`."""
+    return sbm_generated(**_default_arguments())
 
 
 # ---------------------------------------------------------------------------------------
@@ -444,6 +461,28 @@ def road_grid(
     standard-normal noise columns; random 60/20/20 split.  ``extra`` records rows and cols
     (so node i sits at ``divmod(i, cols)``).
     """
+    return road_grid_generated(
+        rows,
+        cols,
+        seed,
+        p_delete=p_delete,
+        p_diagonal=p_diagonal,
+        num_features=num_features,
+        num_classes=num_classes,
+    ).to_graph()
+
+
+def road_grid_generated(
+    rows: int,
+    cols: int,
+    seed: int = 0,
+    *,
+    p_delete: float = 0.05,
+    p_diagonal: float = 0.02,
+    num_features: int = 8,
+    num_classes: int = 4,
+) -> GeneratedGraph:
+    """`road_grid`'s graph (same arguments, same graph) with its node data drawn on demand."""
     _check(rows >= 1 and cols >= 1, f"rows and cols must be >= 1, got {rows} x {cols}")
     _check(0 <= p_delete <= 1 and 0 <= p_diagonal <= 1, "probabilities must be in [0, 1]")
     _check(num_features >= 2 and num_classes >= 1, "need features >= 2 and classes >= 1")
@@ -463,22 +502,30 @@ def road_grid(
     add = rng.random(dsrc.size) < p_diagonal
     src = np.concatenate([src, dsrc[add]])
     dst = np.concatenate([dst, ddst[add]])
-    indptr, indices = _graph_from_edges(src, dst, n, symmetric=True)
-    r, c = np.divmod(np.arange(n, dtype=np.int64), cols)
-    labels = (c * num_classes // cols).astype(np.int64)
-    X = np.empty((n, num_features), dtype=np.float32)
-    X[:, 0] = r / max(rows - 1, 1)
-    X[:, 1] = c / max(cols - 1, 1)
-    X[:, 2:] = rng.standard_normal((n, num_features - 2), dtype=np.float32)
-    train, val, test = random_split(n, rng)
-    return Graph(
+    del ids, right, down, keep, diag_a, diag_b, dsrc, ddst, add
+    indptr, indices = csr_from_edges(src, dst, n, symmetric=True)
+    del src, dst
+    labels = (np.arange(n, dtype=np.int64) % cols * num_classes // cols).astype(np.int64)
+
+    def draw_features(block_rows: int) -> Iterator[np.ndarray]:
+        for lo in range(0, n, block_rows):
+            hi = min(n, lo + block_rows)
+            r, c = np.divmod(np.arange(lo, hi, dtype=np.int64), cols)
+            X = np.empty((hi - lo, num_features), dtype=np.float32)
+            X[:, 0] = r / max(rows - 1, 1)
+            X[:, 1] = c / max(cols - 1, 1)
+            X[:, 2:] = rng.standard_normal((hi - lo, num_features - 2), dtype=np.float32)
+            yield X
+
+    def draw_rest():
+        return (labels, *random_split(n, rng))
+
+    return GeneratedGraph(
         indptr=indptr,
         indices=indices,
-        features=X,
-        labels=labels,
-        train_mask=train,
-        val_mask=val,
-        test_mask=test,
+        num_features=num_features,
+        draw_features=draw_features,
+        draw_rest=draw_rest,
         name=f"grid-{rows}x{cols}",
         directed=False,
         num_classes=num_classes,
@@ -488,12 +535,18 @@ def road_grid(
 
 __all__ = [
     "DEFAULT_SBM",
+    "GeneratedGraph",
     "default_dataset",
+    "default_generated",
     "expected_homophily",
     "planted_partition_edges",
+    "random_split",
     "rmat",
     "rmat_edges",
+    "rmat_generated",
     "road_grid",
+    "road_grid_generated",
     "sbm",
+    "sbm_generated",
     "sbm_probabilities",
 ]

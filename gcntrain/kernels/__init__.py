@@ -5,8 +5,9 @@ scatter product A.T @ X), `coo` (row pointers of entries in row order), `dense` 
 dense products, one thread pool), `elementwise` (ReLU, row normalisation), `softmax` (fused
 softmax cross-entropy), `rows` (message row gather/scatter), `quant` (Int2/4/8 messages),
 `threads` (thread count per process), `compile_watch` (the compile progress line),
-`prefetch` (LLVM prefetch hint), `dropout` (counter-based dropout) and `gpu` (optional
-CuPy twin, never imported here).
+`prefetch` (LLVM prefetch hint), `dropout` (counter-based dropout), `edges` (the
+generators' R-MAT levels, edge scatter into CSR, per-row sort and de-duplication) and `gpu`
+(optional CuPy twin, never imported here).
 Nothing is imported eagerly, so importing the package compiles nothing.
 """
 

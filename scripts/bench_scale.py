@@ -1,0 +1,154 @@
+"""Measure gcntrain at scale: `gcntrain generate rmat` at scales 18-21 (24 with --with-24).
+
+Each measurement runs gcntrain in its own child process and reports the child's wall time
+and peak RSS (``os.wait4``: that child's own rusage), beside the machine's load and memory
+bandwidth (numpy triad) printed before and after.  One function per measurement
+(`measure_generate`), so that loading and simulating at scale can be added beside it.
+
+    python scripts/bench_scale.py [--scales 18,19,20,21] [--with-24] [--features 64]
+        [--classes 16] [--edge-factor 16] [--dir DIR] [--json]
+
+Files are written into a temporary directory under --dir (default: the current directory;
+scale 24 with 64 features writes about 6.5 GB) and deleted after each measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gcntrain.simulate.launch import gcntrain_cmd
+from gcntrain.simulate.measure import triad_gbs
+
+
+def machine_state() -> dict:
+    """The 1-minute load and the memory bandwidth one core streams now (GB/s, triad)."""
+    return {"load": round(os.getloadavg()[0], 2), "triad_gbs": round(triad_gbs(), 1)}
+
+
+#: a fresh, small process that runs the command and reports its rusage: a child forked
+#: straight from this script would count this script's own peak (Linux copies the memory
+#: high-water mark at fork and keeps it across exec), as /usr/bin/time avoids too
+_WRAPPER = """
+import json, os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    json.dump({"wall_s": time.perf_counter() - t0, "maxrss_kib": usage.ru_maxrss}, f)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_measured(argv: list[str]) -> dict:
+    """Run `argv` in a child process; its wall time, its own peak RSS (MiB, from
+    ``os.wait4`` in a small wrapper process), exit status and output."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "usage.json"
+        proc = subprocess.run(
+            [sys.executable, "-c", _WRAPPER, str(report), *argv], capture_output=True, text=True
+        )
+        usage = json.loads(report.read_text()) if report.exists() else {}
+    return {
+        "wall_s": round(usage.get("wall_s", float("nan")), 2),
+        "peak_rss_mib": round(usage.get("maxrss_kib", 0) / 1024, 1),  # KiB on Linux
+        "returncode": proc.returncode,
+        "stdout": proc.stdout,
+        "stderr": proc.stderr,
+    }
+
+
+def measure_generate(
+    scale: int, folder: Path, *, edge_factor: int = 16, features: int = 64, classes: int = 16
+) -> dict:
+    """`gcntrain generate rmat --scale SCALE` into `folder`: wall time, peak RSS, the
+    generator's own build and write times, nodes, stored entries and file size; the file is
+    deleted afterwards."""
+    path = folder / f"rmat{scale}.h5"
+    argv = [*gcntrain_cmd(), "generate", "rmat", "-o", str(path), "--scale", str(scale)]
+    argv += ["--edge-factor", str(edge_factor), "--features", str(features)]
+    argv += ["--classes", str(classes), "--json"]
+    r = run_measured(argv)
+    row = {"what": f"generate rmat --scale {scale}", "scale": scale, **machine_load()}
+    row.update({k: r[k] for k in ("wall_s", "peak_rss_mib", "returncode")})
+    if r["returncode"] != 0:
+        row["error"] = r["stderr"].strip().splitlines()[-1:] or ["(no message)"]
+        return row
+    summary = json.loads(r["stdout"])
+    row.update(
+        nodes=summary["nodes"],
+        nnz=summary["nnz"],
+        seconds_build=summary["seconds_build"],
+        seconds_write=summary["seconds_write"],
+        file_gib=round(path.stat().st_size / 2**30, 2),
+    )
+    path.unlink()
+    return row
+
+
+def machine_load() -> dict:
+    """The 1-minute load when a measurement ends (cheap: no bandwidth run)."""
+    return {"load_after": round(os.getloadavg()[0], 2)}
+
+
+def print_row(row: dict) -> None:
+    if "error" in row:
+        print(f"{row['what']:28s} failed (exit {row['returncode']}): {row['error'][0]}")
+        return
+    print(
+        f"{row['what']:28s} {row['wall_s']:8.2f} {row['peak_rss_mib']:10.0f} "
+        f"{row['seconds_build']:8.2f} {row['seconds_write']:8.2f} {row['nodes']:>11,d} "
+        f"{row['nnz']:>13,d} {row['file_gib']:7.2f} {row['load_after']:6.2f}"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scales", default="18,19,20,21", help="comma-separated R-MAT scales")
+    ap.add_argument("--with-24", action="store_true", help="also scale 24 (minutes, ~5 GB)")
+    ap.add_argument("--edge-factor", type=int, default=16)
+    ap.add_argument("--features", type=int, default=64)
+    ap.add_argument("--classes", type=int, default=16)
+    ap.add_argument("--dir", default=".", help="where the temporary files go")
+    ap.add_argument("--json", action="store_true", help="one JSON object at the end")
+    args = ap.parse_args()
+    scales = [int(s) for s in args.scales.split(",") if s.strip()]
+    if args.with_24 and 24 not in scales:
+        scales.append(24)
+    before = machine_state()
+    print(
+        f"before: load {before['load']:.2f}, memory bandwidth {before['triad_gbs']:.1f} GB/s "
+        f"(triad, one core), {os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    )
+    print(
+        f"{'measurement':28s} {'wall s':>8s} {'peak MiB':>10s} {'build s':>8s} {'write s':>8s} "
+        f"{'nodes':>11s} {'stored':>13s} {'GiB':>7s} {'load':>6s}"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-scale-") as tmp:
+        for scale in scales:
+            row = measure_generate(
+                scale,
+                Path(tmp),
+                edge_factor=args.edge_factor,
+                features=args.features,
+                classes=args.classes,
+            )
+            rows.append(row)
+            print_row(row)
+    after = machine_state()
+    print(f"after: load {after['load']:.2f}, memory bandwidth {after['triad_gbs']:.1f} GB/s")
+    if args.json:
+        print(json.dumps({"before": before, "after": after, "rows": rows}))
+    return 0 if all(r["returncode"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
