@@ -17,7 +17,7 @@ from gcntrain.cli.display import (
     time_rows,
 )
 from gcntrain.cli.options import apply
-from gcntrain.job.options import scheme_args, simulate_options, train_config
+from gcntrain.job.options import job_spec, simulate_options
 
 
 def _mb(b: float) -> str:
@@ -105,17 +105,10 @@ def simulate(
     steady-state epoch use the same keys as `train --json`.
     """
     from gcntrain.job.plan import plan_job
-    from gcntrain.job.spec import JobSpec
 
-    config = train_config(kw)
-    scheme, options, partition, partition_seed = scheme_args(kw)
-    spec = JobSpec(
+    spec = job_spec(
         graph,
-        config,
-        scheme,
-        options,
-        partition,
-        partition_seed,
+        kw,
         machine=machine,
         ranks=ranks,
         nodes=nodes,

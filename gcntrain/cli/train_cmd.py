@@ -8,7 +8,7 @@ import click
 from gcntrain.cli.display import count, emit, grid_choice, info, optional, rows_table
 from gcntrain.cli.options import apply
 from gcntrain.errors import InputError
-from gcntrain.job.options import scheme_args, train_config, train_options
+from gcntrain.job.options import job_spec, train_options
 from gcntrain.job.progress import Progress
 
 #: parameters written inactive (as comments) in config.toml: a rerun writes elsewhere
@@ -201,21 +201,16 @@ def train(
     """
     from gcntrain.data.memory import parse_size
     from gcntrain.job.runner import run_job
-    from gcntrain.job.spec import JobOutputs, JobSpec
+    from gcntrain.job.spec import JobOutputs
 
-    config = train_config(kw)
-    scheme, options, partition, partition_seed = scheme_args(kw)
-    spec = JobSpec(
+    spec = job_spec(
         graph,
-        config,
-        scheme,
-        options,
-        partition,
-        partition_seed,
+        kw,
         machine=machine,
         threads=threads,
         max_memory=None if max_memory is None else parse_size(max_memory),
     )
+    config = spec.config
     outputs = JobOutputs(
         out_dir=out_dir,
         per_rank=per_rank,

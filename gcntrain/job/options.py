@@ -327,6 +327,17 @@ def scheme_args(kw: dict) -> tuple[str, dict, str | None, int]:
     return kw.pop("scheme"), options, partition, kw.pop("partition_seed")
 
 
+def job_spec(source, kw: dict, **placement):
+    """The `gcntrain.job.spec.JobSpec` of a command's values: the training configuration
+    (`train_config`) and the scheme's arguments (`scheme_args`) taken from `kw`, on
+    `source`, with the `placement` keywords (machine, ranks, threads, ...) as given."""
+    from gcntrain.job.spec import JobSpec
+
+    config = train_config(kw)
+    scheme, options, partition, partition_seed = scheme_args(kw)
+    return JobSpec(source, config, scheme, options, partition, partition_seed, **placement)
+
+
 #: --features F, --classes C: the widths to plan a graph without node data with
 WIDTHS = [
     Opt(
