@@ -3,10 +3,11 @@
 Each measurement runs gcntrain in its own child process and reports the child's wall time
 and peak RSS (``os.wait4``: that child's own rusage), beside the machine's load and memory
 bandwidth (numpy triad) printed before and after.  One function per measurement
-(`measure_generate`), so that loading and simulating at scale can be added beside it.
+(`measure_generate`, `measure_convert`), so that loading and simulating at scale can be
+added beside them.
 
     python scripts/bench_scale.py [--scales 18,19,20,21] [--with-24] [--features 64]
-        [--classes 16] [--edge-factor 16] [--dir DIR] [--json]
+        [--classes 16] [--edge-factor 16] [--dir DIR] [--convert FILE ...] [--json]
 
 Files are written into a temporary directory under --dir (default: the current directory;
 scale 24 with 64 features writes about 6.5 GB) and deleted after each measurement.
@@ -93,6 +94,31 @@ def measure_generate(
     return row
 
 
+def measure_convert(source: str, folder: Path, *, options: tuple[str, ...] = ()) -> dict:
+    """`gcntrain convert SOURCE` (an edge list) into `folder` with `options`: wall time,
+    peak RSS, the converter's build and write times, nodes, stored entries and file size;
+    the file is deleted afterwards."""
+    path = folder / "converted.h5"
+    argv = [*gcntrain_cmd(), "convert", source, "-o", str(path), *options, "--json"]
+    r = run_measured(argv)
+    what = f"convert {Path(source).name}"
+    row = {"what": what, "source": source, "options": list(options), **machine_load()}
+    row.update({k: r[k] for k in ("wall_s", "peak_rss_mib", "returncode")})
+    if r["returncode"] != 0:
+        row["error"] = r["stderr"].strip().splitlines()[-1:] or ["(no message)"]
+        return row
+    summary = json.loads(r["stdout"])
+    row.update(
+        nodes=summary["nodes"],
+        nnz=summary["nnz"],
+        seconds_build=summary["seconds_build"],
+        seconds_write=summary["seconds_write"],
+        file_gib=round(path.stat().st_size / 2**30, 2),
+    )
+    path.unlink()
+    return row
+
+
 def machine_load() -> dict:
     """The 1-minute load when a measurement ends (cheap: no bandwidth run)."""
     return {"load_after": round(os.getloadavg()[0], 2)}
@@ -117,6 +143,13 @@ def main() -> int:
     ap.add_argument("--features", type=int, default=64)
     ap.add_argument("--classes", type=int, default=16)
     ap.add_argument("--dir", default=".", help="where the temporary files go")
+    ap.add_argument(
+        "--convert",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also measure `convert FILE --symmetrize --self-loops drop` (repeatable)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object at the end")
     args = ap.parse_args()
     scales = [int(s) for s in args.scales.split(",") if s.strip()]
@@ -140,6 +173,12 @@ def main() -> int:
                 edge_factor=args.edge_factor,
                 features=args.features,
                 classes=args.classes,
+            )
+            rows.append(row)
+            print_row(row)
+        for source in args.convert:
+            row = measure_convert(
+                source, Path(tmp), options=("--symmetrize", "--self-loops", "drop")
             )
             rows.append(row)
             print_row(row)

@@ -1,7 +1,9 @@
 """Convert external graph files (Planetoid, SNAP, Matrix Market, npz, CSV) to a `Graph`.
 
 `convert_source` picks the reader (given or inferred from the file name), then applies the
-structural options (symmetrize, self-loops) from `gcntrain.data.preprocess`.
+structural options (symmetrize, self-loops) from `gcntrain.data.preprocess`; the edge-list
+formats (snap, csv, mtx) are parsed block by block and apply them while the CSR is built
+(`convert_edges`, which also returns the structure's counts).
 """
 
 from __future__ import annotations
@@ -9,15 +11,19 @@ from __future__ import annotations
 import os
 
 from gcntrain.data import preprocess
-from gcntrain.data.formats.edgelist import load_csv, load_snap
-from gcntrain.data.formats.mtx import load_mtx
+from gcntrain.data.formats.common import dataset_name
+from gcntrain.data.formats.edgelist import load_csv, load_snap, read_edge_text
+from gcntrain.data.formats.edgestream import assemble_edges
+from gcntrain.data.formats.mtx import load_mtx, read_mtx
 from gcntrain.data.formats.npz import load_npz
 from gcntrain.data.formats.planetoid import load_planetoid, resolve_prefix
 from gcntrain.data.graph import Graph
 from gcntrain.errors import InputError
 
 __all__ = [
+    "EDGE_FORMATS",
     "FORMATS",
+    "convert_edges",
     "convert_source",
     "infer_format",
     "load_csv",
@@ -29,6 +35,8 @@ __all__ = [
 
 #: known converter formats, in the order listed in messages
 FORMATS = ("planetoid", "snap", "mtx", "npz", "csv")
+#: the formats `convert_edges` reads (edge lists: parsed block by block)
+EDGE_FORMATS = ("snap", "mtx", "csv")
 
 _SUFFIXES = (
     (".mtx", "mtx"),
@@ -102,6 +110,22 @@ def convert_source(
     InputError
         Unknown format, missing file, bad option; `FormatError` for malformed content.
     """
+    fmt = _check_options(source, fmt, self_loops, split)
+    if fmt in EDGE_FORMATS:
+        return convert_edges(
+            source, fmt, symmetrize=symmetrize, self_loops=self_loops, relabel=relabel
+        )[0]
+    if fmt == "planetoid":
+        g = load_planetoid(source)
+    else:
+        g = load_npz(source, split=split)
+    return apply_options(
+        g, symmetrize=symmetrize, self_loops=self_loops, extra={"source": source, "format": fmt}
+    )
+
+
+def _check_options(source: str, fmt: str | None, self_loops: str, split: int = 0) -> str:
+    """The format (inferred when None), after checking it and the options."""
     if fmt is None:
         fmt = infer_format(source)
     fmt = fmt.lower()
@@ -114,19 +138,49 @@ def convert_source(
         )
     if split < 0:
         raise InputError(f"split must be >= 0, got {split}")
-    if fmt == "planetoid":
-        g = load_planetoid(source)
-    elif fmt == "snap":
-        g = load_snap(source, relabel=relabel)
-    elif fmt == "csv":
-        g = load_csv(source, relabel=relabel)
-    elif fmt == "mtx":
-        g = load_mtx(source)
+    return fmt
+
+
+def convert_edges(
+    source: str,
+    fmt: str | None = None,
+    *,
+    symmetrize: bool = False,
+    self_loops: str = "keep",
+    relabel: bool = True,
+) -> tuple[Graph, dict]:
+    """Read an edge-list file (snap, csv or mtx) block by block; `convert_source`'s graph.
+
+    Memory is the parsed edges (int32 ids while they fit) plus the stored entries and one
+    block of text (`gcntrain.data.formats.chunks.CHUNK_BYTES`); a file with edge values
+    holds its whole entry list once more while the values are merged.
+
+    Returns
+    -------
+    graph : Graph
+        As `convert_source` returns it.
+    counts : dict
+        ``self_loops`` and ``undirected_edges`` of the graph (`Graph.self_loop_count`,
+        `Graph.num_undirected_edges`), counted during the build.
+    """
+    fmt = _check_options(source, fmt, self_loops)
+    if fmt not in EDGE_FORMATS:
+        raise InputError(f"'{fmt}' is not an edge-list format ({', '.join(EDGE_FORMATS)})")
+    options = {"symmetrize": symmetrize, "self_loops": self_loops}
+    if fmt == "mtx":
+        g, counts = read_mtx(source, **options)
     else:
-        g = load_npz(source, split=split)
-    return apply_options(
-        g, symmetrize=symmetrize, self_loops=self_loops, extra={"source": source, "format": fmt}
-    )
+        chunks = read_edge_text(source, "," if fmt == "csv" else None)
+        g, counts = assemble_edges(source, chunks, relabel=relabel, **options)
+        g.name = dataset_name(source)
+    extra = {"source": source, "format": fmt}
+    if counts is None:  # a dense Matrix Market file, read whole
+        g = apply_options(g, **options, extra=extra)
+        return g, {"self_loops": g.self_loop_count(), "undirected_edges": g.num_undirected_edges()}
+    g.extra.update(extra)
+    g.extra["symmetrized"] = bool(symmetrize)
+    g.extra["self_loops"] = self_loops
+    return g, counts
 
 
 def apply_options(

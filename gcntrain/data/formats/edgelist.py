@@ -1,53 +1,70 @@
-"""Text edge lists: SNAP (whitespace, ``#`` comments) and CSV (``src,dst[,weight]``)."""
+"""Text edge lists: SNAP (whitespace, ``#`` comments) and CSV (``src,dst[,weight]``),
+parsed block by block (`gcntrain.data.formats.chunks`) into compact edge blocks."""
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from gcntrain.data.formats.common import dataset_name, graph_from_coo, read_bytes
-from gcntrain.data.formats.textparse import STATUS_TEXT, parse_edges
+from gcntrain.data.formats.chunks import line_blocks
+from gcntrain.data.formats.common import dataset_name
+from gcntrain.data.formats.edgestream import EdgeChunks, assemble_edges
+from gcntrain.data.formats.textparse import STATUS_TEXT, EdgeBlockParser
 from gcntrain.data.graph import Graph
-from gcntrain.data.memory import check_fits
-from gcntrain.data.preprocess import relabel_compact
 from gcntrain.errors import FormatError
 
 _NUMERIC_CSV_ROW = re.compile(rb"^\s*[+-]?\d+\s*,\s*[+-]?\d")
 
 
-def _edges_to_graph(
-    path: str,
-    src: np.ndarray,
-    dst: np.ndarray,
-    weights: np.ndarray | None,
-    relabel: bool,
-) -> Graph:
-    if src.size == 0:
-        raise FormatError("no edges found (empty edge list)", path)
-    original = None
-    if relabel:
-        src, dst, original = relabel_compact(src, dst)
-        n = int(original.size)
-        if n and original[-1] == n - 1:
-            original = None  # ids were already 0..n-1
-    else:
-        n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
-        # row pointers, degrees and the sort of the entries all scale with n
-        check_fits(
-            24.0 * n + 32.0 * src.size,
-            f"--no-relabel: the largest node id {n - 1} makes a graph of {n} nodes, which",
-            hint="drop --no-relabel to number the nodes 0..n-1",
-        )
-    g = graph_from_coo(src, dst, weights, n, name=dataset_name(path), duplicates="max")
-    if original is not None:
-        g.extra["original_ids"] = original
-    return g
-
-
-def _check(path: str, status: int, line: int) -> None:
+def check_status(path: str, status: int, line: int) -> None:
+    """Raise the `FormatError` of a parser status (naming the file and the line)."""
     if status:
         raise FormatError(f"{STATUS_TEXT[status]} at line {line}", path)
+
+
+def _header_end(block: bytes) -> tuple[int, int, bool]:
+    """Where a CSV file's data begin within its first block(s): (byte offset, lines
+    passed, found), skipping comment and blank lines and one header line (the first content
+    line when it does not start with two integers)."""
+    start, lines = 0, 0
+    while start < len(block):
+        nl = block.find(b"\n", start)
+        stop = len(block) if nl < 0 else nl
+        text = block[start:stop].strip()
+        if text and not text.startswith((b"#", b"%")):
+            if not _NUMERIC_CSV_ROW.match(text):  # header line
+                return stop + 1, lines + 1, True
+            return start, lines, True
+        start, lines = stop + 1, lines + 1
+    return len(block), lines, False
+
+
+def read_edge_text(path: str, sep: str | None = None) -> EdgeChunks:
+    """Parse a SNAP (`sep` None) or CSV (`sep` ",") edge list block by block.
+
+    Raises
+    ------
+    InputError
+        Missing file; `FormatError` for a bad line (with its number) or corrupt gzip data.
+    """
+    parser = EdgeBlockParser(sep)
+    chunks = EdgeChunks()
+    header = sep is not None  # CSV: look for the header line first
+    for block, line in line_blocks(path):
+        start = 0
+        if header:
+            start, skipped, header_found = _header_end(block)
+            header = not header_found
+            line += skipped
+        src, dst, w, status, bad = parser.parse(block, line, start)
+        check_status(path, status, bad)
+        chunks.add(src, dst, w)
+    return chunks
+
+
+def _load(path: str, sep: str | None, relabel: bool) -> Graph:
+    g, _ = assemble_edges(path, read_edge_text(path, sep), relabel=relabel)
+    g.name, g.directed = dataset_name(path), True
+    return g
 
 
 def load_snap(path: str, *, relabel: bool = True) -> Graph:
@@ -56,17 +73,14 @@ def load_snap(path: str, *, relabel: bool = True) -> Graph:
     Each line gives the directed entry (row u, column v); an optional third column is kept as
     the edge value.  Duplicate lines are merged (maximum value).  With `relabel`, sparse ids
     are mapped to ``0..n-1`` in increasing order (original ids in ``extra["original_ids"]``);
-    otherwise ``n = max id + 1``.
+    otherwise ``n = max id + 1``.  (``directed`` is True: `convert_source` decides it.)
 
     Raises
     ------
     InputError
         Missing file; `FormatError` for a bad line (with its line number) or negative id.
     """
-    raw = read_bytes(path)
-    src, dst, w, status, line = parse_edges(raw)
-    _check(path, status, line)
-    return _edges_to_graph(path, src, dst, w, relabel)
+    return _load(path, None, relabel)
 
 
 def load_csv(path: str, *, relabel: bool = True) -> Graph:
@@ -75,20 +89,4 @@ def load_csv(path: str, *, relabel: bool = True) -> Graph:
     The first non-comment line is a header when it does not start with two integers.
     Otherwise as `load_snap`.
     """
-    raw = read_bytes(path)
-    start, line_no = 0, 1
-    # find the first line with content
-    while start < len(raw):
-        nl = raw.find(b"\n", start)
-        stop = len(raw) if nl < 0 else nl
-        text = raw[start:stop].strip()
-        if text and not text.startswith((b"#", b"%")):
-            if not _NUMERIC_CSV_ROW.match(text):  # header line
-                start, line_no = stop + 1, line_no + 1
-            break
-        start, line_no = stop + 1, line_no + 1
-    src, dst, w, status, line = parse_edges(
-        raw, sep=",", start=min(start, len(raw)), first_line=line_no
-    )
-    _check(path, status, line)
-    return _edges_to_graph(path, src, dst, w, relabel)
+    return _load(path, ",", relabel)

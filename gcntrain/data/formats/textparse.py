@@ -1,194 +1,37 @@
-"""Fast edge-list text parsing: one Numba pass over the raw bytes.
+"""Edge-list text parsing, whole or block by block (the kernel: `gcntrain.kernels.textparse`).
 
-`parse_edges_bytes` reads lines ``u v`` or ``u v w`` (whitespace separated) or ``u,v[,w]``
-(comma separated), skipping blank lines and lines starting with ``#`` or ``%``; CRLF endings
-are accepted.  It reports the first bad line by number instead of raising, so the caller can
-name the file in its error.
+`parse_edges` parses a whole text; `EdgeBlockParser` parses the blocks of whole lines that
+`gcntrain.data.formats.chunks.line_blocks` yields, with a buffer reused from block to block,
+checking that every block has the columns of the first.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-#: status codes returned by `parse_edges_bytes`
-OK, BAD_SYNTAX, NEGATIVE_ID, BAD_COLUMNS, ID_TOO_LARGE = 0, 1, 2, 3, 4
+from gcntrain.kernels.textparse import (
+    BAD_COLUMNS,
+    BAD_SYNTAX,
+    ID_TOO_LARGE,
+    NEGATIVE_ID,
+    OK,
+    STATUS_TEXT,
+    parse_edges_bytes,
+)
 
-STATUS_TEXT = {
-    BAD_SYNTAX: "unparsable line",
-    NEGATIVE_ID: "negative node id",
-    BAD_COLUMNS: "wrong number of columns",
-    ID_TOO_LARGE: "node id too large",
-}
+__all__ = [
+    "BAD_COLUMNS",
+    "BAD_SYNTAX",
+    "ID_TOO_LARGE",
+    "NEGATIVE_ID",
+    "OK",
+    "STATUS_TEXT",
+    "EdgeBlockParser",
+    "parse_edges",
+    "parse_edges_bytes",
+]
 
-_SPACE, _TAB, _CR, _LF, _COMMA = 32, 9, 13, 10, 44
-_HASH, _PERCENT, _MINUS, _PLUS, _DOT = 35, 37, 45, 43, 46
-
-
-@njit(nogil=True, cache=True)
-def _is_blank(b):  # pragma: no cover - jitted
-    return b == _SPACE or b == _TAB or b == _CR
-
-
-@njit(nogil=True, cache=True)
-def _skip_blanks(buf, i, end):  # pragma: no cover - jitted
-    while i < end and _is_blank(buf[i]):
-        i += 1
-    return i
-
-
-@njit(nogil=True, cache=True)
-def _parse_uint(buf, i, end):  # pragma: no cover - jitted
-    """Return (value, next position, status) for a non-negative decimal integer at i."""
-    if i < end and buf[i] == _MINUS:
-        return 0, i, NEGATIVE_ID
-    if i < end and buf[i] == _PLUS:
-        i += 1
-    start = i
-    v = 0
-    while i < end and 48 <= buf[i] <= 57:
-        if i - start >= 18:
-            return 0, i, ID_TOO_LARGE
-        v = v * 10 + (buf[i] - 48)
-        i += 1
-    if i == start:
-        return 0, i, BAD_SYNTAX
-    return v, i, OK
-
-
-@njit(nogil=True, cache=True)
-def _parse_float(buf, i, end):  # pragma: no cover - jitted
-    """Return (value, next position, status) for a decimal float (sign, fraction, exponent)."""
-    neg = False
-    if i < end and (buf[i] == _MINUS or buf[i] == _PLUS):
-        neg = buf[i] == _MINUS
-        i += 1
-    mant = 0
-    scale = 0
-    digits = 0
-    while i < end and 48 <= buf[i] <= 57:
-        if digits < 18:
-            mant = mant * 10 + (buf[i] - 48)
-        else:
-            scale += 1
-        digits += 1
-        i += 1
-    if i < end and buf[i] == _DOT:
-        i += 1
-        while i < end and 48 <= buf[i] <= 57:
-            if digits < 18:
-                mant = mant * 10 + (buf[i] - 48)
-                scale -= 1
-            digits += 1
-            i += 1
-    if digits == 0:
-        return 0.0, i, BAD_SYNTAX
-    if i < end and (buf[i] == 101 or buf[i] == 69):  # e / E
-        i += 1
-        eneg = False
-        if i < end and (buf[i] == _MINUS or buf[i] == _PLUS):
-            eneg = buf[i] == _MINUS
-            i += 1
-        e = 0
-        ed = 0
-        while i < end and 48 <= buf[i] <= 57:
-            if e < 100000:
-                e = e * 10 + (buf[i] - 48)
-            ed += 1
-            i += 1
-        if ed == 0:
-            return 0.0, i, BAD_SYNTAX
-        scale += -e if eneg else e
-    v = float(mant) * 10.0**scale
-    return (-v if neg else v), i, OK
-
-
-@njit(nogil=True, cache=True)
-def _field_end(buf, i, end, sep):  # pragma: no cover - jitted
-    """After a field: skip blanks (and one separator when sep is a comma).
-
-    Returns (position, 1 if another field follows, 0 at end of line, -1 on junk).
-    """
-    j = _skip_blanks(buf, i, end)
-    if j >= end or buf[j] == _LF:
-        return j, 0
-    if sep == _COMMA:
-        if buf[j] != _COMMA:
-            return j, -1
-        return _skip_blanks(buf, j + 1, end), 1
-    if j == i:  # whitespace-separated fields need at least one blank between them
-        return j, -1
-    return j, 1
-
-
-@njit(nogil=True, cache=True)
-def parse_edges_bytes(buf, start, first_line, sep, src, dst, wgt):  # pragma: no cover - jitted
-    """Parse an edge list held in `buf` (uint8) from byte offset `start`.
-
-    Parameters
-    ----------
-    buf : uint8 array, the whole (decompressed) file
-    start : byte offset where parsing begins (after a header line, for example)
-    first_line : 1-based number of the line at `start`
-    sep : 0 for whitespace-separated fields, ord(",") for comma-separated fields
-    src, dst : int64 outputs, capacity >= number of data lines
-    wgt : float64 output (same capacity); filled when lines have three columns
-
-    Returns
-    -------
-    count : number of edges written
-    ncols : 2 or 3 (columns of the data lines; 0 when there are none)
-    status : OK or an error code
-    line : 1-based line number of the error (0 when OK)
-    """
-    end = buf.shape[0]
-    i = start
-    line = first_line
-    count = 0
-    ncols = 0
-    while i < end:
-        i = _skip_blanks(buf, i, end)
-        if i >= end:
-            break
-        b = buf[i]
-        if b == _LF:
-            i += 1
-            line += 1
-            continue
-        if b == _HASH or b == _PERCENT:
-            while i < end and buf[i] != _LF:
-                i += 1
-            continue
-        u, i, st = _parse_uint(buf, i, end)
-        if st != OK:
-            return count, ncols, st, line
-        i, more = _field_end(buf, i, end, sep)
-        if more != 1:
-            return count, ncols, (BAD_COLUMNS if more == 0 else BAD_SYNTAX), line
-        v, i, st = _parse_uint(buf, i, end)
-        if st != OK:
-            return count, ncols, st, line
-        i, more = _field_end(buf, i, end, sep)
-        if more == -1:
-            return count, ncols, BAD_SYNTAX, line
-        cols = 2
-        if more == 1:
-            w, i, st = _parse_float(buf, i, end)
-            if st != OK:
-                return count, ncols, st, line
-            i, more = _field_end(buf, i, end, sep)
-            if more != 0:
-                return count, ncols, (BAD_COLUMNS if more == 1 else BAD_SYNTAX), line
-            wgt[count] = w
-            cols = 3
-        if ncols == 0:
-            ncols = cols
-        elif cols != ncols:
-            return count, ncols, BAD_COLUMNS, line
-        src[count] = u
-        dst[count] = v
-        count += 1
-    return count, ncols, OK, 0
+_LF = 10
 
 
 def parse_edges(
@@ -208,6 +51,51 @@ def parse_edges(
     dst = np.empty(cap, dtype=np.int64)
     wgt = np.empty(cap, dtype=np.float64)
     code = 0 if sep is None else ord(sep)
-    count, ncols, status, line = parse_edges_bytes(buf, start, first_line, code, src, dst, wgt)
+    count, ncols, status, line = parse_edges_bytes(buf, start, first_line, code, 0, src, dst, wgt)
     weights = wgt[:count].astype(np.float32) if ncols == 3 else None
     return src[:count].copy(), dst[:count].copy(), weights, int(status), int(line)
+
+
+class EdgeBlockParser:
+    """Parses blocks of whole lines into reused buffers.
+
+    Parameters
+    ----------
+    sep : None for whitespace, "," for CSV
+
+    Attributes
+    ----------
+    ncols : 2 or 3 once a data line was read (0 before)
+    """
+
+    def __init__(self, sep: str | None = None) -> None:
+        self.sep = 0 if sep is None else ord(sep)
+        self.ncols = 0
+        self._cap = 0
+        self._src = self._dst = self._wgt = np.empty(0, dtype=np.int64)
+
+    def parse(
+        self, block: bytes | memoryview, first_line: int, start: int = 0
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int, int]:
+        """Parse one block (from byte `start`, whose line is `first_line`).
+
+        Returns
+        -------
+        src, dst : int64 views of the reused buffers (valid until the next call)
+        weights : float64 view, or None for two columns
+        status, line : as `parse_edges_bytes` (line 0 when OK)
+        """
+        buf = np.frombuffer(block, dtype=np.uint8)
+        cap = int(np.count_nonzero(buf[start:] == _LF)) + 1
+        if cap > self._cap:
+            self._cap = max(cap, self._cap + self._cap // 2)
+            self._src = np.empty(self._cap, dtype=np.int64)
+            self._dst = np.empty(self._cap, dtype=np.int64)
+            self._wgt = np.empty(self._cap, dtype=np.float64)
+        count, ncols, status, line = parse_edges_bytes(
+            buf, start, first_line, self.sep, self.ncols, self._src, self._dst, self._wgt
+        )
+        if ncols:
+            self.ncols = int(ncols)
+        w = self._wgt[:count] if self.ncols == 3 else None
+        return self._src[:count], self._dst[:count], w, int(status), int(line)
