@@ -6,7 +6,7 @@
 #SBATCH --ntasks-per-node=4
 #SBATCH --cpus-per-task=1
 #SBATCH --time=00:10:00
-# threads: 1 per rank (default; with --cores-per-node C: C // ranks per node)
+# threads: 1 per rank (default; with --cores-per-node C: C // 4 threads per rank)
 # estimated memory: 0.00232 GiB per rank, 0.00929 GiB per node (gcntrain simulate)
 
 # Environment (--module, --setup, --venv):

@@ -133,6 +133,20 @@ def test_wrong_type_names_the_key(tmp_path, capsys):
         assert f"'{key}'" in one_error_line(capsys, ["train", "--config", cfg])
 
 
+@pytest.mark.parametrize("command", ["train", "simulate"])
+def test_a_bad_value_names_its_option_and_its_file(tmp_path, capsys, command):
+    """A value every type check passes but the run refuses (lr = nan): the line names the
+    option and, from a file, its key and the file; from the command line, the option."""
+    cfg = write(tmp_path / "nan.toml", f"[{command}]\nlr = nan\nweight-decay = -1.0\n")
+    argv = [command, "--epochs", "1", *(["--quiet"] if command == "train" else ["-P", "2"])]
+    line = one_error_line(capsys, [*argv, "--config", cfg])
+    assert f"--lr (lr in {cfg}) must be a finite number > 0, got nan" in line, line
+    line = one_error_line(capsys, [*argv, "--config", cfg, "--lr", "0.01"])
+    assert f"--weight-decay (weight-decay in {cfg}) must be a finite number >= 0" in line
+    line = one_error_line(capsys, [*argv, "--lr", "nan"])
+    assert line == "gcntrain: error: --lr must be a finite number > 0, got nan"
+
+
 def test_bad_toml_names_file_line_and_column(tmp_path, capsys):
     cfg = write(tmp_path / "c.toml", "[train]\nepochs = 3\nlr = \n")
     line = one_error_line(capsys, ["train", "--config", cfg])

@@ -350,7 +350,7 @@ def test_notes_say_what_was_assumed(capsys):
     _, notes = render_noted(capsys, [*base, "--threads", "3", "--venv", "v", "--", "train"])
     assert notes == [
         "jobscript: no --cores-per-node: 3 threads per rank from --threads, not checked "
-        "against a node's cores (with --cores-per-node C: C // 4 ranks per node)"
+        "against a node's cores (with --cores-per-node C: C // 4 threads per rank)"
     ]
     _, notes = render_noted(capsys, [*base, "--module", "m", "--", "train", "--threads", "2"])
     assert len(notes) == 1 and "2 threads per rank from the train arguments' --threads" in notes[0]

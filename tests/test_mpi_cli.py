@@ -14,7 +14,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import subprocess
 
 import h5py
@@ -27,7 +26,7 @@ from gcntrain.data.store import write_graph
 from tests.mpi.batch import CliBatches
 from tests.mpi.launch import gcntrain_exe, run_mpi
 from tests.tamper import CASES as TAMPER_CASES
-from tests.tamper import tampered
+from tests.tamper import ISSUE35, UNHASHED, bad_graph_files, changed_copy, damaged_metadata
 
 pytestmark = pytest.mark.mpi
 
@@ -134,21 +133,6 @@ NEGATIVE = [
 TAMPERED = [("hash", "content hash mismatch"), ("indices", "indices")]
 
 
-def _tampered(graph_file, directory, how: str):
-    import shutil
-
-    import h5py
-
-    path = directory / f"{how}.h5"
-    shutil.copy(graph_file, path)
-    with h5py.File(path, "r+") as f:
-        if how == "hash":
-            f["features"][0, 0] = f["features"][0, 0] + 1.0  # contents no longer hash alike
-        else:
-            del f["indices"]
-    return path
-
-
 @pytest.fixture(scope="module")
 def files(graph_file, tmp_path_factory):
     """Every input the commands read: stores, partition files, other and broken graphs."""
@@ -182,23 +166,12 @@ def files(graph_file, tmp_path_factory):
     assert quiet_run(other_cut)[0] == 0
     f["c1"] = d / "c1.h5"
     assert quiet_run(["generate", "rmat", "-o", f["c1"], "--scale", "5", "--classes", "1"])[0] == 0
-    f["c0"] = d / "c0.h5"  # declares 0 classes while its labels hold more
-    shutil.copy(graph_file, f["c0"])
-    with h5py.File(f["c0"], "r+") as h:
-        h.attrs["num_classes"] = 0
-    for name in TAMPER_CASES:  # damaged files the serial read refuses
-        f[f"tampered-{name}"] = tampered(graph_file, d, name)
-    f["huge-decl"] = d / "huge-decl.h5"  # a few KB declaring 1e11 indices
-    shutil.copy(graph_file, f["huge-decl"])
-    with h5py.File(f["huge-decl"], "r+") as h:
-        del h["indices"]
-        h.create_dataset("indices", shape=(10**11,), dtype=np.int32, chunks=(1 << 16,))
-    edges = d / "edges.txt"
-    edges.write_text("".join(f"{i} {(i * 7 + 3) % 40}\n" for i in range(40)))
-    f["nofeat"] = d / "nofeat.h5"  # an edge list converted without node data
-    assert quiet_run(["convert", edges, "-o", f["nofeat"]])[0] == 0
+    f.update(bad_graph_files(graph_file, d))  # issue 35: damaged, widthless, huge
+    f["damaged-part"] = damaged_metadata(f["metis3"], d, "damaged-part.h5")
+    f["nan-toml"] = d / "nan.toml"
+    f["nan-toml"].write_text("[train]\nlr = nan\n")
     for how, _ in TAMPERED:
-        f[how] = _tampered(graph_file, d, how)
+        f[how] = changed_copy(graph_file, d, f"{how}.h5", UNHASHED[how])
     f["out"] = tmp_path_factory.mktemp("outputs")  # -o directories are made below it
     return f
 
@@ -253,6 +226,8 @@ def cli(graph_file, files):
     for name in ("c0", "nofeat"):  # widths no model can have: refused before sizing anything
         b.add(f"{name}-1d", 3, ["train", f[name], "--scheme", "1d", "--quiet"])
         b.add(f"{name}-auto", 3, ["train", f[name], "--quiet"])
+    for name, (argv, _) in ISSUE35.items():
+        b.add(name, 3, ["train", *[a.format(**f, g=g) for a in argv], "--epochs", "2", "--quiet"])
     b.add("grid-auto", 4, ["train", g, "--scheme", "3d", "--grid", "auto", *ARGS])
     b.add("store2d", 4, ["train", f["store2x2"], "--scheme", "2d", "--grid", "2x2", *ARGS])
     b.add("store2d-4x1", 4, ["train", f["store2x2"], "--scheme", "2d", "--grid", "4x1"])
@@ -445,8 +420,6 @@ def serial_outputs(graph_file, tmp_path_factory):
 def test_distributed_outputs_cover_every_node_once(
     cli, files, serial_summary, serial_outputs, nprocs, scheme, extra
 ):
-    import h5py
-
     i = OUTPUT_CASES.index((nprocs, scheme, extra))
     out = files["out"] / f"run{i}"
     d = cli.result(f"outputs{i}").json()
@@ -502,6 +475,17 @@ def test_damaged_files_refused_on_every_rank_with_an_explicit_scheme(cli, name):
     """Rank 0 validates the whole file as it hashes it: each rank reading only its rows
     cannot see these, and the serial read's line is every rank's line."""
     one_error(cli.result(f"tampered-{name}"), TAMPER_CASES[name][1])
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE35))
+def test_bad_inputs_one_line_on_every_rank(cli, graph_file, files, name):
+    """Damaged HDF5 metadata (a graph, 1d and auto; a partition file, p2p), an output in a
+    folder that does not exist, a scalar `indices`, a graph given as partition, `lr = nan`
+    in a config file (auto and 1d), an attribute num_features its features contradict: the
+    serial line (tests/test_output_checks.py), exit 2 on every rank, nothing written."""
+    needle = ISSUE35[name][1].format(**files, g=graph_file)
+    one_error(cli.result(name), needle)
+    assert not (files["out"] / "missing").exists()
 
 
 def test_declared_sizes_checked_before_reading_on_every_rank(cli):

@@ -136,7 +136,7 @@ def test_hash_mismatch_and_bad_files(tmp_path):
         read_partition(tmp_path / "missing.h5")
     junk = tmp_path / "junk.h5"
     junk.write_text("not hdf5")
-    with pytest.raises(FormatError, match="cannot open"):
+    with pytest.raises(FormatError, match="not a readable HDF5 file"):
         read_partition(junk)
     other = tmp_path / "other.h5"
     with h5py.File(other, "w") as f:

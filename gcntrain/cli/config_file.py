@@ -24,6 +24,7 @@ import click
 from click.core import ParameterSource
 
 from gcntrain.errors import InputError
+from gcntrain.job.options import CONFIG_FILE_META
 
 try:  # Python 3.11+
     import tomllib
@@ -425,8 +426,9 @@ def entries_json(path: list[str], entries: list[Entry], file: str | None) -> dic
 
 
 # ---------------------------------------------------------------------- click integration
-#: `ctx.meta` key under which the ``--config`` callback records the file it read
-META_KEY = "gcntrain.config_file"
+#: `ctx.meta` key under which the ``--config`` callback records the file it read (named by
+#: the lines of bad values, `gcntrain.job.options.named_value_error`)
+META_KEY = CONFIG_FILE_META
 
 
 def command_path(ctx: click.Context) -> list[str]:

@@ -169,7 +169,7 @@ def partition(
     ghash = g.content_hash()
     base_arg: str | object = base
     if method == "mvc" and not (base in BASE_METHODS and not Path(base).exists()):
-        base_res = read_partition(base, graph_hash=ghash)
+        base_res = read_partition(base, graph_hash=ghash, n=g.n, nnz=g.nnz)
         if base_res.part is None:
             raise InputError(f"partition file {base} holds no vertex partition ('part')")
         if base_res.parts != parts:

@@ -52,6 +52,9 @@ def read_partition_file(
     with open_h5(path, "partition file") as f:
         ghash = str_attr(f.attrs, "graph_content_hash", path)
         file_parts = int_attr(f.attrs, "num_parts", path, default=-1)
+        declared = getattr(f.get("part"), "shape", None)
+        if declared is not None and declared != (n,):  # checked before reading it
+            raise FormatError(f"dataset 'part' has shape {declared}, the graph has {n} nodes", path)
         part = read_dataset(f, "part", path)
     if ghash != graph_hash:
         raise FormatError(
@@ -82,7 +85,7 @@ def libra_cut(graph, parts: int | None, partition: str | None, seed: int):
         return vc.edge_part, vc.root, parts
     from gcntrain.data.partition_file import read_vertex_cut
 
-    return read_vertex_cut(partition, graph.content_hash(), graph.nnz, parts)
+    return read_vertex_cut(partition, graph.content_hash(), graph.nnz, parts, n=graph.n)
 
 
 def _check_libra_options(

@@ -72,88 +72,209 @@ def write_partition(
 
 
 def _attr_str(f, name: str, path: str) -> str:
-    if name not in f.attrs:
-        raise FormatError(f"missing attribute {name!r}", path)
-    v = f.attrs[name]
-    return v.decode() if isinstance(v, bytes) else str(v)
+    from gcntrain.data.store import str_attr
+
+    return str_attr(f.attrs, name, path)
 
 
-def read_partition(path: str | os.PathLike, graph_hash: str | None = None) -> PartitionResult:
+def read_partition(
+    path: str | os.PathLike,
+    graph_hash: str | None = None,
+    *,
+    n: int | None = None,
+    nnz: int | None = None,
+) -> PartitionResult:
     """Read a partition file; with `graph_hash`, check it was computed for that graph.
+
+    Parameters
+    ----------
+    path : path-like
+        The partition file.
+    graph_hash : str, optional
+        Content hash of the graph the partition must belong to.
+    n, nnz : int, optional
+        The graph's node and stored-entry counts: each dataset's declared shape is checked
+        against them (and against the ``parts`` attribute) before anything is read, so a few
+        KB declaring 1e11 entries is one line, not minutes of reading and all memory.
 
     Raises
     ------
     InputError
         Missing file, or a graph hash that does not match.
     FormatError
-        Not a readable gcntrain partition file.
+        Not a readable gcntrain partition file (damaged HDF5 metadata or data included: every
+        h5py error while reading names the file).
     """
-    import h5py
+    from gcntrain.data.store import open_h5
 
     spath = str(path)
     if not Path(path).is_file():
         raise InputError(f"partition file {spath} does not exist")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise FormatError(f"cannot open as HDF5 ({e})", spath) from None
-    with f:
-        fmt = f.attrs.get("format")
-        fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
-        if fmt != FORMAT:
-            what = {
-                "gcntrain-graph": "a gcntrain graph",
-                None: "an HDF5 file without a 'format' attribute",
-            }.get(fmt, f"a '{fmt}' file")
-            raise FormatError(
-                f"is {what}, not a partition file (--partition takes block, random, metis, "
-                "hypergraph, libra or a file written by `gcntrain partition`)",
-                spath,
-            )
-        version = int(f.attrs.get("format_version", -1))
-        if version != FORMAT_VERSION:
-            raise FormatError(
-                f"unsupported partition format version {version} (expected {FORMAT_VERSION})",
-                spath,
-            )
-        stored = _attr_str(f, "graph_content_hash", spath)
-        if graph_hash is not None and stored != graph_hash:
-            raise InputError(
-                f"partition file {spath} was computed for a different graph "
-                f"(hash {stored[:12]}... != {graph_hash[:12]}...)"
-            )
-        try:
-            params = json.loads(_attr_str(f, "params", spath))
-        except json.JSONDecodeError:
-            raise FormatError("attribute 'params' is not valid JSON", spath) from None
-        result = PartitionResult(
-            method=_attr_str(f, "method", spath),
-            parts=int(f.attrs["parts"]) if "parts" in f.attrs else 0,
-            params=params,
-            seed=int(f.attrs.get("seed", 0)),
-            graph_content_hash=stored,
-            seconds=float(f.attrs.get("seconds", 0.0)),
-        )
-        if "grid" in f.attrs:
-            r, c = (int(x) for x in f.attrs["grid"])
-            result.grid = (r, c)
-        for name in _ARRAYS:
-            if name in f:
-                setattr(result, name, np.asarray(f[name][...], dtype=np.int64))
-        if "mvc" in f:
-            result.mvc = {k: np.asarray(f["mvc"][k][...]) for k in f["mvc"]}
+    with open_h5(path, "partition file") as f:
+        result = _read(f, spath, graph_hash, n, nnz)
     _validate(result, spath)
     return result
 
 
-def read_report(path: str | os.PathLike) -> dict | None:
-    """The JSON report stored with a partition file, or None."""
+def _read(f, spath: str, graph_hash: str | None, n: int | None, nnz: int | None):
+    """The body of `read_partition` inside the open file (h5py errors map to `FormatError`
+    in `open_h5`; the attributes' and datasets' own oddities are mapped here)."""
+    from gcntrain.data.store import int_attr, read_dataset
+
+    fmt = f.attrs.get("format")
+    fmt = fmt.decode("utf-8", "replace") if isinstance(fmt, bytes) else fmt
+    if fmt != FORMAT:
+        what = {
+            "gcntrain-graph": "a gcntrain graph",
+            None: "an HDF5 file without a 'format' attribute",
+        }.get(fmt, f"a '{fmt}' file")
+        raise FormatError(
+            f"is {what}, not a partition file (--partition takes block, random, metis, "
+            "hypergraph, libra or a file written by `gcntrain partition`)",
+            spath,
+        )
+    version = int_attr(f.attrs, "format_version", spath, default=-1)
+    if version != FORMAT_VERSION:
+        raise FormatError(
+            f"unsupported partition format version {version} (expected {FORMAT_VERSION})",
+            spath,
+        )
+    stored = _attr_str(f, "graph_content_hash", spath)
+    if graph_hash is not None and stored != graph_hash:
+        raise InputError(
+            f"partition file {spath} was computed for a different graph "
+            f"(hash {stored[:12]}... != {graph_hash[:12]}...)"
+        )
+    try:
+        params = json.loads(_attr_str(f, "params", spath))
+    except json.JSONDecodeError:
+        raise FormatError("attribute 'params' is not valid JSON", spath) from None
+    parts = int_attr(f.attrs, "parts", spath, default=0)
+    if parts < 1:
+        raise FormatError(f"attribute 'parts' must be >= 1 (got {parts})", spath)
+    try:
+        seed = int(f.attrs.get("seed", 0))
+        seconds = float(f.attrs.get("seconds", 0.0))
+    except (TypeError, ValueError):
+        raise FormatError("attribute 'seed' or 'seconds' is not a number", spath) from None
+    result = PartitionResult(
+        method=_attr_str(f, "method", spath),
+        parts=parts,
+        params=params,
+        seed=seed,
+        graph_content_hash=stored,
+        seconds=seconds,
+    )
+    if "grid" in f.attrs:
+        grid = np.asarray(f.attrs["grid"])
+        if grid.shape != (2,) or grid.dtype.kind not in "iu":
+            raise FormatError(f"attribute 'grid' must be two integers (got {grid!r})", spath)
+        result.grid = (int(grid[0]), int(grid[1]))
+    _check_shapes(f, spath, parts, n, nnz)
+    for name in _ARRAYS:
+        if name in f:
+            setattr(result, name, np.asarray(read_dataset(f, name, spath), dtype=np.int64))
+    if "mvc" in f:
+        g = f["mvc"]
+        result.mvc = {k: np.asarray(read_dataset(g, k, spath)) for k in MVC_ARRAYS if k in g}
+    return result
+
+
+def _check_shapes(f, spath: str, parts: int, n: int | None, nnz: int | None) -> None:
+    """Before any dataset is read: each is a 1-D integer dataset whose declared length fits
+    the graph's `n` and `nnz` (when given; else the file's own per-node arrays) and the
+    ``parts`` attribute."""
     import h5py
 
-    with h5py.File(path, "r") as f:
+    def dataset(group, name):
+        ds = group.get(name)
+        if ds is None:
+            return None
+        if not isinstance(ds, h5py.Dataset):
+            raise FormatError(f"'{name}' is not a dataset", spath)
+        if ds.ndim != 1 or ds.dtype.kind not in "iu":
+            raise FormatError(
+                f"dataset {name!r} must be a 1-D integer array (shape {ds.shape}, "
+                f"dtype {ds.dtype})",
+                spath,
+            )
+        return ds
+
+    sets = {name: dataset(f, name) for name in _ARRAYS}
+    per_node = [name for name in ("part", "root", "row_perm", "col_perm") if sets[name]]
+    if n is None and per_node:
+        n = int(sets[per_node[0]].shape[0])
+    for name in per_node:
+        if n is not None and sets[name].shape[0] != n:
+            raise FormatError(
+                f"dataset {name!r} has {sets[name].shape[0]:,} entries but the graph has "
+                f"{n:,} nodes",
+                spath,
+            )
+    if n is None:  # no per-node array: the layout check names what is missing
+        n = 0
+    most_entries = n * n if nnz is None else nnz
+    limits = {
+        "replica_ptr": (n + 1, n + 1),
+        "replica_parts": (0, n * min(parts, n + 1)),
+        "edge_part": (0 if nnz is None else nnz, most_entries),
+    }
+    for name, (least, most) in limits.items():
+        ds = sets[name]
+        if ds is None:
+            continue
+        size = int(ds.shape[0])
+        if name == "edge_part" and nnz is not None and size != nnz:
+            raise FormatError(
+                f"vertex cut assigns {size:,} entries but the graph stores {nnz:,}", spath
+            )
+        if not least <= size <= most:
+            raise FormatError(
+                f"dataset {name!r} declares {size:,} entries where {n:,} nodes and "
+                f"{parts:,} parts allow {least:,} to {most:,}",
+                spath,
+            )
+    if "mvc" in f:
+        g = f["mvc"]
+        if not isinstance(g, h5py.Group):
+            raise FormatError("'mvc' is not a group", spath)
+        for name in MVC_ARRAYS:
+            ds = g.get(name)
+            if ds is None:
+                continue
+            if not isinstance(ds, h5py.Dataset) or ds.ndim != 1:
+                raise FormatError(f"'mvc/{name}' must be a 1-D dataset", spath)
+            most = most_entries if name == "edge_mode" else parts * parts
+            if ds.shape[0] > most:
+                raise FormatError(
+                    f"dataset 'mvc/{name}' declares {ds.shape[0]:,} entries, more than {most:,}",
+                    spath,
+                )
+
+
+def read_report(path: str | os.PathLike) -> dict | None:
+    """The JSON report stored with a partition file, or None.
+
+    Raises
+    ------
+    InputError
+        Missing file.
+    FormatError
+        Not readable as HDF5, or a report that is not JSON.
+    """
+    from gcntrain.data.store import open_h5
+
+    spath = str(path)
+    if not Path(path).is_file():
+        raise InputError(f"partition file {spath} does not exist")
+    with open_h5(path, "partition file") as f:
         if "report" not in f.attrs:
             return None
-        return json.loads(_attr_str(f, "report", str(path)))
+        text = _attr_str(f, "report", spath)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise FormatError("attribute 'report' is not valid JSON", spath) from None
 
 
 def _validate(r: PartitionResult, path: str) -> None:
@@ -187,12 +308,14 @@ def read_vertex_cut(
     nnz: int,
     parts: int | None = None,
     parts_label: str = "--parts",
+    n: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """(edge_part, root, parts) of a vertex-cut partition file of the graph with content hash
-    `graph_hash` and `nnz` stored entries, holding `parts` parts when given (`parts_label`
-    names where that number comes from); `InputError` (one line) otherwise."""
+    `graph_hash`, `nnz` stored entries and `n` nodes (when given), holding `parts` parts when
+    given (`parts_label` names where that number comes from); `InputError` (one line)
+    otherwise."""
     spath = str(path)
-    res = read_partition(path, graph_hash or None)
+    res = read_partition(path, graph_hash or None, n=n, nnz=nnz)
     if res.edge_part is None:
         kind = "vertex partition" if res.part is not None else "2D permutation"
         raise InputError(

@@ -25,6 +25,7 @@ from gcntrain.data.validate import (
     validate_values,
 )
 from gcntrain.errors import FormatError, InputError
+from gcntrain.kernels.csr import csr_diagonal_count
 
 GRAPH_FORMAT = "gcntrain-graph"
 
@@ -377,14 +378,14 @@ def read_graph(path: str | os.PathLike, *, validate: bool = True) -> Graph:
         extra=extra,
     )
     if validate:
-        loops = graph.self_loop_count()
+        loops = int(csr_diagonal_count(graph.indptr, graph.indices, 0))  # one Numba pass
         if self_loops >= 0 and loops != self_loops:
             raise FormatError(
                 f"attribute self_loops is {self_loops} but the adjacency has "
                 f"{loops} diagonal entries",
                 where,
             )
-        actual = graph.content_hash()
+        actual = arrays_hash(graph)
         if actual != stored_hash:
             raise FormatError(
                 f"content hash mismatch (attribute {stored_hash[:12]}..., "
@@ -392,6 +393,32 @@ def read_graph(path: str | os.PathLike, *, validate: bool = True) -> Graph:
                 where,
             )
     return graph
+
+
+def arrays_hash(graph: Graph) -> str:
+    """`Graph.content_hash` fed slice by slice: the id arrays cast to int64 one slice at a
+    time and every buffer hashed in place (no whole-array copies)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in HASHED_ARRAYS:
+        a = getattr(graph, name)
+        h.update(name.encode())
+        if a is None:
+            h.update(b"\x00none")
+            continue
+        a = np.ascontiguousarray(a)
+        wide = name in ("indices", "indptr")
+        out_dtype = np.dtype(np.int64) if wide else a.dtype
+        h.update(str(out_dtype).encode() + str(a.shape).encode())
+        flat = a.reshape(-1)
+        step = max(HASH_CHUNK // max(out_dtype.itemsize, 1), 1)
+        for lo in range(0, flat.shape[0], step):
+            part = flat[lo : lo + step]
+            if wide:
+                part = part.astype(np.int64, copy=False)
+            h.update(part.view(np.uint8))
+    return h.hexdigest()
 
 
 def _plain(value: object) -> object:
@@ -446,7 +473,7 @@ def verify_content_hash(path: str | os.PathLike) -> None:
     import hashlib
 
     where = str(path)
-    from gcntrain.data.stream_validate import Stream
+    from gcntrain.data.stream_validate import Stream, check_num_features
 
     with open_h5(path, "graph file") as f:
         check_format(f.attrs, GRAPH_FORMAT, where)
@@ -489,6 +516,8 @@ def verify_content_hash(path: str | os.PathLike) -> None:
                 check.check_slice(np.asarray(raw), lo)
                 h.update(np.ascontiguousarray(convert(raw)).tobytes())
             check.finish()
+        nf_declared = int_attr(f.attrs, "num_features", where, default=-1)
+        check_num_features(nf_declared, f.get("features"), where)  # as read_graph, pre-hash
     actual = h.hexdigest()
     if actual != stored:
         raise FormatError(

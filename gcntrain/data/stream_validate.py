@@ -124,3 +124,15 @@ class Stream:
         """What only the whole array shows (indptr's last value)."""
         if self.name == "indptr" and self.prev is not None and self.prev != self.nnz:
             self._fail(f"the arrays hold {self.prev} entries but nnz is {self.nnz}")
+
+
+def check_num_features(declared: int, features, where: str) -> None:
+    """The attribute check `read_graph` makes after the arrays' own: attribute
+    ``num_features`` (`declared`; < 0: not set) against the columns of `features` (an
+    ``h5py.Dataset``-like, None when absent), from its shape alone.  Run after the streamed
+    checks and before the content hash is compared, so the line is the serial one."""
+    nf = 0 if features is None or len(features.shape) != 2 else int(features.shape[1])
+    if declared >= 0 and declared != nf:
+        raise FormatError(
+            f"attribute num_features is {declared} but features has {nf} columns", where
+        )

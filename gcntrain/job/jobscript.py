@@ -232,7 +232,9 @@ def resolve_threads(req: Request, train_threads: int | None) -> tuple[int, str]:
         note = f"# threads: {t} per rank = {cores} cores per node // {k} ranks per node"
     else:
         t = 1
-        note = "# threads: 1 per rank (default; with --cores-per-node C: C // ranks per node)"
+        note = (
+            f"# threads: 1 per rank (default; with --cores-per-node C: C // {k} threads per rank)"
+        )
     if cores is not None and t * k > cores:
         raise InputError(
             f"{t} threads x {k} ranks per node = {t * k} exceeds --cores-per-node {cores}"
@@ -254,7 +256,7 @@ def threads_remark(req: Request, train_threads: int | None, threads: int) -> str
         source = "by default"
     return (
         f"jobscript: no --cores-per-node: {per_rank} {source}, not checked against a node's "
-        f"cores (with --cores-per-node C: C // {req.ranks_per_node} ranks per node)"
+        f"cores (with --cores-per-node C: C // {req.ranks_per_node} threads per rank)"
     )
 
 

@@ -57,6 +57,14 @@ def param_count(widths: list[int]) -> int:
     return sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
 
 
+def _hint(ways: list[str], itemsize: int) -> str:
+    """The ways out, joined with "or": ``--dtype float32`` only for a run in float64
+    (`itemsize` 8), where halving the values is a way out at all."""
+    if itemsize > 4:
+        ways = [*ways, "--dtype float32"]
+    return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
+
+
 def memory_limit(ranks_on_node: int, max_memory: float | None, per: str):
     """(bytes, where the figure comes from) one of `ranks_on_node` processes may use:
     ``--max-memory``, else the node's available memory divided among them (`per`: how the
@@ -88,7 +96,7 @@ def check_rank(
         rank_bytes(meta, req, widths, itemsize),
         "training this rank's share (graph rows, parameters with Adam's moments, activations)",
         limit=limit,
-        hint="use more ranks, a smaller --hidden or --dtype float32",
+        hint=_hint(["use more ranks", "a smaller --hidden"], itemsize),
         source=source,
     )
 
@@ -110,6 +118,6 @@ def check_planning(
         PARAM_COPIES * params * itemsize,
         f"the model ({params:,} parameters, with Adam's moments and a gradient)",
         limit=limit,
-        hint="a smaller --hidden or --dtype float32",
+        hint=_hint(["a smaller --hidden"], itemsize),
         source=source,
     )

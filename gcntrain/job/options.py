@@ -216,12 +216,41 @@ MODEL = [
 MODEL_KEYS = names(MODEL)
 
 
+#: `ctx.meta` key under which the ``--config`` callback records the file it read
+CONFIG_FILE_META = "gcntrain.config_file"
+
+
+def named_value_error(e) -> InputError:
+    """The line of a bad `TrainConfig` value (`gcntrain.model.trainer.ConfigValueError`)
+    naming its option and where the value came from: ``--lr must be ...`` for the command
+    line, ``--lr (lr in run.toml) must be ...`` for a ``--config`` file; `e` itself outside
+    a command or for a value with no option."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    param = None
+    if ctx is not None:
+        param = next((p for p in ctx.command.params if p.name == e.field), None)
+    flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None)
+    if flag is None:
+        return e
+    source = ctx.get_parameter_source(e.field)
+    if source is ParameterSource.COMMANDLINE:
+        return InputError(f"{flag} {e.rest}")
+    if source is ParameterSource.DEFAULT_MAP:
+        file = ctx.meta.get(CONFIG_FILE_META)
+        where = f"{flag[2:]} in {file}" if file else f"{flag[2:]} in the configuration"
+        return InputError(f"{flag} ({where}) {e.rest}")
+    return e
+
+
 def train_config(kw: dict):
-    """A TrainConfig from the values of `model_options` (removed from `kw`)."""
-    from gcntrain.model.trainer import TrainConfig
+    """A TrainConfig from the values of `model_options` (removed from `kw`), validated: a bad
+    value is one `InputError` naming its option and source (`named_value_error`)."""
+    from gcntrain.model.trainer import ConfigValueError, TrainConfig
 
     v = {k: kw.pop(k) for k in MODEL_KEYS}
-    return TrainConfig(
+    config = TrainConfig(
         model=v["model"],
         aggregator=v["aggregator"],
         hidden=parse_hidden(v["hidden"]),
@@ -243,6 +272,10 @@ def train_config(kw: dict):
         label_scale=v["label_scale"],
         norm=v["norm"],
     )
+    try:
+        return config.validate()
+    except ConfigValueError as e:
+        raise named_value_error(e) from None
 
 
 def scheme_group() -> list[Opt]:

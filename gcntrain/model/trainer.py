@@ -43,6 +43,24 @@ from gcntrain.model.wrappers import TimedOps
 SPARSE_DENSITY = 0.2
 
 
+class ConfigValueError(InputError):
+    """A bad `TrainConfig` value (exit status 2).
+
+    Attributes
+    ----------
+    field : str
+        The `TrainConfig` field (also the name of its command-line parameter).
+    label : str
+        How the message names the value when nothing better is known ("lr").
+    rest : str
+        The message after the name ("must be a finite number > 0, got nan").
+    """
+
+    def __init__(self, field: str, label: str, rest: str):
+        super().__init__(f"{label} {rest}")
+        self.field, self.label, self.rest = field, label, rest
+
+
 @dataclass
 class TrainConfig:
     """Model and training hyperparameters; the defaults are the reference GCN's.
@@ -101,54 +119,106 @@ class TrainConfig:
     label_scale: float = 0.01
 
     def validate(self) -> TrainConfig:
-        """Raise `InputError` naming the first bad value; return self."""
+        """Return self; raise `ConfigValueError` (an `InputError`) naming the first bad
+        value's field."""
         checks = [
-            (self.model in ("gcn", "sage"), f"model must be gcn or sage, got {self.model!r}"),
             (
+                "model",
+                self.model in ("gcn", "sage"),
+                "model",
+                f"must be gcn or sage, got {self.model!r}",
+            ),
+            (
+                "aggregator",
                 self.aggregator in ("mean", "gcn"),
-                f"aggregator must be mean or gcn, got {self.aggregator!r}",
+                "aggregator",
+                f"must be mean or gcn, got {self.aggregator!r}",
             ),
-            (all(int(h) >= 1 for h in self.hidden), f"hidden widths must be >= 1: {self.hidden}"),
-            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
-            (0 < self.lr < math.inf, f"lr must be a finite number > 0, got {self.lr}"),
             (
+                "hidden",
+                all(int(h) >= 1 for h in self.hidden),
+                "hidden widths",
+                f"must be >= 1: {self.hidden}",
+            ),
+            (
+                "dropout",
+                0.0 <= self.dropout < 1.0,
+                "dropout",
+                f"must be in [0, 1), got {self.dropout}",
+            ),
+            ("lr", 0 < self.lr < math.inf, "lr", f"must be a finite number > 0, got {self.lr}"),
+            (
+                "weight_decay",
                 0 <= self.weight_decay < math.inf,
-                f"weight decay must be a finite number >= 0, got {self.weight_decay}",
+                "weight decay",
+                f"must be a finite number >= 0, got {self.weight_decay}",
             ),
             (
+                "optimizer",
                 self.optimizer in ("adam", "adamw"),
-                f"optimizer must be adam or adamw, got {self.optimizer!r}",
+                "optimizer",
+                f"must be adam or adamw, got {self.optimizer!r}",
             ),
             (
+                "adamw_decay",
                 0 <= self.adamw_decay < math.inf,
-                f"adamw decay must be a finite number >= 0, got {self.adamw_decay}",
+                "adamw decay",
+                f"must be a finite number >= 0, got {self.adamw_decay}",
             ),
-            (self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}"),
-            (int(self.seed) >= 0, f"seed must be >= 0, got {self.seed}"),
-            (self.early_stopping >= 0, f"early stopping must be >= 0, got {self.early_stopping}"),
+            ("epochs", self.epochs >= 1, "epochs", f"must be >= 1, got {self.epochs}"),
+            ("seed", int(self.seed) >= 0, "seed", f"must be >= 0, got {self.seed}"),
             (
+                "early_stopping",
+                self.early_stopping >= 0,
+                "early stopping",
+                f"must be >= 0, got {self.early_stopping}",
+            ),
+            (
+                "patience",
                 self.patience is None or self.patience >= 1,
-                f"patience must be >= 1, got {self.patience}",
+                "patience",
+                f"must be >= 1, got {self.patience}",
             ),
             (
+                "dtype",
                 self.dtype in ("float32", "float64"),
-                f"dtype must be float32 or float64, got {self.dtype!r}",
+                "dtype",
+                f"must be float32 or float64, got {self.dtype!r}",
             ),
-            (self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}"),
-            (self.order in ("auto", "mm_first", "agg_first"), f"unknown order {self.order!r}"),
             (
+                "eval_every",
+                self.eval_every >= 1,
+                "eval_every",
+                f"must be >= 1, got {self.eval_every}",
+            ),
+            (
+                "order",
+                self.order in ("auto", "mm_first", "agg_first"),
+                "order",
+                f"must be auto, mm_first or agg_first, got {self.order!r}",
+            ),
+            (
+                "label_prop",
                 0.0 <= self.label_prop < 1.0,
-                f"--label-prop must be in [0, 1), got {self.label_prop}",
+                "--label-prop",
+                f"must be in [0, 1), got {self.label_prop}",
             ),
-            (self.norm in ("none", "layer"), f"norm must be none or layer, got {self.norm!r}"),
             (
+                "norm",
+                self.norm in ("none", "layer"),
+                "norm",
+                f"must be none or layer, got {self.norm!r}",
+            ),
+            (
+                "label_scale",
                 0 < self.label_scale < math.inf,
-                f"--label-scale must be a finite number > 0, got {self.label_scale}",
+                "--label-scale",
+                f"must be a finite number > 0, got {self.label_scale}",
             ),
         ]
-        for ok, msg in checks:
+        for name, ok, label, rest in checks:
             if not ok:
-                raise InputError(msg)
+                raise ConfigValueError(name, label, rest)
         return self
 
     def to_dict(self) -> dict:

@@ -54,7 +54,7 @@ def partition_vector(
         )
     from gcntrain.data.partition_file import read_partition
 
-    res = read_partition(spec, graph_hash or None)
+    res = read_partition(spec, graph_hash or None, n=n)
     if res.part is None:
         kind = "2D permutation" if res.row_perm is not None else "vertex-cut (edge)"
         raise InputError(

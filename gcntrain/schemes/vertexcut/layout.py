@@ -54,7 +54,7 @@ def cut_numbering(source, parts: int, spec, seed: int) -> Numbering:
             )
         meta = source.meta()
         edge_part, root, _ = read_vertex_cut(
-            spec, meta.content_hash, meta.nnz, parts, "the number of ranks"
+            spec, meta.content_hash, meta.nnz, parts, "the number of ranks", n=meta.n
         )
         indptr, indices = graph_structure(source)
         try:
