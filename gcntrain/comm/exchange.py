@@ -287,6 +287,8 @@ class Uniform:
         return _table(b, b, n, n)
 
 
+#: rank pairs whose volumes `Pairs.volumes` adds up at once
+PAIR_BLOCK = 1 << 22
 #: `Pairs.kind` of point-to-point exchanges (Isend/Irecv), the communicators' counter kind
 POINT_TO_POINT = "p2p"
 
@@ -308,14 +310,20 @@ class Pairs:
     window: bool = False
 
     def volumes(self) -> np.ndarray:
-        live = (self.src != self.dst) & (self.nbytes > 0)
-        s, d, b = self.src[live], self.dst[live], self.nbytes[live]
-        return _table(
-            _sum_by(s, b, self.P),
-            _sum_by(d, b, self.P),
-            _count_by(s, self.P),
-            _count_by(d, self.P),
-        )
+        out = np.zeros((self.P, 4), dtype=np.int64)
+        n = int(np.asarray(self.src).shape[0])
+        for a in range(0, n, PAIR_BLOCK):  # blocks of pairs: bounded temporaries, exact sums
+            src, dst = self.src[a : a + PAIR_BLOCK], self.dst[a : a + PAIR_BLOCK]
+            nbytes = self.nbytes[a : a + PAIR_BLOCK]
+            live = (src != dst) & (nbytes > 0)
+            s, d, b = src[live], dst[live], nbytes[live]
+            out += _table(
+                _sum_by(s, b, self.P),
+                _sum_by(d, b, self.P),
+                _count_by(s, self.P),
+                _count_by(d, self.P),
+            )
+        return out
 
     def count_shared(self, comm, me: int, unit: int, phase) -> None:
         """Tally, on rank `me`, the messages of the pairs (sizes times `unit` bytes) whose

@@ -23,6 +23,18 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.kernels.csr import (
+    STRICT,
+    UNSORTED,
+    coo_rows_to_csr,
+    csr_row_order,
+    csr_row_sums,
+    csr_sort_rows,
+    csr_sum_duplicates,
+    csr_support_counts,
+    csr_support_fill,
+)
+
 KINDS = ("gcn", "sage-mean", "sage-gcn")
 #: what the identity adds to every degree
 DEGREE_OFFSET = {"gcn": 1.0, "sage-mean": 0.0, "sage-gcn": 1.0}
@@ -33,14 +45,31 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"unknown support kind {kind!r}; expected one of {', '.join(KINDS)}")
 
 
-def _values(indices: np.ndarray, data: np.ndarray | None) -> np.ndarray:
+_EMPTY_IDS = np.zeros(0, dtype=np.int64)
+
+
+def _data_or_empty(data: np.ndarray | None) -> np.ndarray:
+    """Edge values for the kernels: an empty array stands for 'all ones'."""
     if data is None:
-        return np.ones(indices.shape[0], dtype=np.float64)
-    return np.asarray(data, dtype=np.float64)
+        return np.zeros(0, dtype=np.float64)
+    return np.ascontiguousarray(data)
 
 
-def _row_of_entry(indptr: np.ndarray) -> np.ndarray:
-    return np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+def _rows_or_range(rows: np.ndarray | None, m: int) -> np.ndarray:
+    if rows is None:
+        return np.arange(m, dtype=np.int64)
+    return np.ascontiguousarray(rows, dtype=np.int64)
+
+
+def _sorted_rows(indptr, indices):
+    """`indices` with every row sorted by column (stably; a sorted copy when they are not)
+    and whether some row repeats a column."""
+    order = csr_row_order(indptr, indices)
+    if order == UNSORTED:
+        indices = np.array(indices, copy=True)
+        csr_sort_rows(indptr, indices, np.zeros(0, np.float64))
+        order = csr_row_order(indptr, indices)
+    return indices, order != STRICT
 
 
 def degrees(
@@ -71,15 +100,15 @@ def degrees(
     """
     _check_kind(kind)
     m = indptr.shape[0] - 1
-    vals = _values(indices, data)
-    local_row = _row_of_entry(indptr)
+    out = np.empty(m, dtype=np.float64)
+    skip = kind != "gcn"
+    grow = _rows_or_range(rows, m) if skip else _EMPTY_IDS
+    csr_row_sums(indptr, indices, _data_or_empty(data), grow, skip, out)
     one = 0.0 if partial else DEGREE_OFFSET[kind]
-    if kind == "gcn":
-        return np.bincount(local_row, weights=vals, minlength=m) + one
-    grow = local_row if rows is None else np.asarray(rows, dtype=np.int64)[local_row]
-    off = np.asarray(indices, dtype=np.int64) != grow
-    deg = np.bincount(local_row[off], weights=vals[off], minlength=m)
-    return deg + one if kind == "sage-gcn" else deg
+    if kind == "sage-mean":
+        return out
+    out += one
+    return out
 
 
 def _inv(d: np.ndarray, power: float) -> np.ndarray:
@@ -98,6 +127,7 @@ def support_rows(
     kind: str,
     col_range: tuple[int, int] | None = None,
     identity: np.ndarray | None = None,
+    index_dtype=np.int64,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows `rows` of the support matrix of `kind`, as CSR arrays with global column ids.
 
@@ -111,21 +141,69 @@ def support_rows(
         identity's entries are added for the rows inside that range only.
     identity : bool (m,): the rows that get the identity's entry (a vertex cut adds it on
         the root's copy only); default every row (within `col_range`).
+    index_dtype : dtype of the returned column ids (int64; int32 when they fit, for a
+        matrix that scipy would otherwise copy to int32).
 
     Returns
     -------
-    (indptr int64, indices int64, data float64)
-        Sorted column ids, duplicates summed.
+    (indptr int64, indices `index_dtype`, data float64)
+        Sorted column ids, duplicates summed (left to right in the stable column order of
+        the block, the identity's entry after a row's own diagonal entries); one Numba pass
+        to count and one to fill (`gcntrain.kernels.csr`).
     """
     _check_kind(kind)
-    rows = np.asarray(rows, dtype=np.int64)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
     deg_global = np.asarray(deg_global, dtype=np.float64)
-    n = deg_global.shape[0]
     m = rows.shape[0]
     if indptr.shape[0] != m + 1:
         raise ValueError("indptr length must be len(rows) + 1")
-    vals = _values(indices, data)
-    lrow = _row_of_entry(indptr)
+    indptr = np.ascontiguousarray(indptr)
+    if data is not None and csr_row_order(indptr, indices) != STRICT:
+        # weighted duplicates (or rows to sort): their order in sums is scipy's sort's
+        return _support_rows_scipy(
+            indptr, indices, data, rows, deg_global, kind, col_range, identity, index_dtype
+        )
+    indices, _ = _sorted_rows(indptr, np.ascontiguousarray(indices))
+    ident = np.zeros(m, dtype=np.bool_)
+    if kind != "sage-mean":
+        ident[:] = True
+        if col_range is not None:
+            ident &= (rows >= col_range[0]) & (rows < col_range[1])
+        if identity is not None:
+            ident &= np.asarray(identity, dtype=bool)
+    out_ptr = np.empty(m + 1, dtype=np.int64)
+    drop = kind != "gcn"
+    total = int(csr_support_counts(indptr, indices, rows, drop, ident, out_ptr))
+    out_ix = np.empty(total, dtype=index_dtype)
+    out_dv = np.empty(total, dtype=np.float64)
+    power = 0.5 if kind == "gcn" else 1.0
+    dinv = _inv(deg_global, power)
+    csr_support_fill(
+        indptr,
+        indices,
+        _data_or_empty(data),
+        rows,
+        drop,
+        ident,
+        dinv,
+        dinv,
+        kind == "gcn",
+        out_ptr,
+        out_ix,
+        out_dv,
+    )
+    return out_ptr, out_ix, out_dv
+
+
+def _support_rows_scipy(
+    indptr, indices, data, rows, deg_global, kind, col_range, identity, index_dtype
+):
+    """`support_rows` by scipy's COO to CSR: for weighted rows that repeat a column (or are
+    not sorted), whose duplicates scipy's (unstable) sort orders before they are summed."""
+    n = deg_global.shape[0]
+    m = rows.shape[0]
+    vals = np.asarray(data, dtype=np.float64)
+    lrow = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     if kind != "gcn":
         keep = cols != rows[lrow]
@@ -147,7 +225,24 @@ def support_rows(
     M = sp.csr_matrix((vals, (lrow, cols)), shape=(m, n))
     M.sum_duplicates()
     M.sort_indices()
-    return (M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data.astype(np.float64))
+    return (M.indptr.astype(np.int64), M.indices.astype(index_dtype), M.data.astype(np.float64))
+
+
+def coo_block_to_csr(rows, cols, vals, m: int):
+    """An m-row block's COO entries (float64 values) as CSR with sorted columns, duplicates
+    summed left to right in their given order (scipy's COO to CSR for distinct entries):
+    (indptr int64, indices int64, data float64)."""
+    k = int(rows.shape[0])
+    ip = np.empty(m + 1, dtype=np.int64)
+    ix = np.empty(k, dtype=np.int64)
+    dv = np.empty(k, dtype=np.float64)
+    coo_rows_to_csr(rows, cols, vals, m, ip, ix, dv)
+    csr_sort_rows(ip, ix, dv)
+    if csr_row_order(ip, ix) == STRICT:
+        return ip, ix, dv
+    out = np.empty(m + 1, dtype=np.int64)
+    kept = int(csr_sum_duplicates(ip, ix, dv, out))
+    return out, ix[:kept].copy(), dv[:kept].copy()
 
 
 def support_matrix(graph, kind: str) -> sp.csr_matrix:

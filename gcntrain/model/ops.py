@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from gcntrain.kernels import dense
 from gcntrain.kernels.spmm import spmm_csr_dense
+from gcntrain.kernels.transpose import csr_transpose
 from gcntrain.model.functional import (
     dropout_backward,
     dropout_forward,
@@ -257,9 +258,9 @@ class SerialOps(Ops):
         S = sp.csr_matrix(support)
         S.sort_indices()
         self.S = S
-        T = S.T.tocsr()
-        T.sort_indices()
-        self.T = T
+        # S^T by one counting-sort pass: its rows come out sorted (= ``S.T.tocsr()`` sorted)
+        ip, ix, dv = csr_transpose(S.indptr, S.indices, S.data, S.shape[1])
+        self.T = sp.csr_matrix((dv, ix, ip.astype(S.indptr.dtype)), shape=S.shape[::-1])
         self.n_global = S.shape[0]
         self.rows = np.arange(self.n_global, dtype=np.int64)
         self._typed: dict = {}
@@ -269,7 +270,9 @@ class SerialOps(Ops):
         key = (which, np.dtype(dtype).str)
         if key not in self._typed:
             M = self.S if which == "f" else self.T
-            self._typed[key] = M if M.dtype == dtype else M.astype(dtype)
+            if M.dtype != dtype:  # the values cast, the structure shared
+                M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
+            self._typed[key] = M
         return self._typed[key]
 
     def aggregate(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:

@@ -13,10 +13,12 @@ import scipy.sparse as sp
 from gcntrain.comm.exchange import Allgatherv, Allreduce, BcastStages, Groups, Pairs, Uniform
 from gcntrain.comm.node import ranks_on_node
 from gcntrain.comm.shared import SharedRows
+from gcntrain.kernels.csr import csr_pairs_by_owner
 from gcntrain.kernels.spmm import spmm_csr_dense, spmm_csr_dense_add
-from gcntrain.model.normalize import degrees, support_rows
+from gcntrain.model.normalize import coo_block_to_csr, degrees, support_rows
 from gcntrain.model.ops import Ops
 from gcntrain.model.phase import Phase, phase_key
+from gcntrain.schemes.entries import entry_pair_counts
 from gcntrain.schemes.layout import block_pair_counts, column_blocks, owner_of
 from gcntrain.schemes.protocol import (
     REORDER_OPTION,
@@ -212,24 +214,27 @@ def transpose_rows(
     """
     me = comm.rank
     nparts = offsets.shape[0] - 1
-    m = indptr.shape[0] - 1
-    rows = np.repeat(np.arange(m, dtype=np.int64) + offsets[me], np.diff(indptr))
-    cols = np.asarray(indices, dtype=np.int64)
-    order = np.argsort(owner_of(cols, offsets), kind="stable")
-    _, dst, cnt = block_pair_counts(me, cols, offsets)
+    nnz = int(indptr[-1] - indptr[0])
+    # how many entries go to each owner: the plan's own function (`block_pair_counts`, the
+    # one who-sends-what of the transposition); then the (j, i) pairs grouped by the owner
+    # of j, in entry order, in one counting-sort pass that must agree with it
+    _, dst, cnt = block_pair_counts(me, indices[indptr[0] : indptr[-1]], offsets)
     send_counts = np.zeros(nparts, dtype=np.int64)
     send_counts[dst] = cnt
+    pairs = np.empty((nnz, 2), dtype=np.int64)
+    vals = np.empty(nnz, dtype=np.float64)
+    grouped = np.empty(nparts, dtype=np.int64)
+    offs = np.ascontiguousarray(offsets, dtype=np.int64)
+    csr_pairs_by_owner(indptr, indices, data, offs, offs[me], pairs, vals, grouped)
+    if not np.array_equal(grouped, send_counts):
+        raise RuntimeError("transpose_rows: the grouped entries disagree with the plan's counts")
     recv_counts = comm.alltoall_counts(send_counts, phase)
-    pairs = np.ascontiguousarray(np.stack([cols[order], rows[order]], axis=1))
     got = comm.alltoallv(pairs, send_counts, recv_counts, phase)
-    vals = comm.alltoallv(
-        np.ascontiguousarray(np.asarray(data, np.float64)[order]), send_counts, recv_counts, phase
+    vals = comm.alltoallv(vals, send_counts, recv_counts, phase)
+    del pairs
+    return coo_block_to_csr(
+        got[:, 0] - offsets[me], got[:, 1], vals, int(offsets[me + 1] - offsets[me])
     )
-    mine = int(offsets[me + 1] - offsets[me])
-    T = sp.csr_matrix((vals, (got[:, 0] - offsets[me], got[:, 1])), shape=(mine, int(offsets[-1])))
-    T.sum_duplicates()
-    T.sort_indices()
-    return T.indptr.astype(np.int64), T.indices.astype(np.int64), T.data.astype(np.float64)
 
 
 def row_setup(world, bcomm, layout: RowLayout, local, kind: str):
@@ -269,7 +274,7 @@ def row_setup_steps(ctx: PlanContext) -> list[tuple[str, object]]:
     blk = lay.block_of_ranks()
     src_b, dst_b, cnt = ctx.cached(
         "entry_pairs",
-        lambda: block_pair_counts(*entry_blocks(ctx.support, lay.offsets), lay.offsets),
+        lambda: entry_pair_counts(ctx.support, lay.offsets),
     )
     # block pairs -> rank pairs inside every copy's group
     copies = np.arange(lay.c, dtype=np.int64)

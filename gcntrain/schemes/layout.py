@@ -91,9 +91,13 @@ def block_pair_counts(
     to the owner of row j of the transpose (= the owner of column j): the runtime applies this
     to its own entries, the plan to all of them.
     """
+    B = offsets.shape[0] - 1
+    if np.ndim(row_block) == 0:  # one block's own entries (the runtime): a count, no sort
+        per = np.bincount(owner_of(cols, offsets), minlength=B)
+        dst = np.flatnonzero(per).astype(np.int64)
+        return np.full(dst.shape, int(row_block), dtype=np.int64), dst, per[dst].astype(np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     src = np.broadcast_to(np.asarray(row_block, dtype=np.int64), cols.shape)
-    B = offsets.shape[0] - 1
     dst = owner_of(cols, offsets)
     key, cnt = sorted_unique(src * B + dst, return_counts=True)
     return key // B, key % B, cnt

@@ -25,10 +25,9 @@ from gcntrain.schemes.base import (
     RowOps,
     TypedBlocks,
     broadcasts_ahead,
-    entry_blocks,
     row_setup,
 )
-from gcntrain.schemes.layout import block_pair_counts
+from gcntrain.schemes.entries import entry_pair_counts
 from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption, reorder_config
 
 
@@ -164,7 +163,7 @@ class OneFiveD(BroadcastRowScheme):
 
         def make():
             M = ctx.support if which == "f" else ctx.transpose()
-            src, dst, cnt = block_pair_counts(*entry_blocks(M, lay.offsets), lay.offsets)
+            src, dst, cnt = entry_pair_counts(M, lay.offsets)
             chunk = np.zeros(B, dtype=np.int64)
             for j in range(c):
                 chunk[list(stage_blocks(B, c, j))] = j

@@ -45,10 +45,10 @@ from gcntrain.schemes.base import (
     RowScheme,
     as_dtype,
     csr_apply,
-    entry_blocks,
     spmm_work,
 )
-from gcntrain.schemes.layout import block_pair_counts, needed_pairs, owner_of
+from gcntrain.schemes.entries import entry_pair_counts, halo_needed_pairs
+from gcntrain.schemes.layout import needed_pairs, owner_of
 from gcntrain.schemes.protocol import OVERLAP_CALL
 
 #: `plan_notes` values of the backward product
@@ -61,8 +61,7 @@ def halo_pairs(ctx, which: str):
 
     def make():
         M = ctx.support if which == "f" else ctx.transpose()
-        src, dst, ptr, _ = needed_pairs(*entry_blocks(M, ctx.layout.offsets), ctx.layout.offsets)
-        return src, dst, np.diff(ptr)
+        return halo_needed_pairs(M, ctx.layout.offsets, ids=False)
 
     key = "halo_f" if which == "f" or ctx.symmetric else "halo_t"
     return ctx.cached(key, make)
@@ -483,7 +482,7 @@ class P2P(RowScheme):
             offsets = ctx.layout.offsets
             bs, bd, cnt = ctx.cached(
                 "entry_pairs",
-                lambda: block_pair_counts(*entry_blocks(ctx.support, offsets), offsets),
+                lambda: entry_pair_counts(ctx.support, offsets),
             )
             P = ctx.P
             diag = bs == bd

@@ -27,7 +27,19 @@ def support_of(local, kind: str) -> sp.csr_matrix:
     """The whole support matrix of a whole-graph `LocalGraph` (its numbering)."""
     ids = local.new_ids
     deg = degrees(local.indptr, local.indices, local.data, kind, rows=ids)
-    ip, ix, dv = support_rows(local.indptr, local.indices, local.data, ids, deg, kind)
+    # int32 column ids where they fit: the dtype scipy would copy them to
+    small = local.n < 2**31 - 1 and local.indices.shape[0] + local.n < 2**31 - 1
+    ip, ix, dv = support_rows(
+        local.indptr,
+        local.indices,
+        local.data,
+        ids,
+        deg,
+        kind,
+        index_dtype=np.int32 if small else np.int64,
+    )
+    if small:
+        ip = ip.astype(np.int32)
     return sp.csr_matrix((dv, ix, ip), shape=(local.n, local.n))
 
 

@@ -15,49 +15,48 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.errors import InputError
-from gcntrain.model.normalize import support_kind, support_matrix
+from gcntrain.model.normalize import support_kind
 from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
 from gcntrain.schemes.protocol import PlanContext
 from gcntrain.simulate.plan import LOAD_AGREEMENTS, PlanTable, plan_run
+from gcntrain.simulate.plangraph import PlanGraph, plan_graph
 from gcntrain.simulate.schedule import record_schedule
+from gcntrain.simulate.support import SYMMETRY_RTOL, plan_support
 
-#: relative tolerance of the symmetry test of S (the runtime's allclose uses the same)
-SYMMETRY_RTOL = 1e-12
 #: the trainer stores the first layer's input as CSR below this density (auto)
 SPARSE_DENSITY = 0.2
 
 
 def support_in_numbering(S: sp.csr_matrix, perm: np.ndarray) -> sp.csr_matrix:
-    """S with rows and columns renumbered (``new = inv[old]``, ``perm[new] = old``)."""
+    """S with rows and columns renumbered (``new = inv[old]``, ``perm[new] = old``), values
+    included (the reference of `gcntrain.simulate.support.plan_support`'s pattern)."""
     M = sp.csr_matrix(S)[perm][:, perm].tocsr()
     M.sort_indices()
     return M
 
 
 def is_symmetric(S: sp.csr_matrix) -> bool:
+    """The symmetry test with scipy's transpose (the reference of `plan_support`'s)."""
     diff = abs(S - S.T)
     return bool(diff.nnz == 0 or diff.max() <= SYMMETRY_RTOL * max(abs(S).max(), 1.0))
 
 
-def sparse_decision(config, features) -> bool:
-    """Whether the run stores the first layer's input as CSR (as `prepare_features`)."""
+def sparse_decision(config, graph: PlanGraph) -> bool:
+    """Whether the run stores the first layer's input as CSR (as `prepare_features`: its
+    nonzero values under `SPARSE_DENSITY` of its cells)."""
     if config.sparse_features is not None:
         return bool(config.sparse_features)
-    if features is None or features.size == 0:
+    cells = graph.n * graph.num_features
+    if not graph.has_features or cells == 0:
         return False
-    X = features.toarray() if sp.issparse(features) else np.asarray(features)
-    return bool(np.count_nonzero(X) / X.size < SPARSE_DENSITY)
+    return bool(graph.nonzero / cells < SPARSE_DENSITY)
 
 
-def feature_nnz(graph, perm: np.ndarray) -> np.ndarray | None:
+def feature_nnz(graph: PlanGraph, perm: np.ndarray) -> np.ndarray | None:
     """Stored feature nonzeros of every node, in the new numbering."""
-    X = graph.features
-    if X is None:
-        return None
-    counts = np.diff(sp.csr_matrix(X).indptr) if sp.issparse(X) else np.count_nonzero(X, axis=1)
-    return np.asarray(counts, dtype=np.int64)[perm]
+    return None if graph.stored is None else graph.stored[perm]
 
 
 @dataclass
@@ -137,11 +136,10 @@ def plan_training(
         sch.col_parts(ranks, sc),
         sch.locality_order(sc),
     )
-    graph, numbering = src.whole(numbering)
-    f0, classes = node_widths(graph, meta, num_features, num_classes)
+    graph, numbering = plan_graph(src, numbering)
+    f0, classes = node_widths(graph, meta, num_features, num_classes, getattr(src, "path", None))
     layout = sch.layout(numbering, meta, ranks, sc, model_layers(config, f0, classes))
     if support is None:
-        support = support_matrix(graph, support_kind(config.model, config.aggregator))
         derived = None  # built for this plan only: nothing to share
     nkey = None
     if derived is not None and isinstance(partition, str | None):
@@ -149,13 +147,15 @@ def plan_training(
         nkey += (partition_seed, sch.col_parts(ranks, sc), sch.locality_order(sc))
 
     def renumbered():
-        S = support_in_numbering(support, numbering.perm)
+        kind = support_kind(config.model, config.aggregator)
+        S, symmetric = plan_support(graph if support is None else support, kind, numbering.perm)
+        graph.drop_structure()  # the plan holds S's pattern from here on
         fnnz = feature_nnz(graph, numbering.perm)
         if derived is not None:  # shared by the plans of a sweep: no plan may change them
             for a in (S.data, S.indices, S.indptr, fnnz):
                 if a is not None:
                     a.flags.writeable = False
-        return S, is_symmetric(S), fnnz
+        return S, symmetric, fnnz
 
     S, symmetric, fnnz = _memo(derived, ("support", nkey), renumbered)
     ctx = PlanContext(
@@ -163,16 +163,14 @@ def plan_training(
         S,
         symmetric,
         feature_nnz=fnnz,
-        feature_itemsize=4 if graph.features is None else int(graph.features.dtype.itemsize),
-        masks=sum(getattr(graph, f"{k}_mask") is not None for k in ("train", "val", "test"))
-        if graph.features is not None
-        else 3,
+        feature_itemsize=4 if graph.itemsize is None else graph.itemsize,
+        masks=len(graph.masks) if graph.has_features else 3,
         store=src.kind == "store",
         kind=support_kind(config.model, config.aggregator),
     )
-    masks = tuple(k for k in ("train", "val", "test") if getattr(graph, f"{k}_mask") is not None)
+    masks = graph.masks
     cfg = repr(config)
-    sparse = _memo(derived, ("sparse", cfg), lambda: sparse_decision(config, graph.features))
+    sparse = _memo(derived, ("sparse", cfg), lambda: sparse_decision(config, graph))
     schedule = (config, f0, classes, config.epochs, masks or ("train", "val", "test"), sparse)
     calls = _memo(derived, ("schedule", cfg, *schedule[1:]), lambda: record_schedule(*schedule))
     table = plan_run(sch, ctx, calls, agreements, setup)
@@ -189,16 +187,18 @@ def _memo(cache: dict | None, key: tuple, build):
     return cache[key]
 
 
-def node_widths(graph, meta, num_features, num_classes) -> tuple[int, int]:
-    """(feature width, classes) of the plan: the graph's, or the given stand-ins."""
+def node_widths(graph, meta, num_features, num_classes, where=None) -> tuple[int, int]:
+    """(feature width, classes) of the plan: the graph's, or the given stand-ins; `where`
+    (the source's file, else the graph's name) names the graph in the line of a refusal."""
     f0 = int(num_features or graph.num_features or 0)
     classes = num_classes or meta.num_classes
     if classes is None and graph.labels is not None and graph.labels.size:
         classes = int(graph.labels.max()) + 1
     if f0 < 1 or not classes or classes < 2:
         raise InputError(
-            f"{meta.name} has no node features or labels to plan with; give --features F and "
-            "--classes C (the widths a training run would use)"
+            "has no node features or labels to plan with; give --features F and "
+            "--classes C (the widths a training run would use)",
+            str(where or meta.name),
         )
     return f0, int(classes)
 
@@ -219,7 +219,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
     classes = sim.num_classes
     widths = [sim.num_features, *[int(h) for h in config.hidden], classes]
     itemsize = np.dtype(config.dtype).itemsize
-    sparse = sparse_decision(config, g.features)
+    sparse = sparse_decision(config, g)
     fp = sim.scheme.footprint(ctx)
     fnnz = None
     if sparse and ctx.feature_nnz is not None:

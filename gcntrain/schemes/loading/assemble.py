@@ -6,10 +6,16 @@ sorted within rows, the request's column and feature windows applied, scattered 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from gcntrain.data.validate import require_node_data
 from gcntrain.errors import InputError
+from gcntrain.kernels.csr import (
+    STRICT,
+    UNSORTED,
+    csr_gather_rows,
+    csr_row_order,
+    csr_sort_rows,
+)
 from gcntrain.partition.csr import keep_entries
 from gcntrain.schemes.graphs import LoadRequest, LocalGraph, Numbering
 
@@ -19,6 +25,64 @@ def _window(indptr, indices, data, cols: tuple[int, int] | None):
     if cols is None:
         return indptr, indices, data
     return keep_entries(indptr, indices, data, (indices >= cols[0]) & (indices < cols[1]))
+
+
+def sorted_csr(indptr, indices, data):
+    """(indptr int64, indices int64, data float32 or None) with every row sorted by column:
+    the arrays given where they already are (cast where their dtype differs), else sorted
+    copies (`csr_sort_rows`: only the rows out of order, stably).  Weighted rows that repeat
+    a column are sorted by scipy, as before, whose order their values keep."""
+    ip = np.ascontiguousarray(indptr, dtype=np.int64)
+    ix = np.ascontiguousarray(indices, dtype=np.int64)
+    dv = None if data is None else np.ascontiguousarray(data, dtype=np.float32)
+    if csr_row_order(ip, ix) != UNSORTED:
+        return ip, ix, dv
+    keep = dv is not None or np.may_share_memory(ix, indices)  # ix: the fallback's input
+    sx = ix.copy() if keep else ix
+    sd = None if dv is None else dv.copy()
+    csr_sort_rows(ip, sx, np.zeros(0, np.float32) if sd is None else sd)
+    if sd is None or csr_row_order(ip, sx) == STRICT:  # values of distinct columns
+        return ip, sx, sd
+    return _sorted_with_data(ip, ix, dv)
+
+
+def _sorted_with_data(ip, ix, dv):
+    import scipy.sparse as sp
+
+    shape = (ip.shape[0] - 1, int(ix.max(initial=-1)) + 1)
+    M = sp.csr_matrix((dv, ix, ip), shape=shape, copy=True)  # sorted in place below
+    M.sort_indices()
+    return ip, M.indices.astype(np.int64), M.data.astype(np.float32)
+
+
+def gather_rows(indptr, indices, data, rows: np.ndarray, colmap: np.ndarray | None):
+    """Rows `rows` of a CSR matrix with their column ids mapped through `colmap` (None:
+    kept), in one pass (`csr_gather_rows`): (indptr int64, indices int64, data float32 or
+    None), rows in their stored order."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    indptr = np.ascontiguousarray(indptr)
+    total = int((indptr[rows + 1] - indptr[rows]).sum())
+    ip = np.empty(rows.shape[0] + 1, dtype=np.int64)
+    ix = np.empty(total, dtype=np.int64)
+    dv = np.empty(total if data is not None else 0, dtype=np.float32)
+    cmap = np.zeros(0, np.int64) if colmap is None else np.ascontiguousarray(colmap, np.int64)
+    src = np.zeros(0, np.float32) if data is None else np.ascontiguousarray(data)
+    csr_gather_rows(indptr, np.ascontiguousarray(indices), src, rows, cmap, ip, ix, dv)
+    return ip, ix, (None if data is None else dv)
+
+
+def take_rows(a, rows: np.ndarray, share: bool = False):
+    """``a[rows]`` (None stays None); a contiguous ascending `rows` is a slice (copied later
+    by `local_graph`), and with `share` all the rows in order are `a` itself."""
+    if a is None:
+        return None
+    k = int(rows.shape[0])
+    if k and int(rows[-1]) - int(rows[0]) == k - 1 and bool(np.all(np.diff(rows) == 1)):
+        lo = int(rows[0])
+        if share and lo == 0 and k == a.shape[0]:
+            return a
+        return a[lo : lo + k]
+    return a[rows]
 
 
 def _feature_window(X, cols: tuple[int, int] | None):
@@ -53,17 +117,7 @@ def local_graph(
     """Assemble a `LocalGraph`: sort each row's columns, apply the request's windows (and,
     for scattered rows `ids_new`, keep the request's `entries` only)."""
     require_node_data(features, labels, masks.get("train"), where)
-    m = int(orig_ids.shape[0])
-    M = sp.csr_matrix(
-        (np.ones(cols_new.size) if data is None else data, cols_new, indptr), shape=(m, n)
-    )
-    M.sort_indices()
-    ip, ix, dv = _window(
-        M.indptr.astype(np.int64),
-        M.indices.astype(np.int64),
-        None if data is None else M.data.astype(np.float32),
-        req.cols,
-    )
+    ip, ix, dv = _window(*sorted_csr(indptr, cols_new, data), req.cols)
     if ids_new is not None:
         return _scattered(
             n=n,

@@ -12,7 +12,13 @@ import numpy as np
 from gcntrain.data.validate import require_node_data
 from gcntrain.errors import InputError
 from gcntrain.schemes.graphs import GraphMeta, LoadRequest, LocalGraph, Numbering
-from gcntrain.schemes.loading.assemble import _rows_in_order, _rows_of, local_graph
+from gcntrain.schemes.loading.assemble import (
+    _rows_in_order,
+    _rows_of,
+    gather_rows,
+    local_graph,
+    take_rows,
+)
 from gcntrain.schemes.loading.numbering import whole_graph_numbering
 from gcntrain.schemes.loading.stores import (
     BlockStoreSource,
@@ -57,19 +63,23 @@ class GraphSource:
         return self.graph, numbering
 
     def load(self, req: LoadRequest, numbering: Numbering) -> LocalGraph:
+        return self.load_rows(req, numbering)
+
+    def load_rows(self, req: LoadRequest, numbering: Numbering, share: bool = False):
+        """`load`; with `share` the node data of a whole request in its own order are the
+        graph's arrays themselves (not copied: a graph read for this load only)."""
         g = self.graph
         if req.whole:
             from gcntrain.model.run import check_trainable
 
             check_trainable(g, self.label)
         old, ids_new = _rows_of(req, numbering)
-        A = g.adjacency()[old]
+        ip, ix, dv = gather_rows(g.indptr, g.indices, g.data, old, numbering.inv)
         masks = {
-            k: None
-            if getattr(g, f"{k}_mask") is None
-            else np.asarray(getattr(g, f"{k}_mask"), dtype=bool)[old]
+            k: take_rows(_mask(getattr(g, f"{k}_mask")), old, share)
             for k in ("train", "val", "test")
         }
+        labels = None if g.labels is None else np.asarray(g.labels, dtype=np.int64)
         return local_graph(
             n=g.n,
             nnz=g.nnz,
@@ -78,15 +88,19 @@ class GraphSource:
             num_features=g.num_features,
             req=req,
             orig_ids=old,
-            indptr=A.indptr.astype(np.int64),
-            cols_new=numbering.inv[A.indices.astype(np.int64)],
-            data=None if g.data is None else A.data.astype(np.float32),
-            features=None if g.features is None else g.features[old],
-            labels=None if g.labels is None else np.asarray(g.labels, dtype=np.int64)[old],
+            indptr=ip,
+            cols_new=ix,
+            data=dv,
+            features=take_rows(g.features, old, share),
+            labels=take_rows(labels, old, share),
             masks=masks,
             where=self.label,
             ids_new=ids_new,
         )
+
+
+def _mask(a):
+    return None if a is None else np.asarray(a, dtype=bool)
 
 
 class FileSource:
@@ -144,7 +158,8 @@ class FileSource:
         if req.whole:
             from gcntrain.data.store import read_graph
 
-            return GraphSource(read_graph(self.path), self.path).load(req, numbering)
+            # the graph read here is dropped after the load: its node data are not copied
+            return GraphSource(read_graph(self.path), self.path).load_rows(req, numbering, True)
         from gcntrain.data.rows import read_graph_rows
 
         meta = self.meta()

@@ -8,6 +8,7 @@ import numpy as np
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
 from gcntrain.schemes.base import spmm_work
+from gcntrain.schemes.entries import entry_chunks, merge_counts
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.plexus.layout import (
     PlexusLayout,
@@ -20,16 +21,15 @@ from gcntrain.schemes.plexus.setup import ENTRY_BYTES, LABEL_BYTES
 
 
 def _entries(ctx):
-    """(original row, original column, loading rank) of every entry of the support."""
+    """Yield (original row, original column, loading rank) of the entries of the support, a
+    range of rows at a time (`gcntrain.schemes.entries.entry_chunks`)."""
     lay: PlexusLayout = ctx.layout
-    S = ctx.support
-    new_rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), np.diff(S.indptr))
     orig = _load_orig(lay)
-    cols = S.indices.astype(np.int64)
-    src = owner_of(new_rows, lay.numbering.offsets) * lay.load_grid[1]
-    if lay.load_cols is not None:
-        src = src + owner_of(cols, lay.load_cols)
-    return orig[new_rows], orig[cols], src
+    for new_rows, cols in entry_chunks(ctx.support):
+        src = owner_of(new_rows, lay.numbering.offsets) * lay.load_grid[1]
+        if lay.load_cols is not None:
+            src = src + owner_of(cols, lay.load_cols)
+        yield orig[new_rows], orig[cols], src
 
 
 def _load_orig(lay: PlexusLayout) -> np.ndarray:
@@ -93,18 +93,26 @@ class PlexusCost:
         lead = _first_in_block_row(lay)
         R, C = lay.load_grid
         block_rows = np.diff(lay.numbering.offsets)
-        orow, ocol, src = _entries(ctx)
         out = [
             ("setup", Allgatherv(world, lead * 8)),
             ("setup", Allreduce(Groups.axis((R, C), 1), block_rows, 8)),
             ("setup", Allgatherv(world, lead * 8)),
             ("setup", Uniform(world, 8)),
         ]
+        # per key: the entries' (loading rank, shard) codes, counted per range of rows
+        codes = {key: ([], []) for key in lay.shard_keys}
+        for orow, ocol, src in _entries(ctx):
+            for key in lay.shard_keys:
+                qi, ri, _, _ = lay.shard_coords(key, orow, ocol)
+                _, q, r = key
+                code = (src * lay.dims[q] + qi) * lay.dims[r] + ri
+                code, cnt = np.unique(code, return_counts=True)
+                codes[key][0].append(code)
+                codes[key][1].append(cnt)
         srcs, dsts, cnts = [], [], []
         for key in lay.shard_keys:
-            qi, ri, _, _ = lay.shard_coords(key, orow, ocol)
             _, q, r = key
-            code, cnt = np.unique((src * lay.dims[q] + qi) * lay.dims[r] + ri, return_counts=True)
+            code, cnt = merge_counts(*codes.pop(key))
             s_, rest = np.divmod(code, lay.dims[q] * lay.dims[r])
             qq, rr = np.divmod(rest, lay.dims[r])
             d = lay.shard_ranks(key, qq, rr)
@@ -230,13 +238,18 @@ class PlexusCost:
         lay: PlexusLayout = ctx.layout
 
         def make():
-            orow, ocol, _ = _entries(ctx)
+            tabs = [0] * len(lay.shard_keys)
+            for orow, ocol, _ in _entries(ctx):
+                for s, key in enumerate(lay.shard_keys):
+                    _, q, r = key
+                    qi, ri, _, _ = lay.shard_coords(key, orow, ocol)
+                    m = lay.dims[q] * lay.dims[r]
+                    tabs[s] = tabs[s] + np.bincount(qi * lay.dims[r] + ri, minlength=m)
             out = np.zeros((len(lay.shard_keys), lay.size), dtype=np.int64)
+            c = lay.coords_all
             for s, key in enumerate(lay.shard_keys):
                 _, q, r = key
-                qi, ri, _, _ = lay.shard_coords(key, orow, ocol)
-                tab = np.bincount(qi * lay.dims[r] + ri, minlength=lay.dims[q] * lay.dims[r])
-                c = lay.coords_all
+                tab = np.broadcast_to(tabs[s], lay.dims[q] * lay.dims[r])
                 out[s] = tab[c[:, q] * lay.dims[r] + c[:, r]]
             return out
 

@@ -9,6 +9,7 @@ import numpy as np
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
 from gcntrain.partition.csr import sorted_unique
 from gcntrain.schemes.base import spmm_work
+from gcntrain.schemes.entries import entry_chunks, merge_counts
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.two_d.layout import (
     ENTRY_ID_BYTES,
@@ -28,23 +29,19 @@ class TwoDCost:
     `held_estimate`, `footprint`): a mixin of `gcntrain.schemes.two_d.TwoD`."""
 
     # -- exchange description ----------------------------------------------------------------
-    def _entries(self, ctx, which: str):
-        """(rows, cols) of every entry of S ("f") or S^T ("t")."""
-        M = ctx.support if which == "f" else ctx.transpose()
-        rows = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
-        return rows, M.indices.astype(np.int64)
-
     def stage_nnz(self, ctx, which: str) -> np.ndarray:
         """(Pr, S) entries of S_i (or S^T_i) in each stage."""
         lay: Layout2D = ctx.layout
         key = "stage_nnz_f" if which == "f" or ctx.symmetric else "stage_nnz_t"
 
         def make():
-            rows, cols = self._entries(ctx, which)
             a = lay.stages[0]
             S = a.shape[0]
-            idx = owner_of(rows, lay.offsets) * S + (np.searchsorted(a, cols, side="right") - 1)
-            return np.bincount(idx, minlength=lay.pr * S).reshape(lay.pr, S).astype(np.int64)
+            tab = np.zeros(lay.pr * S, dtype=np.int64)
+            for rows, cols in entry_chunks(ctx.support if which == "f" else ctx.transpose()):
+                idx = owner_of(rows, lay.offsets) * S + (np.searchsorted(a, cols, side="right") - 1)
+                tab += np.bincount(idx, minlength=lay.pr * S)
+            return tab.reshape(lay.pr, S)
 
         return ctx.cached(key, make)
 
@@ -134,9 +131,13 @@ class TwoDCost:
         product's per-stage entry counts (row Allgatherv)."""
         lay: Layout2D = ctx.layout
         P = lay.size
-        rows, cols = self._entries(ctx, "f")
-        src, dst = transpose_pairs(lay, rows, cols)
-        key, cnt = sorted_unique(src * P + dst, return_counts=True)
+        keys, cnts = [], []
+        for rows, cols in entry_chunks(ctx.support):
+            src, dst = transpose_pairs(lay, rows, cols)
+            k, c = sorted_unique(src * P + dst, return_counts=True)
+            keys.append(k)
+            cnts.append(c)
+        key, cnt = merge_counts(keys, cnts)
         ps, pd = key // P, key % P
         counts = stage_counts(lay)[lay.ranks_I() % lay.pz, lay.ranks_j()] * 8
         out = [
@@ -281,8 +282,9 @@ class TwoDCost:
     def footprint(self, ctx) -> dict:
         lay: Layout2D = ctx.layout
         rows = lay.node_sizes[lay.ranks_I()]
-        r, c = self._entries(ctx, "f")
-        adj = np.bincount(block_of(lay, r, c), minlength=lay.size).astype(np.int64)
+        adj = np.zeros(lay.size, dtype=np.int64)
+        for r, c in entry_chunks(ctx.support):
+            adj += np.bincount(block_of(lay, r, c), minlength=lay.size)
         if not ctx.symmetric:
             adj = 2 * adj
         a, b = lay.stages[0], lay.stages[1]
