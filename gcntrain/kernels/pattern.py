@@ -7,6 +7,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+#: rows up to this long are sorted by insertion (a library sort's call costs more)
+SHORT_ROW = 48
+
 
 @njit(nogil=True, cache=True)
 def symmetry_deviation(indptr, indices, data):  # pragma: no cover - jitted
@@ -57,7 +60,16 @@ def permute_pattern(indptr, indices, perm, inv, out_indptr, out_indices):  # pra
         m = indptr[o + 1] - a
         for k in range(m):
             out_indices[s + k] = inv[indices[a + k]]
-        out_indices[s : s + m].sort()
+        if m > SHORT_ROW:
+            out_indices[s : s + m].sort()
+            continue
+        for k in range(s + 1, s + m):  # insertion sort: most rows are short
+            x = out_indices[k]
+            t = k - 1
+            while t >= s and out_indices[t] > x:
+                out_indices[t + 1] = out_indices[t]
+                t -= 1
+            out_indices[t + 1] = x
     return out_indices
 
 

@@ -75,9 +75,11 @@ def reorder_config(values: dict) -> dict:
 
 @dataclass
 class PlanContext:
-    """Everything a plan may use: the layout, the support matrix in the new numbering (values
-    included), whether it is symmetric, and a cache for derived quantities (halo pairs, block
-    nonzero tables) so that each is computed once."""
+    """Everything a plan may use: the layout, the support matrix's pattern in the new
+    numbering (sorted rows; its values are stand-ins that no plan reads:
+    `gcntrain.simulate.support`), whether the support is symmetric (values included), and a
+    cache for derived quantities (halo pairs, block nonzero tables) so that each is computed
+    once."""
 
     layout: Any
     support: sp.csr_matrix

@@ -24,6 +24,18 @@ FEATURE_BLOCK = 1 << 22
 MASKS = ("train", "val", "test")
 
 
+def row_blocks(indptr: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """[lo, hi) row ranges of about `limit` entries each (at least one row each)."""
+    n = indptr.shape[0] - 1
+    out, lo = [], 0
+    while lo < n:
+        hi = int(np.searchsorted(indptr, indptr[lo] + limit, side="right")) - 1
+        hi = min(max(hi, lo + 1), n)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
 @dataclass
 class PlanGraph:
     """A graph as a plan sees it (original numbering).
@@ -57,8 +69,6 @@ class PlanGraph:
         """Yield (lo, hi, row pointers from 0, column ids, values or None) of the adjacency,
         ranges of rows of about `limit` entries (read from the file block by block and
         validated there, when the graph is a file's)."""
-        from gcntrain.simulate.support import row_blocks
-
         indptr = np.asarray(self.indptr, dtype=np.int64)
         if self.path is None:
             for lo, hi in row_blocks(indptr, limit):

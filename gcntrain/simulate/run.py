@@ -1,9 +1,11 @@
 """The accounting half of the simulator: a whole run's plan from one process, no MPI.
 
-`plan_training` reads the whole graph once, builds the scheme's layout for P ranks exactly as
-`gcntrain train` would (same options, same numbering), records the model's schedule, and
-prices it (`gcntrain.simulate.plan`).  Compute (SpMM nonzeros, dense flops) and memory come
-from `gcntrain.simulate.work`.
+`plan_training` reads the graph once (a graph file without its features, its adjacency a
+block of rows at a time: `gcntrain.simulate.plangraph`), builds the support's pattern
+(`gcntrain.simulate.support`) and the scheme's layout for P ranks exactly as `gcntrain
+train` would (same options, same numbering), records the model's schedule, and prices it
+(`gcntrain.simulate.plan`).  Compute (SpMM nonzeros, dense flops) and memory come from
+`gcntrain.simulate.work`.
 """
 
 from __future__ import annotations

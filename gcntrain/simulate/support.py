@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from gcntrain.kernels.pattern import permute_pattern, permuted_indptr, symmetry_deviation
 from gcntrain.model.normalize import degrees, support_rows
+from gcntrain.simulate.plangraph import PlanGraph, from_graph
 
 #: relative tolerance of the symmetry test of S (the runtime's allclose uses the same)
 SYMMETRY_RTOL = 1e-12
@@ -32,27 +33,11 @@ def is_symmetric(S: sp.csr_matrix) -> bool:
     return bool(diff.nnz == 0 or diff.max() <= SYMMETRY_RTOL * max(abs(S).max(), 1.0))
 
 
-def row_blocks(indptr: np.ndarray, limit: int | None = None) -> list[tuple[int, int]]:
-    """[lo, hi) row ranges of about `limit` entries each (default `BLOCK_ENTRIES`; at least
-    one row each)."""
-    limit = BLOCK_ENTRIES if limit is None else int(limit)
-    n = indptr.shape[0] - 1
-    out, lo = [], 0
-    while lo < n:
-        hi = int(np.searchsorted(indptr, indptr[lo] + limit, side="right")) - 1
-        hi = min(max(hi, lo + 1), n)
-        out.append((lo, hi))
-        lo = hi
-    return out
-
-
 def support_arrays(graph, kind: str, limit: int | None = None):
     """(indptr int64, indices, data float64) of the support matrix of `graph` in its own
     numbering, equal to `support_matrix`'s, computed `limit` adjacency entries at a time
     into arrays of the most entries a support can have (the adjacency's plus a diagonal:
     duplicates summed and self-loops dropped only remove entries), returned as views."""
-    from gcntrain.simulate.plangraph import PlanGraph, from_graph
-
     g = graph if isinstance(graph, PlanGraph) else from_graph(graph)
     n = g.n
     limit = BLOCK_ENTRIES if limit is None else int(limit)
