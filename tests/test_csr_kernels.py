@@ -15,7 +15,13 @@ from gcntrain.kernels.csr import (
     csr_sort_rows,
     csr_sum_duplicates,
 )
-from gcntrain.model.normalize import DEGREE_OFFSET, KINDS, degrees, support_rows
+from gcntrain.model.normalize import (
+    DEGREE_OFFSET,
+    KINDS,
+    _support_rows_scipy,
+    degrees,
+    support_rows,
+)
 from gcntrain.schemes.loading.assemble import gather_rows, sorted_csr, take_rows
 
 
@@ -63,32 +69,12 @@ def _inv(d, power):
 
 
 def _support_reference(indptr, indices, data, rows, deg, kind, col_range=None, identity=None):
-    """The scipy formula `support_rows` computed before its Numba passes."""
-    n, m = deg.shape[0], rows.shape[0]
+    """The scipy formula `support_rows` computed before its Numba passes (kept as the
+    fallback for weighted rows that repeat a column: `normalize._support_rows_scipy`)."""
     vals = np.ones(indices.shape[0]) if data is None else np.asarray(data, np.float64)
-    lrow = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
-    cols = np.asarray(indices, dtype=np.int64)
-    if kind != "gcn":
-        keep = cols != rows[lrow]
-        lrow, cols, vals = lrow[keep], cols[keep], vals[keep]
-    if kind != "sage-mean":
-        diag = np.arange(m, dtype=np.int64)
-        if col_range is not None:
-            diag = diag[(rows >= col_range[0]) & (rows < col_range[1])]
-        if identity is not None:
-            diag = diag[np.asarray(identity, dtype=bool)[diag]]
-        lrow = np.concatenate([lrow, diag])
-        cols = np.concatenate([cols, rows[diag]])
-        vals = np.concatenate([vals, np.ones(diag.size)])
-    if kind == "gcn":
-        dinv = _inv(deg, 0.5)
-        vals = vals * dinv[rows[lrow]] * dinv[cols]
-    else:
-        vals = vals * _inv(deg, 1.0)[rows[lrow]]
-    M = sp.csr_matrix((vals, (lrow, cols)), shape=(m, n))
-    M.sum_duplicates()
-    M.sort_indices()
-    return M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data
+    return _support_rows_scipy(
+        indptr, indices, vals, rows, deg, kind, col_range, identity, np.int64
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from gcntrain.kernels.edges import _insertion_sort
+
 #: rows up to this long are sorted by insertion (a library sort's call costs more)
 SHORT_ROW = 48
 
@@ -63,13 +65,7 @@ def permute_pattern(indptr, indices, perm, inv, out_indptr, out_indices):  # pra
         if m > SHORT_ROW:
             out_indices[s : s + m].sort()
             continue
-        for k in range(s + 1, s + m):  # insertion sort: most rows are short
-            x = out_indices[k]
-            t = k - 1
-            while t >= s and out_indices[t] > x:
-                out_indices[t + 1] = out_indices[t]
-                t -= 1
-            out_indices[t + 1] = x
+        _insertion_sort(out_indices, s, s + m)  # most rows are short
     return out_indices
 
 
