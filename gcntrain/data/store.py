@@ -473,7 +473,7 @@ def verify_content_hash(path: str | os.PathLike) -> None:
     import hashlib
 
     where = str(path)
-    from gcntrain.data.stream_validate import Stream, check_num_features
+    from gcntrain.data.stream_validate import DiagonalCount, Stream, check_num_features
 
     with open_h5(path, "graph file") as f:
         check_format(f.attrs, GRAPH_FORMAT, where)
@@ -483,6 +483,7 @@ def verify_content_hash(path: str | os.PathLike) -> None:
         check_declared_sizes(f, where)
         stored = str_attr(f.attrs, "content_hash", where)
         h = hashlib.sha256()
+        diagonal = None
         for name in HASHED_ARRAYS:
             h.update(name.encode())
             if name not in f:
@@ -511,13 +512,18 @@ def verify_content_hash(path: str | os.PathLike) -> None:
             h.update(str(out_dtype).encode() + str(shape).encode())
             row = max(int(np.prod(shape[1:], dtype=np.int64)) * ds.dtype.itemsize, 1)
             step = max(HASH_CHUNK // row, 1)
+            if name == "indices":
+                diagonal = DiagonalCount(f["indptr"])
             for lo in range(0, shape[0], step):
                 raw = ds[lo : lo + step]
                 check.check_slice(np.asarray(raw), lo)
+                if name == "indices":
+                    diagonal.add(np.asarray(raw), lo)
                 h.update(np.ascontiguousarray(convert(raw)).tobytes())
             check.finish()
         nf_declared = int_attr(f.attrs, "num_features", where, default=-1)
         check_num_features(nf_declared, f.get("features"), where)  # as read_graph, pre-hash
+        diagonal.check(int_attr(f.attrs, "self_loops", where, default=-1), where)
     actual = h.hexdigest()
     if actual != stored:
         raise FormatError(

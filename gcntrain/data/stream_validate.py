@@ -126,6 +126,42 @@ class Stream:
             self._fail(f"the arrays hold {self.prev} entries but nnz is {self.nnz}")
 
 
+class DiagonalCount:
+    """The diagonal entries of a CSR whose `indices` are streamed by slices, its `indptr`
+    (an ``h5py.Dataset``-like, already validated) read alongside in windows of rows: the
+    count `read_graph` compares with attribute ``self_loops``, in the memory of a slice and
+    the rows it spans."""
+
+    def __init__(self, indptr):
+        self.indptr, self.row, self.count = indptr, 0, 0
+
+    def add(self, a: np.ndarray, lo: int) -> None:
+        """Count the diagonal entries of `a`, the entries lo, lo + 1, ... of `indices`."""
+        if not a.size:
+            return
+        hi = lo + a.size
+        end = self.indptr.shape[0]
+        stop = min(self.row + a.size + 2, end)
+        window = np.asarray(self.indptr[self.row : stop], dtype=np.int64)
+        while window[-1] < hi and stop < end:  # empty rows: read on until entry hi - 1
+            more = min(stop + max(a.size, 1024), end)
+            window = np.concatenate([window, np.asarray(self.indptr[stop:more], np.int64)])
+            stop = more
+        pos = np.arange(lo, hi, dtype=np.int64)
+        rows = np.searchsorted(window, pos, side="right") - 1 + self.row
+        self.count += int(np.count_nonzero(np.asarray(a, dtype=np.int64) == rows))
+        self.row = int(rows[-1])
+
+    def check(self, declared: int, where: str) -> None:
+        """Attribute ``self_loops`` (`declared`; < 0: not set) against the count."""
+        if declared >= 0 and declared != self.count:
+            raise FormatError(
+                f"attribute self_loops is {declared} but the adjacency has "
+                f"{self.count} diagonal entries",
+                where,
+            )
+
+
 def check_num_features(declared: int, features, where: str) -> None:
     """The attribute check `read_graph` makes after the arrays' own: attribute
     ``num_features`` (`declared`; < 0: not set) against the columns of `features` (an
