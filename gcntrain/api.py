@@ -21,7 +21,7 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import click
@@ -128,15 +128,15 @@ def _resolve(fn: str, options: list, given: dict) -> dict:
     return out
 
 
-def _config_and_scheme(fn: str, values: dict):
-    """(TrainConfig, scheme, its options, partition, partition seed) as the CLI builds them."""
-    from gcntrain.job.options import scheme_args, train_config
+def _job_spec(fn: str, source, values: dict, **placement):
+    """The `JobSpec` the CLI builds from these values (`gcntrain.job.options.job_spec`), a
+    bad training value an `InputError` naming `fn`."""
+    from gcntrain.job.options import job_spec
 
     try:
-        config = train_config(values)
+        return job_spec(source, values, **placement)
     except click.BadParameter as e:
         raise InputError(f"{fn}(): {e.format_message()}") from None
-    return (config, *scheme_args(values))
 
 
 def _plain(summary: dict) -> dict:
@@ -292,16 +292,16 @@ def train(
     from gcntrain.job.options import train_options
     from gcntrain.job.progress import Progress, info
     from gcntrain.job.runner import run_job
-    from gcntrain.job.spec import JobOutputs, JobSpec
+    from gcntrain.job.spec import JobOutputs
 
     given = {**options, "scheme": scheme, "epochs": epochs, "quiet": quiet}
     values = _resolve("train", train_options(), given)
-    config, scheme_name, scheme_opts, partition, partition_seed = _config_and_scheme(
-        "train", values
+    spec = _job_spec(
+        "train", _source(graph), values, machine=values["machine"], threads=values["threads"]
     )
-    max_memory = values["max_memory"]
-    if max_memory is not None:
-        max_memory = parse_size(max_memory)
+    if values["max_memory"] is not None:  # after the training values, as before
+        spec = replace(spec, max_memory=parse_size(values["max_memory"]))
+    config = spec.config
     progress = None if values["quiet"] else Progress(config.epochs)
 
     def hook(rec) -> None:
@@ -313,17 +313,6 @@ def train(
     if progress is not None:  # the last epoch's line, after the run (`Progress.finish`)
         hook.finish = progress.finish
     try:
-        spec = JobSpec(
-            _source(graph),
-            config,
-            scheme_name,
-            scheme_opts,
-            partition,
-            partition_seed,
-            machine=values["machine"],
-            threads=values["threads"],
-            max_memory=max_memory,
-        )
         outputs = JobOutputs(
             out_dir=values["out_dir"],
             per_rank=values["per_rank"],
@@ -397,18 +386,13 @@ def simulate(
     """
     from gcntrain.job.options import simulate_options
     from gcntrain.job.plan import plan_job
-    from gcntrain.job.spec import JobSpec
 
     given = {**options, "ranks": ranks, "scheme": scheme, "machine": machine}
     v = _resolve("simulate", simulate_options(), given)
-    config, scheme_name, scheme_opts, partition, seed = _config_and_scheme("simulate", v)
-    spec = JobSpec(
+    spec = _job_spec(
+        "simulate",
         _source(graph),
-        config,
-        scheme_name,
-        scheme_opts,
-        partition,
-        seed,
+        v,
         machine=v["machine"],
         ranks=v["ranks"],
         nodes=v["nodes"],

@@ -199,17 +199,15 @@ def train(
     dropout 0.5, Adam lr 0.01, weight decay 5e-4 on the first layer, at most 200 epochs,
     early-stopping window 10).
     """
+    from dataclasses import replace
+
     from gcntrain.data.memory import parse_size
     from gcntrain.job.runner import run_job
     from gcntrain.job.spec import JobOutputs
 
-    spec = job_spec(
-        graph,
-        kw,
-        machine=machine,
-        threads=threads,
-        max_memory=None if max_memory is None else parse_size(max_memory),
-    )
+    spec = job_spec(graph, kw, machine=machine, threads=threads)
+    if max_memory is not None:  # after the training values, as before
+        spec = replace(spec, max_memory=parse_size(max_memory))
     config = spec.config
     outputs = JobOutputs(
         out_dir=out_dir,
