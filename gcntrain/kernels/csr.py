@@ -253,36 +253,34 @@ def csr_support_fill(
             if drop_diagonal and c == g:
                 continue
             if pending and c > g:
-                w = 1.0 * a
-                if scale_cols:
-                    w = w * right[g]
-                if pos > start and out_indices[pos - 1] == g:
-                    out_data[pos - 1] += w
-                else:
-                    out_indices[pos] = g
-                    out_data[pos] = w
-                    pos += 1
+                w = _scaled(1.0, a, right, g, scale_cols)
+                pos = _emit(out_indices, out_data, start, pos, g, w)
                 pending = False
             v = np.float64(data[k]) if has_data else 1.0
-            w = v * a
-            if scale_cols:
-                w = w * right[c]
-            if pos > start and out_indices[pos - 1] == c:
-                out_data[pos - 1] += w
-            else:
-                out_indices[pos] = c
-                out_data[pos] = w
-                pos += 1
+            pos = _emit(out_indices, out_data, start, pos, c, _scaled(v, a, right, c, scale_cols))
         if pending:
-            w = 1.0 * a
-            if scale_cols:
-                w = w * right[g]
-            if pos > start and out_indices[pos - 1] == g:
-                out_data[pos - 1] += w
-            else:
-                out_indices[pos] = g
-                out_data[pos] = w
-                pos += 1
+            pos = _emit(out_indices, out_data, start, pos, g, _scaled(1.0, a, right, g, scale_cols))
+
+
+@njit(nogil=True, cache=True)
+def _scaled(v, a, right, c, scale_cols):  # pragma: no cover - jitted
+    """``(v * a) * right[c]`` with `scale_cols`, else ``v * a`` (in that order)."""
+    w = v * a
+    if scale_cols:
+        w = w * right[c]
+    return w
+
+
+@njit(nogil=True, cache=True)
+def _emit(out_indices, out_data, start, pos, c, w):  # pragma: no cover - jitted
+    """Append entry (c, w) to the row begun at `start`, adding it to the last entry when
+    that has column c; the next free position."""
+    if pos > start and out_indices[pos - 1] == c:
+        out_data[pos - 1] += w
+        return pos
+    out_indices[pos] = c
+    out_data[pos] = w
+    return pos + 1
 
 
 @njit(nogil=True, cache=True)
