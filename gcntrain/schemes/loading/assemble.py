@@ -118,71 +118,40 @@ def local_graph(
     for scattered rows `ids_new`, keep the request's `entries` only)."""
     require_node_data(features, labels, masks.get("train"), where)
     ip, ix, dv = _window(*sorted_csr(indptr, cols_new, data), req.cols)
-    if ids_new is not None:
-        return _scattered(
-            n=n,
-            nnz=nnz,
-            name=name,
-            num_classes=num_classes,
-            num_features=num_features,
-            req=req,
-            orig_ids=orig_ids,
-            ids_new=ids_new,
-            csr=(ip, ix, dv),
-            features=features,
-            labels=labels,
-            masks=masks,
-        )
     ncls = num_classes
     if ncls is None:
         ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)
+    common = dict(n=n, nnz=nnz, name=name, num_classes=int(ncls), num_features=int(num_features))
+    if ids_new is not None:
+        if req.entries is not None:  # scattered rows: the request's entries of them only
+            key = np.repeat(np.asarray(ids_new, np.int64), np.diff(ip)) * n + ix
+            pos = np.searchsorted(req.entries, key)
+            pos[pos >= req.entries.size] = 0
+            keep = req.entries.size > 0
+            keep = (req.entries[pos] == key) if keep else np.zeros(key.size, dtype=bool)
+            ip, ix, dv = keep_entries(ip, ix, dv, keep)
+        m = int(np.asarray(orig_ids).shape[0])
+        node_data = (orig_ids, features, labels, masks)
+        return _assembled(common, req, (ip, ix, dv), node_data, (0, m), (0, m), ids_new)
     nodes = req.node_rows or req.rows
     if tuple(nodes) != tuple(req.rows):
         cut = slice(int(nodes[0] - req.rows[0]), int(nodes[1] - req.rows[0]))
         orig_ids, features, labels = orig_ids[cut], features[cut], np.asarray(labels)[cut]
         masks = {k: None if v is None else np.asarray(v)[cut] for k, v in masks.items()}
-    return LocalGraph(
-        n=n,
-        nnz=nnz,
-        name=name,
-        num_classes=int(ncls),
-        num_features=int(num_features),
-        rows=(int(req.rows[0]), int(req.rows[1])),
-        orig_ids=_own(np.asarray(orig_ids, dtype=np.int64)),
-        indptr=ip,
-        indices=ix,
-        data=dv,
-        features=_own(_feature_window(features, req.features)),
-        labels=_own(np.asarray(labels, dtype=np.int64)),
-        masks={k: _own(np.asarray(v)) for k, v in masks.items() if v is not None},
-        node_rows=(int(nodes[0]), int(nodes[1])),
-    )
+    rows = (int(req.rows[0]), int(req.rows[1]))
+    node_data = (orig_ids, features, labels, masks)
+    return _assembled(common, req, (ip, ix, dv), node_data, rows, (int(nodes[0]), int(nodes[1])))
 
 
-def _scattered(
-    *, n, nnz, name, num_classes, num_features, req, orig_ids, ids_new, csr, features, labels, masks
-) -> LocalGraph:
-    """The `LocalGraph` of scattered rows: the request's entries of them, every row's node
-    data."""
+def _assembled(common: dict, req, csr, node_data, rows, node_rows, ids=None) -> LocalGraph:
+    """The `LocalGraph` of `csr` (indptr, indices, data) and the node data (original ids,
+    features, labels, masks) of its node rows, owned (`_own`), the request's feature
+    window applied."""
     ip, ix, dv = csr
-    if req.entries is not None:
-        key = np.repeat(np.asarray(ids_new, np.int64), np.diff(ip)) * n + ix
-        pos = np.searchsorted(req.entries, key)
-        pos[pos >= req.entries.size] = 0
-        keep = req.entries.size > 0
-        keep = (req.entries[pos] == key) if keep else np.zeros(key.size, dtype=bool)
-        ip, ix, dv = keep_entries(ip, ix, dv, keep)
-    ncls = num_classes
-    if ncls is None:
-        ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)
-    m = int(np.asarray(orig_ids).shape[0])
+    orig_ids, features, labels, masks = node_data
     return LocalGraph(
-        n=n,
-        nnz=nnz,
-        name=name,
-        num_classes=int(ncls),
-        num_features=int(num_features),
-        rows=(0, m),
+        **common,
+        rows=rows,
         orig_ids=_own(np.asarray(orig_ids, dtype=np.int64)),
         indptr=ip,
         indices=ix,
@@ -190,8 +159,8 @@ def _scattered(
         features=_own(_feature_window(features, req.features)),
         labels=_own(np.asarray(labels, dtype=np.int64)),
         masks={k: _own(np.asarray(v)) for k, v in masks.items() if v is not None},
-        node_rows=(0, m),
-        ids=np.asarray(ids_new, dtype=np.int64),
+        node_rows=node_rows,
+        **({} if ids is None else {"ids": np.asarray(ids, dtype=np.int64)}),
     )
 
 
