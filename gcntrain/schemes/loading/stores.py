@@ -47,20 +47,28 @@ class _StoreSource:
         m = self.man
         return GraphMeta(m.n, m.nnz, m.num_features, m.num_classes, m.name, m.content_hash)
 
+    def _shard_numbering(self, spec, parts: int, what: str, reshard: str) -> Numbering:
+        """The store's own numbering (no --partition may be given), when its shards are the
+        `parts` the run needs (`what`: the run's count in words; `reshard`: the command
+        that makes a fitting store)."""
+        _no_partition(spec, self.path)
+        if self.man.num_parts != parts:
+            raise InputError(
+                f"store has {self.man.num_parts} {self.shard_words} but this run {what}; "
+                f"reshard with `{reshard}`",
+                self.path,
+            )
+        return Numbering(None, None, self.man.offsets)
+
 
 class RowStoreSource(_StoreSource):
     """A 1D row-shard store (`gcntrain shard --parts B`): its partition is the numbering."""
 
+    shard_words = "row shards"
+
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
-        man = self.man
-        _no_partition(spec, self.path)
-        if man.num_parts != parts:
-            raise InputError(
-                f"store has {man.num_parts} row shards but this run needs {parts} "
-                f"row blocks; reshard with `gcntrain shard --parts {parts}`",
-                self.path,
-            )
-        return Numbering(None, None, man.offsets)
+        reshard = f"gcntrain shard --parts {parts}"
+        return self._shard_numbering(spec, parts, f"needs {parts} row blocks", reshard)
 
     def whole(self, numbering: Numbering):
         from gcntrain.data.shards import assemble, read_perm
@@ -171,16 +179,11 @@ class EdgeStoreSource(_StoreSource):
 
     cut_store = True
 
+    shard_words = "vertex-cut shards"
+
     def numbering(self, parts: int, spec: str | None, seed: int, col_parts=None) -> Numbering:
-        man = self.man
-        _no_partition(spec, self.path)
-        if man.num_parts != parts:
-            raise InputError(
-                f"store has {man.num_parts} vertex-cut shards but this run has {parts} "
-                f"ranks; reshard with `gcntrain shard -m libra --parts {parts}`",
-                self.path,
-            )
-        return Numbering(None, None, man.offsets)
+        reshard = f"gcntrain shard -m libra --parts {parts}"
+        return self._shard_numbering(spec, parts, f"has {parts} ranks", reshard)
 
     def whole(self, numbering: Numbering):
         """(the graph in its original entry order, the numbering with perm/inv and the cut
