@@ -151,9 +151,9 @@ def convert_edges(
 ) -> tuple[Graph, dict]:
     """Read an edge-list file (snap, csv or mtx) block by block; `convert_source`'s graph.
 
-    Memory is the parsed edges (int32 ids while they fit) plus the stored entries and one
-    block of text (`gcntrain.data.formats.chunks.CHUNK_BYTES`); a file with edge values
-    holds its whole entry list once more while the values are merged.
+    Memory is the parsed edges (int32 ids while they fit, float32 values) plus the stored
+    entries and one block of text (`gcntrain.data.formats.chunks.CHUNK_BYTES`), with edge
+    values or without (`gcntrain.data.formats.weighted`).
 
     Returns
     -------

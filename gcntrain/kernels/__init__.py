@@ -7,7 +7,8 @@ softmax cross-entropy), `rows` (message row gather/scatter), `quant` (Int2/4/8 m
 `threads` (thread count per process), `compile_watch` (the compile progress line),
 `prefetch` (LLVM prefetch hint), `dropout` (counter-based dropout), `edges` (the
 generators' R-MAT levels, edge scatter into CSR, per-row sort and de-duplication),
-`textparse` (the converters' edge-list parser over byte blocks), `csr` (loading's CSR passes:
+`textparse` (the converters' edge-list parser over byte blocks), `edgevalues` (edge lists
+with values into CSR: scatter, stable merge of each row's repeats), `csr` (loading's CSR passes:
 row gathers, sortedness, the normalised support) and `gpu`
 (optional CuPy twin, never imported here).
 Nothing is imported eagerly, so importing the package compiles nothing.

@@ -2,19 +2,20 @@
 and assembled into the converters' CSR in bounded memory.
 
 `EdgeChunks` keeps the parsed edges as a list of blocks (int32 ids while they fit, float32
-values), never one int64 copy of the whole list.  `EdgeChunks.to_csr` builds the CSR the
+values), never one int64 copy of the whole list.  `assemble_edges` builds the CSR the
 converters have always produced:
 
 * a pattern (no values) is counted, scattered and sorted row by row with the generators'
   passes (`gcntrain.kernels.edges`: `edge_degrees`, `edge_scatter`, `sort_dedup_rows`),
   the options ``symmetrize`` and ``self_loops`` applied during the build, so memory is the
   edge blocks plus the stored entries;
-* values (a third column, a real Matrix Market file) go through
-  `gcntrain.data.preprocess.coo_to_csr` as before (merged by max or sum), which holds the
-  whole list at once.
+* values (a third column, a real or integer Matrix Market file) are counted, scattered and
+  merged row by row as well (`gcntrain.data.formats.weighted`: by maximum for edge lists,
+  by sum for Matrix Market), so memory is the edge blocks plus the stored entries and values.
 
 The arrays equal those of ``coo_to_csr`` followed by ``symmetrize`` and ``set_self_loops``
-on the same entries, whatever the block size.
+on the same entries, whatever the block size (values summed in the file's order: see
+`gcntrain.data.formats.weighted`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gcntrain.data import preprocess
+from gcntrain.data.formats.weighted import values_symmetric, weighted_csr
 from gcntrain.data.graph import Graph
 from gcntrain.data.memory import check_fits
 from gcntrain.data.preprocess import index_dtype
@@ -174,29 +175,6 @@ class EdgeChunks:
         del cursor, loops
         return indptr, indices[: sort_dedup_rows(indptr, indices)]
 
-    def coo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """The whole entry list as int64 rows, cols and float32 values: the blocks in order,
-        then the transposes of the mirrored blocks' off-diagonal entries in order (the order
-        ``scipy.io.mmread`` gives); consumes the blocks."""
-        rows, cols, vals = list(self.src), list(self.dst), self.values
-        vals = None if vals is None else list(vals)
-        for i, m in enumerate(self.mirror):
-            if not m:
-                continue
-            s, d = self.src[i], self.dst[i]
-            off = s != d
-            rows.append(d[off])
-            cols.append(s[off])
-            if vals is not None:
-                v = self.values[i][off]
-                vals.append(-v if self.negate_mirror else v)
-        self.src, self.dst, self.values, self.mirror, self.count = [], [], None, [], 0
-        r = np.concatenate(rows).astype(np.int64, copy=False)
-        del rows
-        c = np.concatenate(cols).astype(np.int64, copy=False)
-        del cols
-        return r, c, None if vals is None else np.concatenate(vals)
-
 
 def _relabel(a: np.ndarray, perm: np.ndarray) -> np.ndarray:
     from gcntrain.kernels.edges import relabel_inplace
@@ -277,16 +255,11 @@ def assemble_edges(
         indptr, indices = chunks.pattern_csr(n, symmetrize, self_loops)
         data = None
     else:
-        rows, cols, vals = chunks.coo()
-        indptr, indices, data = preprocess.coo_to_csr(rows, cols, vals, n, n, duplicates)
-        del rows, cols, vals
-        if symmetrize:
-            indptr, indices, data = preprocess.symmetrize(indptr, indices, data)
-        indptr, indices, data = preprocess.set_self_loops(indptr, indices, data, self_loops)
+        indptr, indices, data = weighted_csr(chunks, n, duplicates, symmetrize, self_loops)
     counts = structure_counts(indptr, indices, symmetrize)
     symmetric = symmetrize or counts.pop("symmetric_pattern")
     if symmetric and data is not None and not symmetrize:  # the values must agree too
-        symmetric = preprocess.is_symmetric(indptr, indices, data)
+        symmetric = values_symmetric(indptr, indices, data)
     counts.pop("symmetric_pattern", None)
     g = Graph(indptr=indptr, indices=indices, data=data, directed=not symmetric)
     if original is not None:
