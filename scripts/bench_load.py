@@ -2,8 +2,12 @@
 
 Runs each variant `--repeat` times, interleaved (variant A, B, A, B, ...), as separate
 processes under ``/usr/bin/time -v`` and prints, per run, the machine's load average, the
-run's ``setup_seconds``, ``held_bytes_max``, the peak resident set (the largest rank's under
-MPI) and its ratio to the held data; once, this machine's memory bandwidth
+run's ``setup_seconds`` (and its ``setup_phases`` where the code has them),
+``held_bytes_max`` (graph data: the Ops' structures, the node data as loaded and the
+layout, as `gcntrain.job.runner.held_data` measures them), the held data (`HELD`: that plus
+what the trainer keeps, computed from the arrays' sizes by `trainer_bytes`), the peak
+resident set (the largest rank's under MPI) and its ratio to the held data; once, this
+machine's memory bandwidth
 (`gcntrain.simulate.measure.triad_gbs`).  A variant is a Python path holding a `gcntrain`
 package (``--variant before=/path/to/copy``; the working tree is ``now``), so a saved copy
 of the code can be compared with the current one on the same loaded machine.
@@ -23,6 +27,30 @@ import re
 import subprocess
 import sys
 import tempfile
+
+#: the definition printed with the table
+HELD = (
+    "held data = graph data (train --json held_bytes_max: the Ops' matrices, node data as "
+    "loaded, layout) + the trainer's arrays from their sizes: per layer f_in -> f_out its "
+    "cached input and its two m x f_out outputs (pre- and post-activation), weights and "
+    "bias with Adam's two moments (3 copies); m = the largest rank's rows, in the training "
+    "dtype; the features are counted once (the trainer's prepared copy replaces the raw one)"
+)
+
+
+def trainer_bytes(out: dict) -> int:
+    """What the trainer of the run summarised by `out` (train --json) keeps beside the graph
+    data, from the arrays' sizes (see `HELD`)."""
+    import numpy as np
+
+    b = np.dtype(out.get("dtype", "float32")).itemsize
+    m = -(-int(out["num_nodes"]) // int(out["ranks"]))
+    widths = [int(out["num_features"]), *map(int, out["hidden"]), int(out["num_classes"])]
+    total = 0
+    for f_in, f_out in zip(widths[:-1], widths[1:]):
+        total += m * (f_in + 2 * f_out) * b  # cached input, Z and H
+        total += 3 * (f_in * f_out + f_out) * b  # W and bias, Adam's m and v
+    return total
 
 
 def _load() -> str:
@@ -48,7 +76,8 @@ def run_once(graph: str, nprocs: int, epochs: int, pythonpath: str | None) -> di
                 str(nprocs),
                 "sh",
                 "-c",
-                f'exec /usr/bin/time -v -o {tmp}/time.$OMPI_COMM_WORLD_RANK "$@"',
+                # the rank from MPICH (PMI_RANK) or Open MPI: one file per rank
+                f'exec /usr/bin/time -v -o {tmp}/time.${{PMI_RANK:-$OMPI_COMM_WORLD_RANK}} "$@"',
                 "sh",
                 *train,
             ]
@@ -68,10 +97,12 @@ def run_once(graph: str, nprocs: int, epochs: int, pythonpath: str | None) -> di
                     int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
                     * 1024
                 )
-    held = out["held_bytes_max"]
+    held = out["held_bytes_max"] + trainer_bytes(out)
     return {
         "load": load,
         "setup_s": out["setup_seconds"],
+        "phases": out.get("setup_phases", {}),
+        "graph_mb": out["held_bytes_max"] / 1e6,
         "held_mb": held / 1e6,
         "peak_mb": max(peaks) / 1e6,
         "ratio": max(peaks) / held,
@@ -93,14 +124,17 @@ def main(argv=None) -> None:
         f"graph {args.graph}; memory bandwidth (triad) {triad_gbs():.1f} GB/s; load {_load()}",
         flush=True,
     )
+    print(HELD, flush=True)
     for nprocs in args.nps or [1, 2]:
         for rep in range(args.repeat):
             for name, path in variants:
                 r = run_once(args.graph, nprocs, args.epochs, path)
                 print(
                     f"np {nprocs} {name:8s} #{rep}  load {r['load']:>5s}  setup "
-                    f"{r['setup_s']:6.2f} s  held {r['held_mb']:7.0f} MB  peak RSS "
-                    f"{r['peak_mb']:7.0f} MB  ({r['ratio']:.2f}x held)",
+                    f"{r['setup_s']:6.2f} s  graph {r['graph_mb']:6.0f} MB  "
+                    f"held {r['held_mb']:6.0f} MB  peak RSS {r['peak_mb']:7.0f} MB  "
+                    f"({r['ratio']:.2f}x held)  "
+                    + " ".join(f"{k} {v:.2f}" for k, v in r["phases"].items()),
                     flush=True,
                 )
 

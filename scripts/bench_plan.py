@@ -9,6 +9,9 @@ RSS, not this script's), writes its ``--json`` object and its ``--per-rank`` tab
         [--only 1d,p2p-random,...] [--max-memory 8G] [--extra "--machine fugaku"]
     python scripts/bench_plan.py --compare DIR_A DIR_B
 
+GRAPH is a graph file or a rows shard store (`gcntrain shard --parts B`: planned a block of
+rows at a time, the figures of the graph file; `--max-memory` is passed to every plan).
+
 `--compare` prints, for each plan both directories hold, whether the JSON objects (every key
 but the run's own seconds and peak RSS) and the per-rank tables are identical, and exits 1
 when one differs.

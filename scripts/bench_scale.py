@@ -7,7 +7,12 @@ bandwidth (numpy triad) printed before and after.  One function per measurement
 added beside them.
 
     python scripts/bench_scale.py [--scales 18,19,20,21] [--with-24] [--features 64]
-        [--classes 16] [--edge-factor 16] [--dir DIR] [--convert FILE ...] [--json]
+        [--classes 16] [--edge-factor 16] [--dir DIR] [--convert FILE ...]
+        [--train GRAPH ...] [--json]
+
+``--train GRAPH`` also measures `gcntrain train GRAPH --epochs 1` serially and under
+``mpiexec -n 2 --scheme 1d``: the setup's seconds and phases, the peak RSS (the largest
+process's) and its ratio to the held data (`bench_load.HELD` states the definition).
 
 Files are written into a temporary directory under --dir (default: the current directory;
 scale 24 with 64 features writes about 6.5 GB) and deleted after each measurement.
@@ -119,6 +124,35 @@ def measure_convert(source: str, folder: Path, *, options: tuple[str, ...] = ())
     return row
 
 
+def measure_train(graph: str, nprocs: int) -> dict:
+    """`gcntrain train GRAPH --epochs 1 --json`, serially (`nprocs` 1) or under ``mpiexec -n
+    NPROCS --scheme 1d``: wall time, peak RSS (the largest process of the tree: ``wait4``
+    reports the maximum over the reaped descendants), the setup's seconds and phases, the
+    graph data and the held data (`bench_load.trainer_bytes` added: `bench_load.HELD`)."""
+    from bench_load import trainer_bytes
+
+    argv = [*gcntrain_cmd(), "train", graph, "--epochs", "1", "--json"]
+    argv += ["--scheme", "serial" if nprocs == 1 else "1d"]
+    if nprocs > 1:
+        argv = ["mpiexec", "-n", str(nprocs), *argv]
+    r = run_measured(argv)
+    row = {"what": f"train np {nprocs} {Path(graph).name}", "kind": "train", **machine_load()}
+    row.update({k: r[k] for k in ("wall_s", "peak_rss_mib", "returncode")})
+    if r["returncode"] != 0:
+        row["error"] = r["stderr"].strip().splitlines()[-1:] or ["(no message)"]
+        return row
+    out = json.loads(next(x for x in r["stdout"].splitlines() if x.startswith("{")))
+    held = out["held_bytes_max"] + trainer_bytes(out)
+    row.update(
+        setup_s=round(out["setup_seconds"], 2),
+        phases={k: round(v, 2) for k, v in out.get("setup_phases", {}).items()},
+        graph_mib=round(out["held_bytes_max"] / 2**20, 1),
+        held_mib=round(held / 2**20, 1),
+        peak_over_held=round(r["peak_rss_mib"] * 2**20 / held, 2),
+    )
+    return row
+
+
 def machine_load() -> dict:
     """The 1-minute load when a measurement ends (cheap: no bandwidth run)."""
     return {"load_after": round(os.getloadavg()[0], 2)}
@@ -127,6 +161,15 @@ def machine_load() -> dict:
 def print_row(row: dict) -> None:
     if "error" in row:
         print(f"{row['what']:28s} failed (exit {row['returncode']}): {row['error'][0]}")
+        return
+    if row.get("kind") == "train":
+        print(
+            f"{row['what']:28s} {row['wall_s']:8.2f} {row['peak_rss_mib']:10.0f}  setup "
+            f"{row['setup_s']:.2f} s, held {row['held_mib']:.0f} MiB (graph "
+            f"{row['graph_mib']:.0f}), peak/held {row['peak_over_held']:.2f}x, load "
+            f"{row['load_after']:.2f}; "
+            + " ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
+        )
         return
     print(
         f"{row['what']:28s} {row['wall_s']:8.2f} {row['peak_rss_mib']:10.0f} "
@@ -149,6 +192,13 @@ def main() -> int:
         default=[],
         metavar="FILE",
         help="also measure `convert FILE --symmetrize --self-loops drop` (repeatable)",
+    )
+    ap.add_argument(
+        "--train",
+        action="append",
+        default=[],
+        metavar="GRAPH",
+        help="also measure `train GRAPH` serially and at np 2 (1d): setup, peak/held",
     )
     ap.add_argument("--json", action="store_true", help="one JSON object at the end")
     args = ap.parse_args()
@@ -180,6 +230,15 @@ def main() -> int:
             row = measure_convert(
                 source, Path(tmp), options=("--symmetrize", "--self-loops", "drop")
             )
+            rows.append(row)
+            print_row(row)
+    if args.train:
+        from bench_load import HELD
+
+        print(HELD)
+    for graph in args.train:
+        for nprocs in (1, 2):
+            row = measure_train(graph, nprocs)
             rows.append(row)
             print_row(row)
     after = machine_state()

@@ -122,7 +122,7 @@ def cagnet(g, f, c, ranks, log):
         for label, scheme, opts in cases:
             sim, _, s = plan(g, f, c, scheme, P, opts)
             cells.append(f"{volume_mb(sim):.1f}")
-            log(f"  cagnet P={P} {label} grid {sim.config.get('grid', '-')}: {s:.1f} s")
+            log(f"  cagnet P={P} {label} grid {sim.config.to_dict().get('grid', '-')}: {s:.1f} s")
         print(f"| {P} | " + " | ".join(cells) + " |")
 
 

@@ -99,7 +99,7 @@ def test_configure_refuses_bad_options(values, needle):
 
 
 def test_configure_defaults():
-    assert Hier().configure(4, {}) == {
+    assert Hier().configure(4, {}).to_dict() == {
         "aggr": "hybrid",
         "quant_bits": 32,
         "quant_group": 1,

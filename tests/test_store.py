@@ -125,10 +125,11 @@ def test_float64_features_are_stored_float32(tmp_path):
 def test_read_meta_reads_no_array(tmp_path, monkeypatch):
     write_graph(tmp_path / "g.h5", make_graph())
 
-    def forbidden(self, key):
+    def forbidden(self, *args, **kwargs):
         raise AssertionError("read_meta read a dataset")
 
     monkeypatch.setattr(h5py.Dataset, "__getitem__", forbidden)
+    monkeypatch.setattr(h5py.Dataset, "read_direct", forbidden)  # how read_graph reads
     meta = read_meta(tmp_path / "g.h5")
     assert meta["attrs"]["n"] == 40
     with pytest.raises(AssertionError):

@@ -1,4 +1,5 @@
-"""`gcntrain info`: versions, MPI library and vendor, Numba threads, CPU."""
+"""`gcntrain info`: versions, MPI library and vendor, Numba threads, CPU, GPUs (CuPy) and
+CUDA-aware MPI."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def collect_info() -> dict:
     except Exception as e:  # pragma: no cover
         out["numba_threads"] = f"unavailable ({e})"
     out["thread_pools"] = _thread_pools()
+    MPI = None
     try:
         MPI = load_mpi()
         vendor, ver = MPI.get_vendor()
@@ -73,13 +75,32 @@ def collect_info() -> dict:
     except MPIUnavailableError as e:
         out["mpi_library"] = None
         out["mpi_error"] = str(e)
-    try:
-        from gcntrain.kernels import gpu
-
-        out["gpu_available"] = bool(gpu.available())
-    except Exception:
-        out["gpu_available"] = False
+    out.update(device_info(MPI))
     return out
+
+
+def device_info(MPI=None, probe=None) -> dict:
+    """The GPU side (docs/gpu.md): CuPy's version (None: not installed), the GPUs it sees
+    with their compute capabilities, why none is usable, and whether the MPI library of the
+    `mpi4py.MPI` module `MPI` is CUDA-aware (yes / no / unknown, and how that was found).
+    `probe`: a `gcntrain.device.detect.GpuProbe` (default: probe now)."""
+    from gcntrain.device import detect
+    from gcntrain.device.mpi import cuda_aware
+
+    p = detect.probe() if probe is None else probe
+    aware, how = cuda_aware(MPI)
+    return {
+        "cupy": p.cupy_version,
+        "gpus": p.devices,
+        "gpu_devices": [
+            f"{name or 'GPU'} (compute capability {cc})"
+            for name, cc in zip(p.names or ("",) * len(p.capabilities), p.capabilities)
+        ],
+        "gpu_available": p.usable,
+        "gpu_error": p.error,
+        "cuda_aware_mpi": aware,
+        "cuda_aware_mpi_how": how,
+    }
 
 
 def _thread_pools() -> str:
@@ -105,5 +126,6 @@ def _thread_pools() -> str:
 @click.command("info", context_settings={"help_option_names": ["-h", "--help"]})
 @json_option
 def info(as_json: bool) -> None:
-    """Show versions, the MPI library and vendor, Numba threads and the CPU."""
+    """Show versions, the MPI library and vendor, Numba threads, the CPU, the GPUs CuPy sees
+    and whether MPI is CUDA-aware."""
     emit(collect_info(), as_json)

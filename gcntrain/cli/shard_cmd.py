@@ -180,7 +180,9 @@ def shard(
         raise InputError("no such partition file (expected block, random or PART.h5)", partition)
 
     t0 = time.perf_counter()
-    g = read_graph(graph)
+    # a block partition of a graph file: written a shard at a time, the graph never whole
+    streamed = method != "libra" and rc is None and partition in (None, "block")
+    g = None if streamed else read_graph(graph)
     t_read = time.perf_counter() - t0
     rng = np.random.default_rng(seed)
     t1 = time.perf_counter()
@@ -195,8 +197,13 @@ def shard(
         elif partition == "random":
             part = random_partition(g.n, parts, rng)
         else:
-            part = block_partition(g.n, parts)
-        manifest = write_row_shards(g, part, out, num_parts=parts, overwrite=overwrite)
+            part = None
+        if part is None:  # the block partition (`block_partition`), streamed
+            from gcntrain.data.shard_stream import write_block_row_store
+
+            manifest = write_block_row_store(graph, parts, out, overwrite=overwrite)
+        else:
+            manifest = write_row_shards(g, part, out, num_parts=parts, overwrite=overwrite)
         info.update(kind="rows", parts=parts, partition=partition or "block")
     else:
         mode = permute or "none"

@@ -96,6 +96,7 @@ def simulate(
     top,
     as_json,
     per_rank,
+    max_memory,
     **kw,
 ):
     """Plan a `gcntrain train` run of GRAPH on P ranks without MPI: per rank and phase bytes
@@ -104,6 +105,9 @@ def simulate(
     The plan covers --epochs epochs (early stopping cannot be predicted); the figures of a
     steady-state epoch use the same keys as `train --json`.
     """
+    from dataclasses import replace
+
+    from gcntrain.data.memory import parse_size
     from gcntrain.job.plan import plan_job
 
     spec = job_spec(
@@ -116,6 +120,8 @@ def simulate(
         num_features=num_features,
         num_classes=num_classes,
     )
+    if max_memory is not None:
+        spec = replace(spec, max_memory=parse_size(max_memory))
     summary = plan_job(
         spec,
         sweep=sweep,

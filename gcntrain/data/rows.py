@@ -3,9 +3,12 @@
 Rows are read in contiguous windows: neighbouring runs of wanted rows are fetched together
 (and the rows between them dropped) only while a window holds at most as many unwanted rows
 as wanted ones plus `gap`, so a block partition costs one read per array and a scattered
-partition never makes a rank read much more than twice its own rows.  What is read is validated
-like a whole file (monotone indptr, column range, finite features, label range, disjoint
-masks); the content hash, which needs every array, is checked only by whole-file reads.
+partition never makes a rank read much more than twice its own rows.  Each array's window is
+one ``read_direct`` slice in the file's dtype (column ids stay int32 where the file has them);
+a window whose rows are all wanted (a block partition's) is kept as read, with no gather.
+What is read is validated like a whole file (monotone indptr, column range, finite features,
+label range, disjoint masks); the content hash, which needs every array, is checked only by
+whole-file reads.
 """
 
 from __future__ import annotations
@@ -46,6 +49,26 @@ def windows(rows: np.ndarray, gap: int) -> list[tuple[int, int]]:
     return out
 
 
+def read_slice(ds, lo: int, hi: int, dtype=None) -> np.ndarray:
+    """Elements [lo, hi) along the first axis of the h5py dataset `ds`, read by
+    ``read_direct`` into one new array of `dtype` (default: the dataset's; HDF5 converts);
+    datasets of other than numeric dtypes by h5py's slicing."""
+    if ds.dtype.kind not in "biuf":  # strings, compounds: h5py's own read (then validated)
+        return np.asarray(ds[lo:hi])
+    out = np.empty((hi - lo,) + ds.shape[1:], dtype=ds.dtype if dtype is None else dtype)
+    if hi > lo:
+        ds.read_direct(out, source_sel=np.s_[lo:hi])
+    return out
+
+
+def _joined(parts: list, dtype, empty_shape=(0,)) -> np.ndarray:
+    """The parts end to end (one part as it is, not copied); an empty `dtype` array when
+    there are none."""
+    if not parts:
+        return np.zeros(empty_shape, dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> dict:
     """Rows `rows` (sorted original ids) of the graph file at `path`.
 
@@ -84,13 +107,28 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> 
         mask_parts = {m: [] for m in ("train_mask", "val_mask", "test_mask")}
         masks_full = {m: read_mask(f, m, where) for m in mask_parts}
         for a, b in windows(rows, gap):
-            ip = ip_ds[a : b + 1].astype(np.int64)
+            ip = read_slice(ip_ds, a, b + 1, np.int64)
             if np.any(np.diff(ip) < 0) or ip[0] < 0 or ip[-1] > nnz:
                 raise FormatError(f"indptr is not monotone within 0..nnz (near row {a})", where)
             sel = rows[np.searchsorted(rows, a) : np.searchsorted(rows, b)] - a
             lo, hi = int(ip[0]), int(ip[-1])
-            ix = ix_ds[lo:hi].astype(np.int64)
-            dv = f["data"][lo:hi] if has["data"] else None
+            # the file's own index dtype (int32 where it fits): no widened copy
+            ix = read_slice(ix_ds, lo, hi)
+            dv = read_slice(f["data"], lo, hi) if has["data"] else None
+            if sel.shape[0] == b - a and sel[-1] == b - a - 1 and bool(np.all(np.diff(sel))):
+                # every row of the window (sorted, distinct): the slices as read
+                counts.append(np.diff(ip))
+                idx_parts.append(ix)
+                if dv is not None:
+                    data_parts.append(dv)
+                if has["features"]:
+                    feat_parts.append(read_slice(f["features"], a, b))
+                if has["labels"]:
+                    lab_parts.append(read_slice(f["labels"], a, b))
+                for m in mask_parts:
+                    if masks_full[m] is not None:
+                        mask_parts[m].append(masks_full[m][a:b])
+                continue
             starts, ends = ip[sel] - lo, ip[sel + 1] - lo
             take = concat_ranges(starts, ends - starts)
             counts.append(ends - starts)
@@ -108,20 +146,14 @@ def read_graph_rows(path: str | os.PathLike, rows: np.ndarray, gap: int = 8) -> 
     cnt = np.concatenate(counts) if counts else np.zeros(0, np.int64)
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=indptr[1:])
-    indices = np.concatenate(idx_parts) if idx_parts else np.zeros(0, np.int64)
+    indices = _joined(idx_parts, np.int64)
     validate_csr(indptr, indices, n, where, n_rows=rows.size, nnz=int(indptr[-1]))
     out.update(
         indptr=indptr,
         indices=indices,
-        data=np.concatenate(data_parts)
-        if has["data"] and data_parts
-        else (np.zeros(0, np.float32) if has["data"] else None),
-        features=(np.concatenate(feat_parts) if feat_parts else np.zeros((0, nf), np.float32))
-        if has["features"]
-        else None,
-        labels=(np.concatenate(lab_parts) if lab_parts else np.zeros(0, np.int64))
-        if has["labels"]
-        else None,
+        data=_joined(data_parts, np.float32) if has["data"] else None,
+        features=_joined(feat_parts, np.float32, (0, nf)) if has["features"] else None,
+        labels=_joined(lab_parts, np.int64) if has["labels"] else None,
     )
     for m, parts in mask_parts.items():
         out[m] = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from contextlib import closing as _closing
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import h5py
 import numpy as np
 
 from gcntrain.data.graph import HASHED_ARRAYS, Graph
+from gcntrain.data.read_whole import ArraysHash, StreamHash, hash_array, read_array
 from gcntrain.data.validate import (
     FORMAT_VERSION,
     MASK_NAMES,
@@ -144,7 +146,7 @@ def read_dataset(f: h5py.File, name: str, where: str, required: bool = True) -> 
     if not isinstance(obj, h5py.Dataset):
         raise FormatError(f"'{name}' is not a dataset", where)
     try:
-        return np.asarray(obj[()])
+        return read_array(obj)  # read_direct into one preallocated array
     except (TypeError, ValueError) as e:
         raise FormatError(f"dataset '{name}' cannot be read as an array ({e})", where) from None
 
@@ -342,12 +344,17 @@ def read_graph(path: str | os.PathLike, *, validate: bool = True) -> Graph:
                 raise FormatError("attribute 'extra' is not valid JSON", where) from None
             if not isinstance(extra, dict):
                 raise FormatError("attribute 'extra' is not a JSON object", where)
-        indptr = read_dataset(f, "indptr", where)
-        indices = read_dataset(f, "indices", where)
-        data = read_dataset(f, "data", where, required=False)
-        features = read_dataset(f, "features", where, required=False)
-        labels = read_dataset(f, "labels", where, required=False)
-        masks = {m: read_mask(f, m, where) for m in MASK_NAMES}
+        # the content hash runs on a worker thread beside the reads and checks (`ArraysHash`;
+        # dropped unfinished when a check fails)
+        hashed = ArraysHash() if validate else None
+        got = {}
+        for key in HASHED_ARRAYS:  # indptr, indices, data, features, labels, masks
+            got[key] = read_dataset(f, key, where, required=key in ("indptr", "indices"))
+            if hashed is not None:  # as the `Graph` holds it: masks as bool
+                hashed.add(key, to_mask(got[key]) if key in MASK_NAMES else got[key])
+        indptr, indices, data = got["indptr"], got["indices"], got["data"]
+        features, labels = got["features"], got["labels"]
+        masks = {m: got[m] for m in MASK_NAMES}
         self_loops = int_attr(attrs, "self_loops", where, default=-1)
         num_features = int_attr(attrs, "num_features", where, default=-1)
     ncls = None if num_classes < 0 else num_classes
@@ -385,7 +392,7 @@ def read_graph(path: str | os.PathLike, *, validate: bool = True) -> Graph:
                 f"{loops} diagonal entries",
                 where,
             )
-        actual = arrays_hash(graph)
+        actual = hashed.hexdigest()  # = arrays_hash(graph)
         if actual != stored_hash:
             raise FormatError(
                 f"content hash mismatch (attribute {stored_hash[:12]}..., "
@@ -397,27 +404,12 @@ def read_graph(path: str | os.PathLike, *, validate: bool = True) -> Graph:
 
 def arrays_hash(graph: Graph) -> str:
     """`Graph.content_hash` fed slice by slice: the id arrays cast to int64 one slice at a
-    time and every buffer hashed in place (no whole-array copies)."""
+    time and every buffer hashed in place (no whole-array copies; `hash_array`)."""
     import hashlib
 
     h = hashlib.sha256()
     for name in HASHED_ARRAYS:
-        a = getattr(graph, name)
-        h.update(name.encode())
-        if a is None:
-            h.update(b"\x00none")
-            continue
-        a = np.ascontiguousarray(a)
-        wide = name in ("indices", "indptr")
-        out_dtype = np.dtype(np.int64) if wide else a.dtype
-        h.update(str(out_dtype).encode() + str(a.shape).encode())
-        flat = a.reshape(-1)
-        step = max(HASH_CHUNK // max(out_dtype.itemsize, 1), 1)
-        for lo in range(0, flat.shape[0], step):
-            part = flat[lo : lo + step]
-            if wide:
-                part = part.astype(np.int64, copy=False)
-            h.update(part.view(np.uint8))
+        hash_array(h, name, getattr(graph, name))
     return h.hexdigest()
 
 
@@ -470,19 +462,16 @@ def verify_content_hash(path: str | os.PathLike) -> None:
     slice, not of the graph): the hash `Graph.content_hash` computes on the arrays
     `read_graph` returns (masks as bool, ids as int64).  `FormatError` with `read_graph`'s
     message on a missing dataset or a mismatch."""
-    import hashlib
-
     where = str(path)
     from gcntrain.data.stream_validate import DiagonalCount, Stream, check_num_features
 
-    with open_h5(path, "graph file") as f:
+    with open_h5(path, "graph file") as f, _closing(StreamHash(ahead=1)) as h:
         check_format(f.attrs, GRAPH_FORMAT, where)
         n = int_attr(f.attrs, "n", where)
         nnz = int_attr(f.attrs, "nnz", where)
         ncls = int_attr(f.attrs, "num_classes", where, default=-1)
         check_declared_sizes(f, where)
         stored = str_attr(f.attrs, "content_hash", where)
-        h = hashlib.sha256()
         diagonal = None
         for name in HASHED_ARRAYS:
             h.update(name.encode())
@@ -519,12 +508,13 @@ def verify_content_hash(path: str | os.PathLike) -> None:
                 check.check_slice(np.asarray(raw), lo)
                 if name == "indices":
                     diagonal.add(np.asarray(raw), lo)
-                h.update(np.ascontiguousarray(convert(raw)).tobytes())
+                # hashed on the worker thread while the next slice is read and checked
+                h.update(np.ascontiguousarray(convert(raw)).reshape(-1).view(np.uint8))
             check.finish()
         nf_declared = int_attr(f.attrs, "num_features", where, default=-1)
         check_num_features(nf_declared, f.get("features"), where)  # as read_graph, pre-hash
         diagonal.check(int_attr(f.attrs, "self_loops", where, default=-1), where)
-    actual = h.hexdigest()
+        actual = h.hexdigest()
     if actual != stored:
         raise FormatError(
             f"content hash mismatch (attribute {stored[:12]}..., arrays hash to {actual[:12]}...)",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.errors import FormatError
+from gcntrain.kernels.csr import csr_diagonal_count
 
 MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -147,10 +148,10 @@ class DiagonalCount:
             more = min(stop + max(a.size, 1024), end)
             window = np.concatenate([window, np.asarray(self.indptr[stop:more], np.int64)])
             stop = more
-        pos = np.arange(lo, hi, dtype=np.int64)
-        rows = np.searchsorted(window, pos, side="right") - 1 + self.row
-        self.count += int(np.count_nonzero(np.asarray(a, dtype=np.int64) == rows))
-        self.row = int(rows[-1])
+        # each row's entries within this slice, counted in one pass (`csr_diagonal_count`)
+        w = np.clip(window, lo, hi) - lo
+        self.count += int(csr_diagonal_count(w, np.ascontiguousarray(a), self.row))
+        self.row += int(np.searchsorted(window, hi - 1, side="right")) - 1
 
     def check(self, declared: int, where: str) -> None:
         """Attribute ``self_loops`` (`declared`; < 0: not set) against the count."""

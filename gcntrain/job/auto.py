@@ -2,11 +2,15 @@
 epoch time, quickly and aloud.
 
 * **Planned by every rank.**  The configurations (`gcntrain.simulate.sweep.candidates`,
-  exact ones only) are dealt round-robin to the job's ranks; each plans and prices its share
-  (`sweep(..., share=(rank, size))`), the rows are gathered on every rank (one Allgatherv of
-  their JSON) and every rank picks the same best (`recommend`).  The profile is loaded on
-  rank 0 first (``--machine local`` may calibrate this machine once, the other ranks asleep),
-  then by the others from the file it names.
+  exact ones only) are dealt to the job's ranks by estimated cost, the configurations of a
+  slow partitioner (METIS, Libra) together (`gcntrain.simulate.deal`); each rank plans its
+  share (`sweep(..., share=(rank, size), prune=True)`): it bounds every configuration's
+  epoch from its compute alone (`gcntrain.simulate.bound`) and prices in full, in the
+  order of the bounds, only those that could still be its best or runner-up.  The rows are
+  gathered on every rank (one Allgatherv of their JSON) and every rank picks the same best
+  (`recommend`): the choice and the runner-up are those of the full search.  The profile
+  is loaded on rank 0 first (``--machine local`` may calibrate this machine once, the other
+  ranks asleep), then by the others from the file it names.
 * **Cached.**  The choice is kept in the cache directory (`gcntrain.simulate.local.cache_dir`)
   under a key of everything it depends on: the graph's content hash and size, the model
   configuration (epochs capped as the sweep caps them), ranks and ranks per node, the scheme
@@ -28,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gcntrain.comm.agree import agree, on_root
+from gcntrain.comm.agree import agree, idle_barrier, on_root
 from gcntrain.errors import InputError
 from gcntrain.job.progress import count
 from gcntrain.jsonutil import to_json
@@ -165,7 +169,7 @@ def choose(
     ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``."""
     from gcntrain.job.memory_guard import check_planning
     from gcntrain.schemes.loading import open_source
-    from gcntrain.simulate.sweep import rank_key, recommend, sweep
+    from gcntrain.simulate.sweep import merged_ranking, recommend, sweep
     from gcntrain.simulate.timing import placement
 
     say = notice if (notice is not None and world.rank == 0) else (lambda line: None)
@@ -225,12 +229,19 @@ def choose(
             exact_only=True,
             share=share,
             strict=False,
+            prune=True,
         )
         why = res.refused[0]["error"] if res.refused else ""
-        return res.ranking, len(res.ranking) + len(res.refused), why
+        return res.ranking, len(res.ranking) + len(res.refused) + res.pruned, why
+
+    def share():
+        try:
+            return plan((world.rank, world.size))
+        finally:  # a rank done early sleeps: polling, it would take the working ranks' cores
+            idle_barrier(world.comm)
 
     if shared:
-        rows, n, why = agree(world, lambda: plan((world.rank, world.size)))
+        rows, n, why = agree(world, share)
         rows = _gather_rows(world, rows)
         total = int(world.allreduce(np.array([n], dtype=np.int64), "control")[0])
         whys = [r for r in _gather_rows(world, [why] if why else []) if r]
@@ -238,7 +249,7 @@ def choose(
         got = on_root(world, lambda: to_json(plan((0, 1))).encode(), poll=PROFILE_POLL)
         rows, total, why = json.loads(world.bcast_bytes(got, 0, "control").decode())
         whys = [why] if why else []
-    rows.sort(key=rank_key)
+    rows = merged_ranking(rows, world.size, world.size if shared else 1, parts, options)
 
     def pick():
         from gcntrain.simulate.sweep import SweepResult

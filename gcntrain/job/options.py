@@ -368,6 +368,8 @@ def job_spec(source, kw: dict, **placement):
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
+    if "device" in kw:  # train's --device (simulate has none)
+        placement.setdefault("device", kw.pop("device"))
     return JobSpec(source, config, scheme, options, partition, partition_seed, **placement)
 
 
@@ -453,6 +455,16 @@ TRAIN_RUN = [
             default=None,
             help="Numba threads per rank [default: NUMBA_NUM_THREADS, else cores / ranks per "
             "node].",
+        ),
+    ),
+    Opt(
+        ("--device",),
+        dict(
+            type=click.Choice(["cpu", "gpu", "auto"]),
+            default="cpu",
+            show_default=True,
+            help="Compute device: cpu; gpu (one per rank, CuPy: the `gpu` extra); auto: gpu "
+            "where CuPy finds a usable one, else cpu, saying which (docs/gpu.md).",
         ),
     ),
     Opt(
@@ -545,6 +557,16 @@ SIMULATE_RUN = [
             default=20,
             show_default=True,
             help="--sweep: configurations the table shows (--json lists all).",
+        ),
+        api=False,
+    ),
+    Opt(
+        ("--max-memory",),
+        dict(
+            default=None,
+            metavar="SIZE",
+            help="Memory the planner may use (e.g. 8G): it reads the graph in blocks that "
+            "fit, and refuses a graph whose smallest block cannot [default: no bound].",
         ),
         api=False,
     ),

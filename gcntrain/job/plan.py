@@ -52,6 +52,8 @@ def plan_job(
         raise InputError(words["sweep_machine"])
     if sweep and per_rank is not None:
         raise InputError(words["sweep_per_rank"])
+    if sweep and spec.max_memory is not None:  # the sweep holds its graph's support whole
+        raise InputError("--max-memory bounds one plan; it does not combine with --sweep")
     if per_rank is not None:
         from gcntrain.data.atomic import check_output_file
 
@@ -89,6 +91,7 @@ def plan_job(
         spec.partition,
         spec.partition_seed,
         **spec.widths,
+        max_memory=spec.max_memory,
     )
     if per_rank is not None:
         from gcntrain.simulate.table import write_table

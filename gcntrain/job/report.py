@@ -6,6 +6,7 @@ import numpy as np
 
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.exchange import POINT_TO_POINT
+from gcntrain.data.setup_phases import PHASES
 from gcntrain.simulate.summary import epoch_median, rank_vector, traffic_summary
 
 #: collective kinds timed by the communicator, in report order
@@ -36,9 +37,11 @@ def summarize_ranks(
     setup: Tally,
     epoch_seconds: float,
     setup_seconds: float,
+    setup_phases: dict | None = None,
 ) -> dict:
     """Max/mean over ranks of the traffic of a steady-state epoch and of the setup (the keys
-    of `gcntrain.simulate.summary.traffic_summary`), and of the per-epoch time split."""
+    of `gcntrain.simulate.summary.traffic_summary`), and of the per-epoch time split; the
+    setup's breakdown (`setup_breakdown`)."""
     traffic, comm_s = per_epoch(epoch_tallies)
     vec = rank_vector(traffic, setup.total())
     compute = max(epoch_seconds - float(comm_s.sum()), 0.0)
@@ -55,9 +58,26 @@ def summarize_ranks(
             "epoch_seconds_max": float(mx[nv + nk]),
             "setup_seconds": float(mx[nv + nk + 1]),
             "compute_seconds_max": float(mx[nv + nk + 2]),
+            **setup_breakdown(world, setup_seconds, setup_phases or {}),
         }
     )
     return out
+
+
+def setup_breakdown(world, setup_seconds: float, phases: dict) -> dict:
+    """The setup of the rank whose setup took longest (``setup_critical_rank``: its
+    seconds are ``setup_seconds``) by phase (``setup_phases``: {phase: seconds}, the phases
+    of `gcntrain.data.setup_phases` its path has; they sum to no more than its setup, the
+    rest being agreements and checks between phases).  One counted Allgatherv of every
+    rank's (setup seconds, seconds per phase; -1 for a phase it does not have), phase
+    "report"."""
+    mine = np.array([setup_seconds, *(phases.get(k, -1.0) for k in PHASES)], np.float64)
+    table = world.allgatherv(mine, [mine.size] * world.size, "report").reshape(world.size, -1)
+    crit = int(np.argmax(table[:, 0]))  # the first of equal ones
+    return {
+        "setup_critical_rank": crit,
+        "setup_phases": {k: float(v) for k, v in zip(PHASES, table[crit, 1:]) if v >= 0},
+    }
 
 
 def exchange_json(world, obj, root: int | None = None) -> list | None:

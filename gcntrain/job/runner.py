@@ -19,7 +19,9 @@ from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.env import launcher_size
 from gcntrain.comm.node import auto_threads, ranks_on_node
+from gcntrain.data import setup_phases
 from gcntrain.job.drift import measure_drift
+from gcntrain.job.features import counted_bytes, keeps_raw, raw_features
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.job.spec import JobOutputs, JobSpec, resolve
 from gcntrain.model.normalize import support_kind
@@ -78,7 +80,7 @@ class Run:
     ops: object
     layout: object
     local: object  # LocalGraph
-    config: dict  # the scheme's configuration
+    config: object  # the scheme's typed configuration (`SchemeConfig`)
     source: object
     tally_setup: Tally  # load agreement, setup exchanges, the training prelude
     epoch_tallies: list[Tally]  # one per epoch (begin_epoch .. end_epoch)
@@ -87,6 +89,11 @@ class Run:
     agreements: int = 1
     epoch_inside: list = field(default_factory=list)  # EpochMarks.inside
     extra: dict = field(default_factory=dict)
+    #: this rank's seconds per setup phase (`gcntrain.data.setup_phases`)
+    setup_phases: dict = field(default_factory=dict)
+    #: bytes of the raw node features the `LocalGraph` let go of once the trainer held its
+    #: prepared copy (`gcntrain.job.features`), else 0: `held_data` counts them still
+    features_bytes: int = 0
 
     def phases(self) -> Tally:
         """Everything this rank moved through the end of training."""
@@ -124,21 +131,22 @@ def load_rank(
         src = open_source(source)
         meta = src.meta()
         check_widths(meta, src.label)
-        numbering = scheme.numbering(
-            src,
-            scheme.row_parts(world.size, sc),
-            partition,
-            partition_seed,
-            scheme.col_parts(world.size, sc),
-            scheme.locality_order(sc),
-        )
-        layout = scheme.layout(
-            numbering,
-            meta,
-            world.size,
-            sc,
-            model_layers(config, meta.num_features, meta.num_classes),
-        )
+        with setup_phases.phase("partition"):
+            numbering = scheme.numbering(
+                src,
+                scheme.row_parts(world.size, sc),
+                partition,
+                partition_seed,
+                scheme.col_parts(world.size, sc),
+                scheme.locality_order(sc),
+            )
+            layout = scheme.layout(
+                numbering,
+                meta,
+                world.size,
+                sc,
+                model_layers(config, meta.num_features, meta.num_classes),
+            )
         req = layout.request(world.rank)
         widths = [meta.num_features, *config.hidden, meta.num_classes or 2]
         itemsize = np.dtype(config.dtype).itemsize
@@ -147,7 +155,12 @@ def load_rank(
 
     # every rank measures its memory before any rank loads (one verdict), then all load
     sc, src, layout, numbering, req = agree(world, load)
-    local = agree(world, lambda: check_classes(src.load(req, numbering)))
+
+    def read():
+        with setup_phases.phase("read"):
+            return check_classes(src.load(req, numbering))
+
+    local = agree(world, read)
     return sc, src, layout, local
 
 
@@ -203,30 +216,49 @@ def train_with(
     preempt=None,
     max_memory: float | None = None,
     on_start=None,
+    before: dict | None = None,
 ) -> Run:
     """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
     `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
     at the last; with `resume` (a directory) continue from its newest checkpoint
-    (`gcntrain.job.checkpoint`)."""
+    (`gcntrain.job.checkpoint`).
+
+    The setup is timed by phase (`gcntrain.data.setup_phases`) into ``Run.setup_phases``;
+    `before` holds phases the caller timed before this call (the content hash check of
+    `verify_source`), counted in the setup's phases and seconds.  `on_start`, when given,
+    is called with {"setup_seconds", "setup_phases"} (this rank's) before the first epoch."""
     from gcntrain.job import checkpoint as ck
     from gcntrain.model.trainer import fit
 
     t0 = perf_counter()
+    setup_phases.start()
     start = world.tally.snapshot()
-    sc, src, layout, local = load_rank(
-        world, scheme, source, config, options, partition, partition_seed, max_memory
-    )
-    ops = scheme.setup(world, layout, local, support_kind(config.model, config.aggregator))
+    try:
+        sc, src, layout, local = load_rank(
+            world, scheme, source, config, options, partition, partition_seed, max_memory
+        )
+        with setup_phases.phase("ops"):
+            kind = support_kind(config.model, config.aggregator)
+            local.values_dtype = np.dtype(config.dtype).name
+            ops = scheme.setup(world, layout, local, kind)
+    finally:
+        phases = setup_phases.stop()
     # the Ops keep what they need of the loaded rows; the raw adjacency is not held on
     local.indptr = local.indices = local.data = None
-    setup_s = perf_counter() - t0
+    before = dict(before or {})
+    phases = {
+        k: phases.get(k, 0.0) + before.get(k, 0.0)
+        for k in setup_phases.PHASES
+        if k in phases or k in before
+    }
+    setup_s = perf_counter() - t0 + sum(before.values())
     marks = EpochMarks(maybe_fault(ops, world.rank), world.tally)
     saver = state = resumed = None
     if checkpoint is not None or resume is not None:
         ident = ck.run_identity(
             scheme.name,
             world.size,
-            sc,
+            sc.to_dict(),
             _partition_label(partition, src, scheme),
             config,
             src.meta().content_hash,
@@ -241,10 +273,11 @@ def train_with(
             saver = ck.Checkpointer(world, checkpoint, int(checkpoint_every), ident, preempt)
             agreements += 1
     if on_start is not None:
-        on_start()
+        on_start({"setup_seconds": setup_s, "setup_phases": phases})
+    features_bytes = 0 if keeps_raw(scheme, sc) else counted_bytes(ops, local)
     result = fit(
         marks,
-        local.features,
+        raw_features(scheme, sc, local),
         local.labels,
         local.masks,
         local.num_classes,
@@ -270,6 +303,8 @@ def train_with(
         epoch_tallies=epochs,
         tally_final=end.since(marks.ends[-1]),
         setup_seconds=setup_s,
+        setup_phases=phases,
+        features_bytes=features_bytes,
         agreements=agreements + 1,
         epoch_inside=marks.inside[: len(epochs)],
         extra={
@@ -347,7 +382,15 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
         job = (outputs.out_dir, outputs.per_rank, spec.machine, spec.source, spec.partition)
         agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
         checks = int(outputs.out_dir is not None)
+    if spec.device != "cpu":  # --device gpu|auto: one verdict on every rank (docs/gpu.md)
+        from gcntrain.device import choice, detect
+
+        chosen = agree(world, lambda: choice.resolve_device(spec.device, detect.probe()))
+        if chosen.note and notice is not None and world.rank == 0:
+            notice(chosen.note)
+    t_verify = time.perf_counter()
     verify_source(world, spec.source)  # before the auto search: it plans a checked file
+    verified = {"verify": time.perf_counter() - t_verify} if world.size > 1 else {}
     job = resolve(spec, size, world, per_node, notice, DEFAULT_MACHINE)
     spec, sch = job.spec, job.scheme
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
@@ -373,7 +416,8 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
             resume=outputs.resume,
             preempt=preempt,
             max_memory=spec.max_memory,
-            on_start=None if on_start is None else (lambda: on_start(node)),
+            on_start=None if on_start is None else (lambda s: on_start({**node, **s})),
+            before=verified,
         )
     finally:
         if preempt is not None:
@@ -391,12 +435,13 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
         run.tally_setup,
         result_summary(res)["epoch_seconds"],
         run.setup_seconds,
+        run.setup_phases,
     )
     summary = {
         **result_summary(res),
         "scheme": sch.name,
         "ranks": world.size,
-        "scheme_options": run.config,
+        "scheme_options": run.config.to_dict(),
         "partition": _partition_label(spec.partition, run.source, sch),
         "threads_per_rank": nthreads,
         "ranks_per_node": per_node,
@@ -475,12 +520,14 @@ def epoch_stats(world, run: Run) -> dict:
 def held_data(run: Run) -> int:
     """Bytes of graph data this rank holds after training: the Ops' structures, the node
     data and the layout (`held_bytes`; communicators and their counters, and the message
-    buffers the row schemes keep across calls (`Scratch`), excluded)."""
+    buffers the row schemes keep across calls (`Scratch`), excluded); the node features
+    as the trainer holds them (`Run.features_bytes`) where the `LocalGraph` let go of
+    the raw ones."""
     from gcntrain.comm.communicator import Comm
     from gcntrain.schemes.base import Scratch
     from gcntrain.schemes.held import held_bytes
 
-    return held_bytes(run.ops, run.local, skip=(Comm, Scratch))
+    return held_bytes(run.ops, run.local, skip=(Comm, Scratch)) + run.features_bytes
 
 
 def _partition_label(partition, source, scheme) -> str:

@@ -48,6 +48,7 @@ class JobSpec:
     nodes, ranks_per_node, threads : the placement (None: what the command assumes).
     max_memory : bytes one rank may use (None: the node's share).
     num_features, num_classes : widths to assume for a graph without node data (planning).
+    device : ``"cpu"``, ``"gpu"`` or ``"auto"`` (``--device``; `gcntrain.device.choice`).
     """
 
     source: Any = None
@@ -64,6 +65,7 @@ class JobSpec:
     max_memory: float | None = None
     num_features: int | None = None
     num_classes: int | None = None
+    device: str = "cpu"
 
     def __post_init__(self):
         if self.config is None:

@@ -4,7 +4,9 @@ Two ways, both here so that the benchmark can compare them (docs/kernels.md):
 
 * `csr_transpose` builds A.T in CSR once (counting sort, O(nnz + m)); then the forward kernel
   `gcntrain.kernels.spmm.spmm_csr_dense` computes ``A.T @ X`` as fast as ``A @ X``, at the cost
-  of storing the matrix twice.  This is what the model uses.
+  of storing the matrix twice.  This is what the model uses, built by its parallel,
+  cache-blocked twin `gcntrain.kernels.transpose_blocks.csr_transpose_blocked` (the same
+  arrays).
 * `spmm_csr_t_dense` scatters ``data[k] * X[i]`` into ``out[indices[k]]`` straight from A: no
   second matrix, but a scatter has write conflicts, so each extra thread needs a private
   m x f buffer (reduced at the end), or the scatter runs serially.

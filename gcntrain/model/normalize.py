@@ -128,6 +128,7 @@ def support_rows(
     col_range: tuple[int, int] | None = None,
     identity: np.ndarray | None = None,
     index_dtype=np.int64,
+    value_dtype=np.float64,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows `rows` of the support matrix of `kind`, as CSR arrays with global column ids.
 
@@ -143,13 +144,16 @@ def support_rows(
         the root's copy only); default every row (within `col_range`).
     index_dtype : dtype of the returned column ids (int64; int32 when they fit, for a
         matrix that scipy would otherwise copy to int32).
+    value_dtype : dtype of the returned values: float64, or the training dtype (float32),
+        which holds the float64 values rounded once (the same as casting the float64
+        result, without its float64 array).
 
     Returns
     -------
-    (indptr int64, indices `index_dtype`, data float64)
-        Sorted column ids, duplicates summed (left to right in the stable column order of
-        the block, the identity's entry after a row's own diagonal entries); one Numba pass
-        to count and one to fill (`gcntrain.kernels.csr`).
+    (indptr int64, indices `index_dtype`, data `value_dtype`)
+        Sorted column ids, duplicates summed in float64 (left to right in the stable column
+        order of the block, the identity's entry after a row's own diagonal entries); one
+        Numba pass to count and one to fill (`gcntrain.kernels.csr`).
     """
     _check_kind(kind)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -160,9 +164,10 @@ def support_rows(
     indptr = np.ascontiguousarray(indptr)
     if data is not None and csr_row_order(indptr, indices) != STRICT:
         # weighted duplicates (or rows to sort): their order in sums is scipy's sort's
-        return _support_rows_scipy(
+        ip, ix, dv = _support_rows_scipy(
             indptr, indices, data, rows, deg_global, kind, col_range, identity, index_dtype
         )
+        return ip, ix, dv.astype(value_dtype, copy=False)
     indices, _ = _sorted_rows(indptr, np.ascontiguousarray(indices))
     ident = np.zeros(m, dtype=np.bool_)
     if kind != "sage-mean":
@@ -175,7 +180,7 @@ def support_rows(
     drop = kind != "gcn"
     total = int(csr_support_counts(indptr, indices, rows, drop, ident, out_ptr))
     out_ix = np.empty(total, dtype=index_dtype)
-    out_dv = np.empty(total, dtype=np.float64)
+    out_dv = np.empty(total, dtype=value_dtype)
     power = 0.5 if kind == "gcn" else 1.0
     dinv = _inv(deg_global, power)
     csr_support_fill(

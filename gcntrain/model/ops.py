@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from gcntrain.kernels import dense
 from gcntrain.kernels.spmm import spmm_csr_dense
-from gcntrain.kernels.transpose import csr_transpose
+from gcntrain.kernels.transpose_blocks import csr_transpose_blocked
 from gcntrain.model.functional import (
     dropout_backward,
     dropout_forward,
@@ -251,6 +251,18 @@ def csr_product(M: sp.csr_matrix, X: np.ndarray) -> np.ndarray:
     return spmm_csr_dense(M.indptr, M.indices, data, X, out)
 
 
+def _same_arrays(csr: tuple, M: sp.csr_matrix) -> bool:
+    """Whether the CSR arrays `csr` (indptr, indices, data) equal `M`'s bit for bit (the
+    values compared as raw bytes: a NaN equals itself, 0.0 differs from -0.0)."""
+    ip, ix, dv = csr
+    return (
+        np.array_equal(ip, M.indptr)
+        and np.array_equal(ix, M.indices)
+        and dv.dtype == M.data.dtype
+        and np.array_equal(dv.view(np.uint8), M.data.view(np.uint8))
+    )
+
+
 class SerialOps(Ops):
     """Single-process Ops over one support matrix (and its explicit transpose)."""
 
@@ -258,15 +270,24 @@ class SerialOps(Ops):
         S = sp.csr_matrix(support)
         S.sort_indices()
         self.S = S
-        # S^T by one counting-sort pass: its rows come out sorted (= ``S.T.tocsr()`` sorted)
-        ip, ix, dv = csr_transpose(S.indptr, S.indices, S.data, S.shape[1])
-        self.T = sp.csr_matrix((dv, ix, ip.astype(S.indptr.dtype)), shape=S.shape[::-1])
+        # S^T by a stable counting sort (in parallel, cache-blocked: the arrays of the
+        # serial `csr_transpose`): its rows come out sorted (= ``S.T.tocsr()`` sorted)
+        ip, ix, dv = csr_transpose_blocked(S.indptr, S.indices, S.data, S.shape[1])
+        ip = ip.astype(S.indptr.dtype, copy=False)
+        if S.shape[0] == S.shape[1] and _same_arrays((ip, ix, dv), S):
+            # a symmetric S (bit for bit): S^T's products are S's, so S is held once
+            del ip, ix, dv
+            self.T = S
+        else:
+            self.T = sp.csr_matrix((dv, ix, ip), shape=S.shape[::-1])
         self.n_global = S.shape[0]
         self.rows = np.arange(self.n_global, dtype=np.int64)
         self._typed: dict = {}
 
     def _matrix(self, which: str, dtype) -> sp.csr_matrix:
         """S or S^T with values in `dtype` (cast once per dtype)."""
+        if self.T is self.S:  # symmetric: one matrix, cast once
+            which = "f"
         key = (which, np.dtype(dtype).str)
         if key not in self._typed:
             M = self.S if which == "f" else self.T

@@ -429,6 +429,7 @@ def fit(
         )
     tops = TimedOps(ops)
     X = prepare_features(ops, X_local, config, f0)
+    del X_local  # the raw features: freed here when the caller holds them no more
     net = make_network(config, f0, num_classes, ops)
     weights = net.weights()
     specs = net.specs()

@@ -10,16 +10,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.comm.exchange import Allgatherv, Allreduce, BcastStages, Groups, Pairs, Uniform
+from gcntrain.comm.exchange import Allgatherv, Allreduce, BcastStages, Groups, Uniform
 from gcntrain.comm.node import ranks_on_node
 from gcntrain.comm.shared import SharedRows
-from gcntrain.kernels.csr import csr_pairs_by_owner
+from gcntrain.data import setup_phases
+from gcntrain.kernels.csr import csr_values_close
 from gcntrain.kernels.spmm import spmm_csr_dense, spmm_csr_dense_add
+from gcntrain.kernels.transpose_blocks import csr_to_pairs, csr_transpose_blocked
 from gcntrain.model.normalize import coo_block_to_csr, degrees, support_rows
 from gcntrain.model.ops import Ops
 from gcntrain.model.phase import Phase, phase_key
-from gcntrain.schemes.entries import entry_pair_counts
-from gcntrain.schemes.layout import block_pair_counts, column_blocks, owner_of
+from gcntrain.schemes.entries import RangedPairs
+from gcntrain.schemes.layout import column_blocks, owner_of
 from gcntrain.schemes.protocol import (
     REORDER_OPTION,
     LoadRequest,
@@ -209,28 +211,22 @@ def transpose_rows(
     counts, two Alltoallv).
 
     Block p holds rows offsets[p]:offsets[p+1] of S with global column ids; afterwards it
-    holds the same rows of S^T.  Entry (i, j, v) travels to the owner of j as (j, i, v)
-    (`block_pair_counts`, the function the plan uses too).
+    holds the same rows of S^T.  Entry (i, j, v) travels to the owner of j as (j, i, v) (as
+    many as the plan's `block_pair_counts`), by ascending j, then i: the receiver's stable
+    counting sort (`coo_block_to_csr`) reads its messages in row order.
     """
     me = comm.rank
-    nparts = offsets.shape[0] - 1
-    nnz = int(indptr[-1] - indptr[0])
-    # how many entries go to each owner: the plan's own function (`block_pair_counts`, the
-    # one who-sends-what of the transposition); then the (j, i) pairs grouped by the owner
-    # of j, in entry order, in one counting-sort pass that must agree with it
-    _, dst, cnt = block_pair_counts(me, indices[indptr[0] : indptr[-1]], offsets)
-    send_counts = np.zeros(nparts, dtype=np.int64)
-    send_counts[dst] = cnt
-    pairs = np.empty((nnz, 2), dtype=np.int64)
-    vals = np.empty(nnz, dtype=np.float64)
-    grouped = np.empty(nparts, dtype=np.int64)
-    offs = np.ascontiguousarray(offsets, dtype=np.int64)
-    csr_pairs_by_owner(indptr, indices, data, offs, offs[me], pairs, vals, grouped)
-    if not np.array_equal(grouped, send_counts):
-        raise RuntimeError("transpose_rows: the grouped entries disagree with the plan's counts")
-    recv_counts = comm.alltoall_counts(send_counts, phase)
-    got = comm.alltoallv(pairs, send_counts, recv_counts, phase)
-    vals = comm.alltoallv(vals, send_counts, recv_counts, phase)
+    n_cols = int(offsets[-1])
+    # the block's transpose (in parallel): each owner's rows j one run, i ascending in each
+    ip_t, ix_t, dv_t = csr_transpose_blocked(indptr, indices, data, n_cols)
+    send_counts = np.diff(ip_t[offsets])
+    pairs, vals = np.empty((int(ip_t[-1]), 2), dtype=np.int64), np.empty(int(ip_t[-1]))
+    csr_to_pairs(ip_t, ix_t, dv_t, 0, int(offsets[me]), pairs, vals)  # (j, global i), v
+    del ix_t, ip_t, dv_t
+    with setup_phases.phase("exchange"):
+        recv_counts = comm.alltoall_counts(send_counts, phase)
+        got = comm.alltoallv(pairs, send_counts, recv_counts, phase)
+        vals = comm.alltoallv(vals, send_counts, recv_counts, phase)
     del pairs
     return coo_block_to_csr(
         got[:, 0] - offsets[me], got[:, 1], vals, int(offsets[me + 1] - offsets[me])
@@ -245,17 +241,22 @@ def row_setup(world, bcomm, layout: RowLayout, local, kind: str):
     S^T equals S everywhere.
     """
     sizes = layout.sizes
-    deg = degrees(local.indptr, local.indices, local.data, kind, rows=local.new_ids)
-    deg_all = bcomm.allgatherv(deg.astype(np.float64), sizes, "setup")
-    fwd = support_rows(local.indptr, local.indices, local.data, local.new_ids, deg_all, kind)
-    bwd = transpose_rows(bcomm, layout.offsets, *fwd)
-    same = (
-        bwd[0].shape == fwd[0].shape
-        and np.array_equal(bwd[0], fwd[0])
-        and np.array_equal(bwd[1], fwd[1])
-        and np.allclose(bwd[2], fwd[2], rtol=1e-12, atol=0)
-    )
-    flag = world.allreduce(np.array([0 if same else 1], dtype=np.int64), "setup", op="max")
+    with setup_phases.phase("normalise"):
+        deg = degrees(local.indptr, local.indices, local.data, kind, rows=local.new_ids)
+    with setup_phases.phase("exchange"):
+        deg_all = bcomm.allgatherv(deg.astype(np.float64), sizes, "setup")
+    with setup_phases.phase("normalise"):
+        fwd = support_rows(local.indptr, local.indices, local.data, local.new_ids, deg_all, kind)
+    with setup_phases.phase("transpose"):
+        bwd = transpose_rows(bcomm, layout.offsets, *fwd)
+        same = (
+            bwd[0].shape == fwd[0].shape
+            and np.array_equal(bwd[0], fwd[0])
+            and np.array_equal(bwd[1], fwd[1])
+            and bool(csr_values_close(bwd[2], fwd[2], 1e-12))  # np.allclose, atol 0
+        )
+    with setup_phases.phase("exchange"):
+        flag = world.allreduce(np.array([0 if same else 1], dtype=np.int64), "setup", op="max")
     return fwd, (None if flag[0] == 0 else bwd)
 
 
@@ -272,20 +273,18 @@ def row_setup_steps(ctx: PlanContext) -> list[tuple[str, object]]:
     lay: RowLayout = ctx.layout
     bg = lay.block_groups()
     blk = lay.block_of_ranks()
-    src_b, dst_b, cnt = ctx.cached(
-        "entry_pairs",
-        lambda: entry_pair_counts(ctx.support, lay.offsets),
-    )
-    # block pairs -> rank pairs inside every copy's group
     copies = np.arange(lay.c, dtype=np.int64)
-    src = bg.rank_at(copies[:, None], src_b[None, :]).ravel()
-    dst = bg.rank_at(copies[:, None], dst_b[None, :]).ravel()
-    n = np.tile(cnt, lay.c)
+
+    def rank_pairs(src_b, dst_b, cnt):  # block pairs -> rank pairs inside every copy's group
+        src = bg.rank_at(copies[:, None], src_b[None, :]).ravel()
+        dst = bg.rank_at(copies[:, None], dst_b[None, :]).ravel()
+        return src, dst, np.tile(cnt, lay.c)
+
+    units = (PAIR_BYTES, VALUE_BYTES)  # the transposition's two Alltoallv, range by range
     return [
         ("setup", Allgatherv(bg, lay.sizes[blk] * VALUE_BYTES)),
         ("setup", Uniform(bg, COUNT_BYTES)),
-        ("setup", Pairs(lay.size, src, dst, n * PAIR_BYTES)),
-        ("setup", Pairs(lay.size, src, dst, n * VALUE_BYTES)),
+        ("setup", RangedPairs(lay.size, ctx.support, lay.offsets, rank_pairs, units)),
         ("setup", Allreduce(Groups.world(lay.size), np.array([1]), COUNT_BYTES)),
     ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gcntrain.comm.exchange import Pairs
 from gcntrain.schemes.layout import block_pair_counts, needed_pairs
 
 #: stored entries per range of row blocks (the last block of a range may exceed it)
@@ -61,6 +62,28 @@ def entry_pair_counts(M, offsets: np.ndarray, limit: int | None = None):
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
 
 
+class RangedPairs:
+    """A plan's `Pairs` steps over the block pairs of M's entries (`entry_pair_counts`),
+    built and priced a range of row blocks at a time: ``rank_pairs(row block, column block,
+    entries)`` maps a range's block pairs to rank pairs ``(src, dst, entries)``, each moving
+    ``entries * unit`` bytes for every unit of `units` (one `Pairs` step per unit).  Only
+    `volumes` is read (a setup step); the ranges' pairs are disjoint, so the sums are those
+    of the whole steps, to the byte, without holding every pair at once."""
+
+    def __init__(self, P: int, M, offsets, rank_pairs, units, limit: int | None = None):
+        self.P, self.M, self.offsets = P, M, np.asarray(offsets, dtype=np.int64)
+        self.rank_pairs, self.units, self.limit = rank_pairs, tuple(units), limit
+
+    def volumes(self) -> np.ndarray:
+        out = np.zeros((self.P, 4), dtype=np.int64)
+        for b0, b1 in block_ranges(self.M.indptr, self.offsets, self.limit):
+            blocks = block_pair_counts(*range_entries(self.M, self.offsets, b0, b1), self.offsets)
+            src, dst, cnt = self.rank_pairs(*blocks)
+            for unit in self.units:
+                out += Pairs(self.P, src, dst, cnt * unit).volumes()
+        return out
+
+
 def halo_needed_pairs(M, offsets: np.ndarray, limit: int | None = None, ids: bool = True):
     """``needed_pairs(*entry_blocks(M, offsets), offsets)``, a range of row blocks at a
     time: (src, dst, ptr, ids), pairs sorted by (dst, src); with ``ids=False``, (src, dst,
@@ -81,8 +104,12 @@ def halo_needed_pairs(M, offsets: np.ndarray, limit: int | None = None, ids: boo
         s, d, p, i = needed_pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), offsets)
         return (s, d, p, i) if ids else (s, d, np.diff(p))
     cat = np.concatenate
-    if not ids:
-        return cat(src), cat(dst), cat(ptr).astype(np.int64)
+    if not ids:  # one list joined and dropped at a time: 32 bytes per pair at the peak, not 48
+        out = []
+        for parts in (src, dst, ptr):
+            out.append(cat(parts))
+            parts.clear()
+        return out[0], out[1], out[2].astype(np.int64, copy=False)
     ptr.append(np.array([done], dtype=np.int64))
     return cat(src), cat(dst), cat(ptr).astype(np.int64), cat(rows)
 

@@ -97,6 +97,9 @@ class LocalGraph:
     node_rows: tuple[int, int] | None = None
     #: new ids of scattered rows (a `LoadRequest` with `ids`); None: the range `rows`
     ids: np.ndarray | None = None
+    #: the dtype training computes in (the runner sets it before `Scheme.setup`): a scheme
+    #: may build its support's values in it directly (serial), else float64, cast later
+    values_dtype: str = "float64"
 
     def __post_init__(self):
         if self.node_rows is None:

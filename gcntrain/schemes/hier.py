@@ -61,12 +61,7 @@ from gcntrain.schemes.base import (
     row_setup,
 )
 from gcntrain.schemes.layout import owner_of
-from gcntrain.schemes.protocol import (
-    OVERLAP_CALL,
-    REORDER_OPTION,
-    SchemeOption,
-    reorder_config,
-)
+from gcntrain.schemes.protocol import OVERLAP_CALL, REORDER_OPTION, ConfigValue, SchemeOption
 
 #: bytes of one entry's mode in the setup exchange (int8)
 MODE_BYTES = 1
@@ -308,6 +303,31 @@ def _opt_int(value, flag: str) -> int | None:
         raise InputError(f"{flag} must be an integer, got {value!r}") from None
 
 
+def parse_aggr(value, size: int = 0, scheme=None) -> str:
+    """``--aggr`` (None: hybrid), one of `AGGR`."""
+    aggr = value or "hybrid"
+    if aggr not in AGGR:
+        raise InputError(f"--aggr must be pre, post or hybrid, got {aggr!r}")
+    return aggr
+
+
+def parse_bits(value, size: int = 0, scheme=None) -> int:
+    """``--quant-bits`` (None: 32, unquantized), one of `BITS` or 32."""
+    bits = _opt_int(value, "--quant-bits")
+    bits = 32 if bits is None else bits
+    if bits not in (*BITS, 32):
+        raise InputError(f"--quant-bits must be 2, 4, 8 or 32 (off), got {bits}")
+    return bits
+
+
+def parse_group(value, size: int = 0, scheme=None) -> int:
+    """``--quant-group`` (None: 1, per row), at least 0."""
+    group = _opt_int(value, "--quant-group")
+    if group is not None and group < 0:
+        raise InputError(f"--quant-group must be >= 0, got {group}")
+    return 1 if group is None else group
+
+
 class Hier(RowScheme):
     name = "hier"
     summary = (
@@ -322,6 +342,7 @@ class Hier(RowScheme):
             "Hier: remote entries aggregated at the sender (pre), at the receiver (post), or "
             "split by a minimum vertex cover of each rank pair (hybrid)  [default: hybrid].",
             metavar="pre|post|hybrid",
+            parse=parse_aggr,
         ),
         SchemeOption(
             "quant_bits",
@@ -330,6 +351,7 @@ class Hier(RowScheme):
             "Hier: bits per value of training messages, stochastic rounding (32 = off) "
             "[default: 32].",
             metavar="2|4|8|32",
+            parse=parse_bits,
         ),
         SchemeOption(
             "quant_group",
@@ -338,9 +360,12 @@ class Hier(RowScheme):
             "Hier: rows sharing one quantization zero point and scale (0 = all rows of a "
             "message) [default: 1: per row].",
             metavar="N",
+            parse=parse_group,
         ),
         REORDER_OPTION,
     )
+    #: the stochastic rounding's seed: the run's (`check_training`)
+    config_values = (ConfigValue("seed", 0),)
 
     def sweep_options(self, size: int) -> list[dict]:
         """SuperGCN's comparisons: the three aggregation splits unquantized, and hybrid at
@@ -349,42 +374,27 @@ class Hier(RowScheme):
             {"aggr": "hybrid", "quant_bits": b} for b in sorted(BITS, reverse=True)
         ]
 
-    def is_exact(self, config: dict) -> bool:
-        return int(config.get("quant_bits", 32)) == 32
+    def is_exact(self, config) -> bool:
+        return config.quant_bits == 32
 
-    def configure(self, size: int, values: dict) -> dict:
-        aggr = values.get("aggr") or "hybrid"
-        if aggr not in AGGR:
-            raise InputError(f"--aggr must be pre, post or hybrid, got {aggr!r}")
-        bits = _opt_int(values.get("quant_bits"), "--quant-bits")
-        bits = 32 if bits is None else bits
-        if bits not in (*BITS, 32):
-            raise InputError(f"--quant-bits must be 2, 4, 8 or 32 (off), got {bits}")
-        group = _opt_int(values.get("quant_group"), "--quant-group")
-        if group is not None and group < 0:
-            raise InputError(f"--quant-group must be >= 0, got {group}")
-        if group is not None and group != 1 and bits == 32:  # 1: the default (a configuration)
+    def configure(self, size: int, values: dict):
+        config = super().configure(size, values)
+        if config.quant_group != 1 and config.quant_bits == 32:  # 1: the default
             raise InputError("--quant-group needs --quant-bits 2, 4 or 8")
-        return {
-            "aggr": aggr,
-            "quant_bits": bits,
-            "quant_group": 1 if group is None else group,
-            "seed": 0,
-            **reorder_config(values),
-        }
+        return config
 
-    def check_training(self, config: dict, train) -> None:
+    def check_training(self, config, train):
         """The rounding seed is the run's seed."""
-        config["seed"] = int(train.seed)
+        return config.replace(seed=int(train.seed))
 
     def layout(self, numbering, meta, size, config, model=None) -> HierLayout:
         return HierLayout(
             numbering,
             1,
-            config["aggr"],
-            int(config["quant_bits"]),
-            int(config["quant_group"]),
-            int(config.get("seed", 0)),
+            config.aggr,
+            config.quant_bits,
+            config.quant_group,
+            config.seed,
         )
 
     def setup(self, world, layout: HierLayout, local, kind: str):

@@ -28,7 +28,7 @@ from gcntrain.schemes.base import (
     row_setup,
 )
 from gcntrain.schemes.entries import entry_pair_counts
-from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption, reorder_config
+from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption
 
 
 def check_replication(P: int, c: int) -> int:
@@ -39,6 +39,16 @@ def check_replication(P: int, c: int) -> int:
         raise InputError(f"--replication {c} does not divide the number of ranks {P}")
     check_grid(P, (P // c, c), "1.5D grid")
     return P // c
+
+
+def parse_replication(value, size: int, scheme=None) -> int:
+    """``--replication`` on `size` ranks (None: 1), checked (`check_replication`)."""
+    try:
+        c = int(1 if value is None else value)
+    except (TypeError, ValueError):
+        raise InputError(f"--replication must be an integer, got {value!r}") from None
+    check_replication(size, c)
+    return c
 
 
 def stage_blocks(B: int, c: int, j: int) -> range:
@@ -119,17 +129,13 @@ class OneFiveD(BroadcastRowScheme):
             1,
             "1.5d: replication factor c (a P/c x c grid).",
             int,
+            parse=parse_replication,
         ),
         REORDER_OPTION,
     )
 
-    def configure(self, size: int, values: dict) -> dict:
-        c = int(values.get("replication", 1))
-        check_replication(size, c)
-        return {"replication": c, **reorder_config(values)}
-
-    def row_parts(self, size: int, config: dict) -> int:
-        return size // config["replication"]
+    def row_parts(self, size: int, config) -> int:
+        return size // config.replication
 
     def sweep_options(self, size: int) -> list[dict]:
         """Every replication factor c >= 2 dividing P with c^2 <= max(P, 4) (CAGNET's range:
@@ -139,7 +145,7 @@ class OneFiveD(BroadcastRowScheme):
         return [{"replication": c} for c in cs] or [{"replication": 1}]
 
     def layout(self, numbering, meta, size, config, model=None) -> RowLayout:
-        return RowLayout(numbering, config["replication"])
+        return RowLayout(numbering, config.replication)
 
     def setup(self, world, layout: RowLayout, local, kind: str) -> OneFiveDOps:
         grid = grid_2d(world, layout.blocks, layout.c)

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.errors import InputError
 from gcntrain.model.ops import PROTOCOL
+from gcntrain.schemes.config import ConfigValue, SchemeConfig, SchemeOption, config_class
 from gcntrain.schemes.graphs import GraphMeta, LoadRequest, LocalGraph, Numbering  # noqa: F401
 
 #: `Scheme.overlaps`: the exchange travels while the same call multiplies its local block
@@ -26,30 +27,20 @@ OVERLAP_CALL = "call"
 OVERLAP_EPOCHS = "epochs"
 
 
-@dataclass(frozen=True)
-class SchemeOption:
-    """A command-line option a scheme declares (the CLI builds its options from these).
+def parse_order(value, size: int = 0, scheme=None) -> str:
+    """The locality order of ``--reorder`` (None: "none"); raises `InputError` for an
+    unknown order."""
+    from gcntrain.partition.reorder import ORDERS
 
-    ``parse`` turns the raw value into the configured one (raising `InputError`).
-    """
-
-    name: str
-    flags: tuple[str, ...]
-    default: Any
-    help: str
-    type: Any = str
-    metavar: str | None = None
-    #: False: the CLI sets it from a shared option instead of declaring its own flag
-    #: (e.g. a scheme's ``permute`` option is set by the shared ``--permute double``)
-    cli: bool = True
-
-    def given(self, value) -> bool:
-        return value is not None and value != self.default
+    order = value or "none"
+    if order not in ORDERS:
+        raise InputError(f"--reorder must be one of {', '.join(ORDERS)}, got {order!r}")
+    return order
 
 
 #: ``--reorder``: the locality order of the rows inside each part
 #: (`gcntrain.partition.reorder`), declared by the schemes whose layouts come from a vertex
-#: partition of a graph file
+#: partition of a graph file (printed only when it is not "none")
 REORDER_OPTION = SchemeOption(
     "reorder",
     ("--reorder",),
@@ -59,18 +50,9 @@ REORDER_OPTION = SchemeOption(
     "equal up to summation order, outputs in original ids); graph files only.",
     str,
     "none|degree|rcm",
+    parse=parse_order,
+    omit=("none",),
 )
-
-
-def reorder_config(values: dict) -> dict:
-    """``{"reorder": order}`` for a locality order other than none, else ``{}``; raises
-    `InputError` for an unknown order."""
-    from gcntrain.partition.reorder import ORDERS
-
-    order = values.get("reorder") or "none"
-    if order not in ORDERS:
-        raise InputError(f"--reorder must be one of {', '.join(ORDERS)}, got {order!r}")
-    return {} if order == "none" else {"reorder": order}
 
 
 @dataclass
@@ -179,6 +161,10 @@ class Scheme:
     pricing of their communicating calls, ``steps_<method>(ctx, call) -> [Step]``, plus
     `setup_steps`; every communicating protocol method is either priced or named in
     `silent` (`pricing_table`, checked when the registry loads the scheme).
+
+    Every subclass gets its typed configuration class ``Config`` generated from its
+    declarations (`config_declarations`: its options and `config_values`) unless it defines
+    one (a `gcntrain.schemes.config.SchemeConfig` subclass); `configure` builds one.
     """
 
     #: the communicating protocol methods that move nothing in this scheme's layout: the row
@@ -190,6 +176,10 @@ class Scheme:
     name: str = ""
     summary: str = ""
     options: tuple[SchemeOption, ...] = ()
+    #: fields of the configuration that no option sets (`check_training` completes them)
+    config_values: tuple[ConfigValue, ...] = ()
+    #: the typed configuration (generated for every subclass: `__init_subclass__`)
+    Config: type[SchemeConfig]
     #: whether the scheme runs under MPI (False: one process, no MPI library needed)
     uses_mpi: bool = True
     #: the partition used without --partition
@@ -200,18 +190,32 @@ class Scheme:
     #: LayerNorm and the label embedding (`TrainConfig.norm`, ``label_prop``) need it
     whole_rows: bool = True
 
-    # -- options ---------------------------------------------------------------------------
-    def configure(self, size: int, values: dict) -> dict:
-        """Validate this scheme's option values for `size` ranks; return the configuration."""
-        own = [o for o in self.options if o is not REORDER_OPTION]
-        out = {o.name: values.get(o.name, o.default) for o in own}
-        return {**out, **reorder_config(values)} if REORDER_OPTION in self.options else out
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "Config" not in cls.__dict__:
+            cls.Config = config_class(cls, cls.config_declarations())
 
-    def row_parts(self, size: int, config: dict) -> int:
+    # -- options ---------------------------------------------------------------------------
+    @classmethod
+    def config_declarations(cls) -> tuple:
+        """The fields of the configuration, in order: the scheme's own options, then its
+        `config_values`, then the shared ``--reorder`` where declared (the order its printed
+        configuration keeps)."""
+        own = tuple(o for o in cls.options if o is not REORDER_OPTION)
+        shared = (REORDER_OPTION,) if REORDER_OPTION in cls.options else ()
+        return (*own, *cls.config_values, *shared)
+
+    def configure(self, size: int, values: dict) -> SchemeConfig:
+        """This scheme's typed configuration on `size` ranks from its option values, each
+        parsed and validated once (`SchemeConfig.parse`: a bad value is one `InputError`);
+        a scheme adds the checks that involve several options."""
+        return self.Config.parse(self, size, values)
+
+    def row_parts(self, size: int, config: SchemeConfig) -> int:
         """Parts of the row partition this scheme consumes."""
         return size
 
-    def col_parts(self, size: int, config: dict) -> int | None:
+    def col_parts(self, size: int, config: SchemeConfig) -> int | None:
         """Column parts of a 2D block layout (None: rows only)."""
         return None
 
@@ -233,10 +237,10 @@ class Scheme:
             raise InputError(f"--scheme {self.name} has no process grid")
         return {**(values or {}), self.grid_option: grid}
 
-    def locality_order(self, config: dict) -> str:
+    def locality_order(self, config: SchemeConfig) -> str:
         """The locality order (`REORDER_OPTION`) of the configured scheme's numbering:
         "none" for a scheme without the option."""
-        return config.get(REORDER_OPTION.name, "none") if REORDER_OPTION in self.options else "none"
+        return getattr(config, REORDER_OPTION.name) if REORDER_OPTION in self.options else "none"
 
     def grid_candidates(self, size: int) -> list[str]:
         """The `--grid` values possible on `size` ranks, for ``--grid auto`` (which plans
@@ -257,7 +261,7 @@ class Scheme:
         default partition."""
         return [(opts, None) for opts in self.sweep_options(size)]
 
-    def is_exact(self, config: dict) -> bool:
+    def is_exact(self, config: SchemeConfig) -> bool:
         """Whether training with this configuration equals serial training (within float
         tolerance); approximate modes (delayed or quantized messages) report their drift."""
         return True
@@ -291,17 +295,19 @@ class Scheme:
         perm, inv = reorder_within_parts(numbering.perm, numbering.offsets, key)
         return replace(numbering, perm=perm, inv=inv)
 
-    def check_training(self, config: dict, train) -> None:
+    def check_training(self, config: SchemeConfig, train) -> SchemeConfig | None:
         """Validate the scheme's configuration against the training configuration `train`
-        (a `TrainConfig`: epochs, model, ...); raise `InputError`.  A scheme may complete its
-        configuration from it (the hier scheme's rounding seed is the run's seed)."""
+        (a `TrainConfig`: epochs, model, ...); raise `InputError`.  Returns the configuration
+        completed from it (its `config_values`: the hier scheme's rounding seed is the run's
+        seed), or None where nothing changes."""
+        return config
 
     def layout(
         self,
         numbering: Numbering,
         meta: GraphMeta,
         size: int,
-        config: dict,
+        config: SchemeConfig,
         model: tuple[dict, ...] | None = None,
     ):
         """The pure layout.  `model`: the network's layers (`Network.describe`: kind, f_in,
@@ -400,6 +406,8 @@ class Scheme:
         one set per layer width: the row schemes' `Scratch`)."""
         raise NotImplementedError
 
+
+Scheme.Config = config_class(Scheme, Scheme.config_declarations())
 
 #: `pricing_table` of each Scheme class, built once
 _TABLES: dict = {}

@@ -12,6 +12,7 @@ import os
 from importlib import import_module
 
 from gcntrain.errors import InputError
+from gcntrain.schemes.config import SchemeConfig
 from gcntrain.schemes.protocol import Scheme, SchemeOption, pricing_table
 
 #: "module:class" of every scheme, in the order the CLI lists them
@@ -93,16 +94,23 @@ def all_options() -> dict[str, SchemeOption]:
     return out
 
 
-def configured(scheme: Scheme, size: int, options: dict, train) -> dict:
-    """The configuration of `scheme` on `size` ranks from its option values, checked
-    against the training configuration `train` (validated first): an option of another
-    scheme, a bad value or a model the scheme cannot train is one `InputError`.  What
-    `train`, `simulate` and `jobscript` each do before anything else."""
+def configured(scheme: Scheme, size: int, options: dict, train) -> SchemeConfig:
+    """The typed configuration of `scheme` on `size` ranks from its option values (parsed
+    and validated here, once: `Scheme.configure`), checked against the training
+    configuration `train` (validated first) and completed from it
+    (`Scheme.check_training`): an option of another scheme, a bad value or a model the
+    scheme cannot train is one `InputError`.  What `train`, `simulate` and `jobscript` each
+    do before anything else."""
     from gcntrain.schemes.protocol import check_model_support, check_only_own_options
 
     train.validate()
     check_only_own_options(scheme, all_options(), options)
     config = scheme.configure(size, options)
-    scheme.check_training(config, train)
+    if not isinstance(config, SchemeConfig):
+        raise TypeError(
+            f"scheme {scheme.name}: configure returned {type(config).__name__}, not its Config"
+        )
+    done = scheme.check_training(config, train)
+    config = config if done is None else done
     check_model_support(scheme, train)
     return config

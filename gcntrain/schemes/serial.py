@@ -8,11 +8,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.comm.communicator import SelfComm
+from gcntrain.data import setup_phases
 from gcntrain.errors import InputError
 from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import SerialOps
 from gcntrain.schemes.base import RowLayout, RowScheme
-from gcntrain.schemes.protocol import LoadRequest, reorder_config
+from gcntrain.schemes.protocol import LoadRequest
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,8 @@ class SerialLayout(RowLayout):
 
 
 def support_of(local, kind: str) -> sp.csr_matrix:
-    """The whole support matrix of a whole-graph `LocalGraph` (its numbering)."""
+    """The whole support matrix of a whole-graph `LocalGraph` (its numbering), its values
+    in the training dtype (``local.values_dtype``: float64 values rounded once)."""
     ids = local.new_ids
     deg = degrees(local.indptr, local.indices, local.data, kind, rows=ids)
     # int32 column ids where they fit: the dtype scipy would copy them to
@@ -37,6 +39,7 @@ def support_of(local, kind: str) -> sp.csr_matrix:
         deg,
         kind,
         index_dtype=np.int32 if small else np.int64,
+        value_dtype=np.dtype(local.values_dtype),
     )
     if small:
         ip = ip.astype(np.int32)
@@ -50,15 +53,15 @@ class Serial(RowScheme):
     #: one process: its products move nothing either
     silent = RowScheme.silent | {"aggregate", "aggregate_t"}
 
-    def configure(self, size: int, values: dict) -> dict:
+    def configure(self, size: int, values: dict):
         if size > 1:
             raise InputError(
                 f"--scheme serial under {size} ranks would train the whole graph on every "
                 "rank; choose a distributed scheme"
             )
-        return reorder_config(values)
+        return super().configure(size, values)
 
-    def row_parts(self, size: int, config: dict) -> int:
+    def row_parts(self, size: int, config) -> int:
         return 1
 
     def test_configurations(self, size: int) -> list[tuple[dict, str | None]]:
@@ -71,7 +74,10 @@ class Serial(RowScheme):
         return SerialLayout(numbering)
 
     def setup(self, world, layout, local, kind: str) -> SerialOps:
-        ops = SerialOps(support_of(local, kind))
+        with setup_phases.phase("normalise"):
+            S = support_of(local, kind)
+        with setup_phases.phase("transpose"):
+            ops = SerialOps(S)  # S^T by one counting-sort pass, in S's dtype
         ops.rows = np.asarray(local.orig_ids, dtype=np.int64)
         return ops
 

@@ -38,7 +38,7 @@ def configuration(sim, ranks: int, partition) -> dict:
     with the values the plan used, and ``partition``, the partitioner of its rows (the
     scheme's default where none was given)."""
     swept = {k for variant in sim.scheme.sweep_options(ranks) for k in variant}
-    options = {k: v for k, v in sim.config.items() if k in swept}
+    options = {k: v for k, v in sim.config.to_dict().items() if k in swept}
     part = partition if isinstance(partition, str) else None
     return {"options": options, "partition": part or sim.scheme.default_partition}
 

@@ -305,7 +305,9 @@ def oversubscribed_fit(
     (`Placement.sync_cost_for`: ``floor + S x min(1, w / slice)``).  The floor comes first,
     from the `tiny` graph, whose synchronisations have almost no compute between them: a
     waiting rank sleeps (MPICH's progress throttle) and wakes no sooner than the kernel's
-    timer allows (its timer slack is 50 us by default).  Then, for each slice on a log grid,
+    timer allows (its timer slack is 50 us by default); every step of that run is over all
+    2C ranks of the node, the geometry the profile's floor stands for
+    (`gcntrain.simulate.oversubscribed.FIT_ROUNDS`).  Then, for each slice on a log grid,
     the cost S that each of `graphs` needs solves measured = predicted(0) + S x
     (predicted(1 s) - predicted(0)) (the prediction is linear in S on the critical path);
     the slice where the graphs need the same S is kept (the closest, when none is exact).

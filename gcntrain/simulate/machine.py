@@ -18,7 +18,12 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       rank did since its previous synchronisation),
                       oversubscribed_floor_us (optional, default 0: what such a step adds
                       at least: a waiting rank sleeps, and wakes no sooner than the kernel's
-                      timer allows),
+                      timer allows; the figure of a step over twice the node's cores in
+                      ranks, as `gcntrain bench` fits it, scaled by the wake-up rounds of
+                      each step's group: `gcntrain.simulate.oversubscribed`),
+                      scheduler_slice_us (optional, default Linux's base slice for the
+                      node's cores: how long a rank outside a synchronising group keeps
+                      a core on an oversubscribed node),
                       memory_gib (optional, 0 = unknown: memory per node, for the sweep's
                       check that a configuration fits),
                       busy_compute_factor (written by older benches only: read to derive
@@ -121,11 +126,15 @@ class Machine:
     other_rate: float
     call_overhead: float
     oversubscribed_sync: float = 0.0
-    #: what every synchronising step of an oversubscribed node costs at least (a waiting
-    #: rank sleeps, and wakes no sooner than the kernel's timer allows)
+    #: what a synchronising step over twice the cores in ranks costs at least on an
+    #: oversubscribed node (a waiting rank sleeps, and wakes no sooner than the kernel's
+    #: timer allows); smaller groups pay it by wake-up rounds (`simulate.oversubscribed`)
     oversubscribed_floor: float = 0.0
     #: compute between synchronisations at which the oversubscribed cost saturates (0: constant)
     oversubscribed_slice: float = 0.0
+    #: how long a runnable rank keeps a core once it has it (0: Linux's default base slice
+    #: for the node's cores, `gcntrain.simulate.oversubscribed.scheduler_slice`)
+    scheduler_slice: float = 0.0
     #: bytes of memory per node (0: unknown)
     memory: float = 0.0
     #: cost per Ops call with a thread on every core (default: `call_overhead`)
@@ -341,6 +350,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         oversubscribed_sync=_optional(node, "oversubscribed_sync_us", "node.", path) * 1e-6,
         oversubscribed_slice=_optional(node, "oversubscribed_slice_us", "node.", path) * 1e-6,
         oversubscribed_floor=_optional(node, "oversubscribed_floor_us", "node.", path) * 1e-6,
+        scheduler_slice=_optional(node, "scheduler_slice_us", "node.", path) * 1e-6,
         memory=_optional(node, "memory_gib", "node.", path) * 2**30,
         threads=threads,
         node_scaling=node_scaling,

@@ -7,13 +7,14 @@ CSR), the labels (the classes where the file does not say) and which masks exist
 file is read without its features: they are streamed a block of rows at a time and
 counted (64 features are 256 bytes per node, more than the adjacency of most graphs).  The
 file is validated as `read_graph` validates it (structure, node arrays, content hash,
-streamed); other sources (an in-memory graph, a shard store) are summarised from their
-whole graph.
+streamed); a rows shard store is read one shard at a time, in its own numbering
+(`read_store_plan_graph`); other sources (an in-memory graph, a 2D block or vertex-cut
+store) are summarised from their whole graph.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import h5py
 import numpy as np
@@ -64,12 +65,34 @@ class PlanGraph:
     masks: tuple
     #: the graph file whose adjacency `blocks` reads (indices and data are then None)
     path: str | None = None
+    #: a rows store's graph: the original id of every row (the graph is in the store's
+    #: numbering; `own` maps a run's numbering into it), None for the original numbering
+    order: np.ndarray | None = None
+    #: ``reader(limit)`` yields the blocks of the adjacency (a store's shards, read a
+    #: block of rows at a time) where neither the arrays nor a file `path` are held
+    reader: object = None
+    #: adjacency entries per block that `blocks` reads whatever it is asked for (None:
+    #: as asked; `gcntrain.simulate.planmemory` sets it from --max-memory)
+    block_limit: int | None = None
+
+    def own(self, perm: np.ndarray) -> np.ndarray:
+        """`perm` (``perm[new] = original id``) as rows of this graph: itself in the
+        original numbering, else the store's rows of those ids."""
+        if self.order is None:
+            return perm
+        where = np.empty_like(self.order)
+        where[self.order] = np.arange(self.order.shape[0], dtype=self.order.dtype)
+        return where[np.asarray(perm, dtype=np.int64)]
 
     def blocks(self, limit: int):
         """Yield (lo, hi, row pointers from 0, column ids, values or None) of the adjacency,
         ranges of rows of about `limit` entries (read from the file block by block and
         validated there, when the graph is a file's)."""
         indptr = np.asarray(self.indptr, dtype=np.int64)
+        limit = self.block_limit or limit
+        if self.reader is not None:
+            yield from self.reader(limit)
+            return
         if self.path is None:
             for lo, hi in row_blocks(indptr, limit):
                 a, b = int(indptr[lo]), int(indptr[hi])
@@ -99,6 +122,7 @@ class PlanGraph:
     def drop_structure(self) -> None:
         """Forget the adjacency (the plan holds the support's pattern from here on)."""
         self.indptr = self.indices = self.data = None
+        self.reader = None
 
 
 def from_graph(g) -> PlanGraph:
@@ -209,8 +233,45 @@ def read_plan_graph(path) -> PlanGraph:
     )
 
 
+def read_store_plan_graph(man) -> PlanGraph:
+    """The summary of a rows store, in the store's numbering (`PlanGraph.order`: the
+    original ids of its rows), one shard in memory at a time; `PlanGraph.blocks` reads the
+    adjacency from the shard files (`gcntrain.data.store_rows`)."""
+    from gcntrain.data.store_rows import row_store_blocks, row_store_summary
+
+    s = row_store_summary(man)
+    indptr = s.indptr
+    return PlanGraph(
+        n=man.n,
+        indptr=indptr,
+        indices=None,
+        data=None,
+        num_features=s.num_features,
+        itemsize=s.itemsize,
+        stored=s.stored,
+        nonzero=s.nonzero,
+        labels=s.labels,
+        masks=s.masks,
+        order=s.order,
+        reader=lambda limit: row_store_blocks(man, indptr, limit),
+    )
+
+
 def plan_graph(src, numbering):
-    """(PlanGraph, numbering with perm / inv) of a source for a plan."""
+    """(PlanGraph, numbering with perm / inv) of a source for a plan; a rows store read a
+    shard at a time (`read_store_plan_graph`), in the store's numbering."""
+    if getattr(src, "held_rows", False):
+        graph = read_store_plan_graph(src.man)
+        src.kind = "store" if numbering.perm is None else "file"
+        if numbering.perm is None:  # the store's own numbering: its rows as they are
+            order = graph.order
+            if order is None:  # a store in the original order
+                perm, inv = np.arange(graph.n, dtype=np.int64), np.arange(graph.n, dtype=np.int64)
+            else:
+                perm, inv = order.copy(), np.empty_like(order)
+                inv[order] = np.arange(order.shape[0], dtype=np.int64)
+            numbering = replace(numbering, perm=perm, inv=inv)
+        return graph, numbering
     if src.kind == "file":
         return read_plan_graph(src.path), numbering
     graph, numbering = src.whole(numbering)

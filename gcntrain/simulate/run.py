@@ -10,6 +10,7 @@ train` would (same options, same numbering), records the model's schedule, and p
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 
@@ -22,10 +23,13 @@ from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
 from gcntrain.schemes.protocol import PlanContext
+from gcntrain.simulate.heldstore import held_source
 from gcntrain.simulate.plan import LOAD_AGREEMENTS, PlanTable, plan_run
 from gcntrain.simulate.plangraph import PlanGraph, plan_graph
+from gcntrain.simulate.planmemory import plan_block
 from gcntrain.simulate.schedule import record_schedule
-from gcntrain.simulate.support import SYMMETRY_RTOL, plan_support
+from gcntrain.simulate.support import SYMMETRY_RTOL, plan_support, renumbered_pattern
+from gcntrain.simulate.support import is_symmetric as support_symmetric
 
 #: the trainer stores the first layer's input as CSR below this density (auto)
 SPARSE_DENSITY = 0.2
@@ -64,10 +68,10 @@ def feature_nnz(graph: PlanGraph, perm: np.ndarray) -> np.ndarray | None:
 @dataclass
 class Simulation:
     scheme: object
-    config: dict
+    config: object  # the scheme's typed configuration (`SchemeConfig`)
     ctx: PlanContext
     calls: list
-    table: PlanTable
+    table: PlanTable | None  # None until priced (`price_training`)
     meta: object
     graph: object
     num_features: int
@@ -80,7 +84,7 @@ def cached_numbering(cache: dict | None, sch, src, parts, spec, seed, col_parts,
     took)."""
     if cache is None or not isinstance(spec, str | None):
         return sch.numbering(src, parts, spec, seed, col_parts, order)
-    key = (type(sch).numbering.__qualname__, parts, spec, seed, col_parts, order)
+    key = _numbering_key(sch, parts, spec, seed, col_parts, order)
     if key not in cache:
         t0 = time.perf_counter()
         numbering = sch.numbering(src, parts, spec, seed, col_parts, order)
@@ -108,6 +112,7 @@ def plan_training(
     numberings: dict | None = None,
     derived: dict | None = None,
     setup: bool = True,
+    max_memory: float | None = None,
 ) -> Simulation:
     """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
 
@@ -119,15 +124,73 @@ def plan_training(
     the seconds its partitioner took (`numbering_seconds`).  `derived`: a cache, shared by
     the plans of one graph with one `support`, of what depends only on the numbering and the
     model (the renumbered support matrix, its symmetry, the feature counts, the recorded
-    schedule), so that a sweep builds them once per partition rather than per configuration.
-    `setup`: price the setup exchanges (`gcntrain.simulate.plan.plan_run`; a sweep, which
-    ranks by the epochs, does not).
+    schedule), so that a sweep builds them once per permutation rather than per
+    configuration.  `setup`: price the setup exchanges (`gcntrain.simulate.plan.plan_run`;
+    a sweep, which ranks by the epochs, does not).  `max_memory`: bytes the planner may use
+    (its block size follows; `gcntrain.simulate.planmemory`).
     """
+    sim = prepare_training(
+        source,
+        config,
+        scheme,
+        ranks,
+        options,
+        partition,
+        partition_seed,
+        num_features,
+        num_classes,
+        support,
+        numberings,
+        derived,
+        max_memory,
+    )
+    return price_training(sim, agreements, setup)
+
+
+def price_training(sim: Simulation, agreements: int = LOAD_AGREEMENTS, setup: bool = True):
+    """`sim` with its plan table (`plan_run`; `sim` as `prepare_training` left it)."""
+    sim.table = plan_run(sim.scheme, sim.ctx, sim.calls, agreements, setup)
+    return sim
+
+
+def numbering_key(sch, ranks: int, sc, partition, partition_seed: int) -> tuple | None:
+    """What identifies the numbering that configuration `sc` of `sch` plans with (the key
+    of `cached_numbering`'s cache), or None where it is not shareable (a partition vector)."""
+    if not isinstance(partition, str | None):
+        return None
+    parts, cols = sch.row_parts(ranks, sc), sch.col_parts(ranks, sc)
+    return _numbering_key(sch, parts, partition, partition_seed, cols, sch.locality_order(sc))
+
+
+def _numbering_key(sch, parts, spec, seed, col_parts, order) -> tuple:
+    return (type(sch).numbering.__qualname__, parts, spec, seed, col_parts, order)
+
+
+def prepare_training(
+    source,
+    config,
+    scheme: str,
+    ranks: int,
+    options: dict | None = None,
+    partition=None,
+    partition_seed: int = 0,
+    num_features: int | None = None,
+    num_classes: int | None = None,
+    support: sp.csr_matrix | None = None,
+    numberings: dict | None = None,
+    derived: dict | None = None,
+    max_memory: float | None = None,
+) -> Simulation:
+    """Everything of `plan_training` but the pricing: the configuration, numbering, layout,
+    support pattern and recorded schedule, in a `Simulation` whose `table` is None
+    (`price_training` adds it; a configuration search bounds a configuration's time from
+    its compute first, `gcntrain.simulate.bound`)."""
     sch = registry.get(scheme, ranks)
     options = dict(options or {})
     sc = registry.configured(sch, ranks, options, config)
-    src = open_source(source)
+    src = held_source(open_source(source))
     meta = src.meta()
+    limit = plan_block(src, meta, max_memory)  # refused before anything is read
     numbering = cached_numbering(
         numberings,
         sch,
@@ -139,27 +202,29 @@ def plan_training(
         sch.locality_order(sc),
     )
     graph, numbering = plan_graph(src, numbering)
+    graph.block_limit = limit
     f0, classes = node_widths(graph, meta, num_features, num_classes, getattr(src, "path", None))
     layout = sch.layout(numbering, meta, ranks, sc, model_layers(config, f0, classes))
     if support is None:
         derived = None  # built for this plan only: nothing to share
-    nkey = None
-    if derived is not None and isinstance(partition, str | None):
-        nkey = (type(sch).numbering.__qualname__, sch.row_parts(ranks, sc), partition)
-        nkey += (partition_seed, sch.col_parts(ranks, sc), sch.locality_order(sc))
+    kind = support_kind(config.model, config.aggregator)
 
     def renumbered():
-        kind = support_kind(config.model, config.aggregator)
-        S, symmetric = plan_support(graph if support is None else support, kind, numbering.perm)
+        if support is None:
+            S, symmetric = plan_support(graph, kind, graph.own(numbering.perm))
+        else:  # a permutation does not change the symmetry: tested once per support
+            given = sp.csr_matrix(support)
+            symmetric = _memo(derived, ("symmetric", "given"), lambda: support_symmetric(given))
+            S = renumbered_pattern(given.indptr, given.indices, numbering.perm, given.shape[0])
         graph.drop_structure()  # the plan holds S's pattern from here on
-        fnnz = feature_nnz(graph, numbering.perm)
+        fnnz = feature_nnz(graph, graph.own(numbering.perm))  # a store's rows as read
         if derived is not None:  # shared by the plans of a sweep: no plan may change them
             for a in (S.data, S.indices, S.indptr, fnnz):
                 if a is not None:
                     a.flags.writeable = False
         return S, symmetric, fnnz
 
-    S, symmetric, fnnz = _memo(derived, ("support", nkey), renumbered)
+    S, symmetric, fnnz = _memo(derived, ("support", _digest(numbering.perm)), renumbered)
     ctx = PlanContext(
         layout,
         S,
@@ -168,15 +233,23 @@ def plan_training(
         feature_itemsize=4 if graph.itemsize is None else graph.itemsize,
         masks=len(graph.masks) if graph.has_features else 3,
         store=src.kind == "store",
-        kind=support_kind(config.model, config.aggregator),
+        kind=kind,
     )
     masks = graph.masks
     cfg = repr(config)
     sparse = _memo(derived, ("sparse", cfg), lambda: sparse_decision(config, graph))
     schedule = (config, f0, classes, config.epochs, masks or ("train", "val", "test"), sparse)
     calls = _memo(derived, ("schedule", cfg, *schedule[1:]), lambda: record_schedule(*schedule))
-    table = plan_run(sch, ctx, calls, agreements, setup)
-    return Simulation(sch, sc, ctx, calls, table, meta, graph, f0, classes)
+    return Simulation(sch, sc, ctx, calls, None, meta, graph, f0, classes)
+
+
+def _digest(perm) -> str | None:
+    """A permutation's identity (numberings of different partitioners or part counts may
+    be the same permutation: the block partition is the identity at every part count)."""
+    if perm is None:
+        return None
+    a = np.ascontiguousarray(perm, dtype=np.int64)
+    return hashlib.blake2b(a.view(np.uint8), digest_size=16).hexdigest()
 
 
 def _memo(cache: dict | None, key: tuple, build):
@@ -212,6 +285,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
 
     from gcntrain.model.run import model_summary
     from gcntrain.simulate.summary import summarize_table
+    from gcntrain.simulate.timing import scheme_footprint
     from gcntrain.simulate.work import memory, work_summary
 
     t, ctx, g, meta = sim.table, sim.ctx, sim.graph, sim.meta
@@ -222,7 +296,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
     widths = [sim.num_features, *[int(h) for h in config.hidden], classes]
     itemsize = np.dtype(config.dtype).itemsize
     sparse = sparse_decision(config, g)
-    fp = sim.scheme.footprint(ctx)
+    fp = scheme_footprint(sim)
     fnnz = None
     if sparse and ctx.feature_nnz is not None:
         fnnz = fp["rows"] * (ctx.feature_nnz.sum() / max(g.n, 1))
@@ -234,7 +308,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
     return {
         "scheme": sim.scheme.name,
         "ranks": t.P,
-        "scheme_options": sim.config,
+        "scheme_options": sim.config.to_dict(),
         "partition": partition if isinstance(partition, str) or partition is None else "vector",
         "graph": meta.name,
         "num_nodes": meta.n,

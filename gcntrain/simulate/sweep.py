@@ -26,7 +26,13 @@ from dataclasses import dataclass, replace
 
 from gcntrain.errors import InputError
 from gcntrain.schemes import registry
-from gcntrain.simulate.run import numbering_seconds, plan_training, simulation_summary
+from gcntrain.simulate.deal import deal
+from gcntrain.simulate.run import (
+    numbering_seconds,
+    prepare_training,
+    price_training,
+    simulation_summary,
+)
 
 #: partitions that assign edges rather than vertices (taken only by a vertex-cut scheme)
 EDGE_PARTITIONS = ("libra",)
@@ -89,6 +95,26 @@ def candidates(
     return list(out)
 
 
+def merged_ranking(
+    rows: list[dict],
+    ranks: int,
+    parts: int,
+    partitions: list[str] | None = None,
+    options: dict | None = None,
+    exact_only: bool = True,
+) -> list[dict]:
+    """The rows of `parts` processes' parts (`sweep`'s `share`) in one ranking by `rank_key`,
+    whichever process planned a row.  A tie (the same time, memory and scheme) goes as it
+    went when the i-th configuration was planned by process i mod `parts` and their rows
+    were concatenated: to the lesser (i mod `parts`, i); with one part, to the configuration
+    listed first, as in one process's sweep."""
+    todo = candidates(ranks, None, partitions, options)
+    todo = [c for c in todo if not exact_only or _exact(c, ranks)]
+    first = {label(c): (i % parts, i) for i, c in enumerate(todo)}
+    last = (parts, len(first))
+    return sorted(rows, key=lambda r: (*rank_key(r), first.get(r["label"], last)))
+
+
 def label(cand: Candidate) -> str:
     """A configuration in words: the scheme, the swept option values, the partition."""
     opts = " ".join(f"{k.replace('_', '-')} {v}" for k, v in cand.options)
@@ -109,12 +135,17 @@ def evaluate(
 ):
     """(the sweep row of one configuration, the graph's `GraphMeta`); the row has ``error``
     (and the meta is None) where the plan refuses the configuration."""
-    from gcntrain.simulate.timing import time_summary
-
-    row = {"scheme": cand.scheme, "partition": cand.partition, "options": cand.option_dict}
     t0 = time.perf_counter()
+    sim = _prepare(cand, source, config, ranks, support, numberings, widths, seed, derived)
+    if isinstance(sim, dict):
+        return sim, None
+    return _priced(cand, sim, config, place, t0)
+
+
+def _prepare(cand, source, config, ranks, support, numberings, widths, seed, derived):
+    """`prepare_training` of one configuration, or its refused row."""
     try:
-        sim = plan_training(
+        return prepare_training(
             source,
             config,
             cand.scheme,
@@ -125,21 +156,34 @@ def evaluate(
             support=support,
             numberings=numberings,
             derived=derived,
-            setup=False,  # the row is per epoch: the setup's exchanges are not priced
             **widths,
         )
     except InputError as e:
-        return {**row, "error": str(e)}, None
+        return {**_row(cand), "error": str(e)}
+
+
+def _row(cand: Candidate) -> dict:
+    return {"scheme": cand.scheme, "partition": cand.partition, "options": cand.option_dict}
+
+
+def _priced(cand: Candidate, sim, config, place, t0: float):
+    """(row, meta) of a prepared configuration, priced in full (`evaluate`)."""
+    from gcntrain.simulate.timing import time_summary
+
+    try:  # the row is per epoch: the setup's exchanges are not priced
+        price_training(sim, setup=False)
+    except InputError as e:
+        return {**_row(cand), "error": str(e)}, None
     s = simulation_summary(sim, config, cand.partition, 0.0)
     t = time_summary(sim, config, place)
     mem = int(s["memory_bytes_max"])
     node_mem = place.machine.memory
     b = t["breakdown"]
     return {
-        **row,
+        **_row(cand),
         "label": label(cand),
         "values": cand.option_dict,  # what to give `train` (--grid 2x2, ...)
-        "options": dict(sim.config),
+        "options": sim.config.to_dict(),
         "exact": bool(sim.scheme.is_exact(sim.config)),
         "epoch_seconds": float(t["epoch_seconds"]),
         "compute_seconds": float(b["compute"]),
@@ -165,6 +209,9 @@ class SweepResult:
     refused: list[dict]  # rows with "error"
     partition_seconds: float
     sweep_seconds: float
+    #: configurations not priced in full: their compute alone (`prune`) exceeds the second
+    #: best price found, so neither the best nor the runner-up could be theirs
+    pruned: int = 0
 
     @property
     def plan_seconds(self) -> float:
@@ -187,13 +234,20 @@ def sweep(
     progress: bool = False,
     share: tuple[int, int] = (0, 1),
     strict: bool = True,
+    prune: bool = False,
 ) -> SweepResult:
     """Plan and price every configuration (`candidates`) of `source` on `ranks` ranks placed
     by `place` (`gcntrain.simulate.timing.Placement`).
 
-    `share` = (i, k): plan only every k-th configuration from the i-th (the part of one of
-    k processes planning together, `gcntrain.job.auto`); without `strict`, a part with no
-    fitting configuration returns an empty ranking instead of raising."""
+    `share` = (i, k): plan only the i-th of k parts of the configurations (the part of one
+    of k processes planning together, `gcntrain.job.auto`; `gcntrain.simulate.deal`
+    balances the parts by estimated cost and keeps a partition's configurations together);
+    without `strict`, a part with no fitting configuration returns an empty ranking instead
+    of raising.  `prune`: bound each configuration's epoch from its compute first
+    (`gcntrain.simulate.bound`) and price in full, in the order of the bounds, only those
+    whose bound does not exceed the second best price found: the ranking then holds the
+    best and the runner-up of the part (what `recommend` and ``--scheme auto`` read) but
+    not every configuration (`SweepResult.pruned` counts the others)."""
     from gcntrain.simulate.autogrid import reusable_source
 
     t0 = time.perf_counter()
@@ -201,28 +255,74 @@ def sweep(
     source, support = reusable_source(source, config)
     cands = candidates(ranks, schemes, partitions, options)
     numberings: dict = {}
-    derived: dict = {}  # per partition: the renumbered support; the schedule (`plan_training`)
+    derived: dict = {}  # per permutation: the renumbered support; the schedule
     widths = {"num_features": num_features, "num_classes": num_classes}
-    good, bad, meta = [], [], None
-    index, count = share
     todo = [c for c in cands if not exact_only or _exact(c, ranks)]
-    for i, cand in enumerate(todo):
-        if i % count != index:
-            continue
-        row, got = evaluate(
-            cand, source, config, ranks, place, support, numberings, widths, partition_seed, derived
-        )
-        (bad if "error" in row else good).append(row)
-        meta = meta or got
-        if progress:
-            print(f"\rplanned {i + 1}/{len(todo)} configurations", end="", file=sys.stderr)
+    index, count = share
+    if count > 1:
+        todo = [todo[i] for i in deal(todo, ranks, config, partition_seed, count)[index]]
+    plan = (source, config, ranks, support, numberings, widths, partition_seed, derived)
+    good, bad, meta, pruned = [], [], None, 0
+    say = _progress(len(todo)) if progress else (lambda i: None)
+    if not prune:
+        for i, cand in enumerate(todo):
+            row, got = evaluate(cand, source, config, ranks, place, *plan[3:])
+            (bad if "error" in row else good).append(row)
+            meta = meta or got
+            say(i)
+    else:
+        good, bad, meta, pruned = _pruned_search(todo, plan, place, say)
     if progress:
         print(file=sys.stderr)
     if not good and strict:
         why = bad[0]["error"] if bad else "no configuration to plan"
         raise InputError(f"--sweep: no configuration fits: {why}")
     good.sort(key=rank_key)
-    return SweepResult(good, meta, bad, numbering_seconds(numberings), time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    return SweepResult(good, meta, bad, numbering_seconds(numberings), seconds, pruned)
+
+
+def _progress(total: int):
+    def say(i: int) -> None:
+        print(f"\rplanned {i + 1}/{total} configurations", end="", file=sys.stderr)
+
+    return say
+
+
+def _pruned_search(mine: list[Candidate], plan: tuple, place, say):
+    """(good, bad, meta, pruned) of `sweep`'s branch and bound: every configuration
+    prepared and bounded, then priced in full in the order of their bounds until a bound
+    exceeds the second best fitting price (later bounds are no smaller); the rows in the
+    order of `mine`, as the full search leaves them."""
+    from gcntrain.simulate.bound import compute_bound
+
+    config = plan[1]
+    staged, bad = [], []
+    for i, cand in enumerate(mine):
+        t0 = time.perf_counter()
+        sim = _prepare(cand, *plan)
+        if isinstance(sim, dict):
+            bad.append(sim)
+            continue
+        bound = compute_bound(sim, config, place)
+        staged.append((bound, i, cand, sim, time.perf_counter() - t0))
+    staged.sort(key=lambda s: (s[0], s[1]))
+    priced, meta, best = [], None, []  # best: the two least fitting epoch times so far
+    pruned = 0
+    for n, (bound, i, cand, sim, spent) in enumerate(staged):
+        if len(best) == 2 and bound > best[1]:
+            pruned = len(staged) - n
+            break
+        row, got = _priced(cand, sim, config, place, time.perf_counter() - spent)
+        if "error" in row:
+            bad.append(row)
+            continue
+        priced.append((i, row))
+        meta = meta or got
+        if row["fits"]:
+            best = sorted([*best, row["epoch_seconds"]])[:2]
+        say(n)
+    return [row for _, row in sorted(priced, key=lambda p: p[0])], bad, meta, pruned
 
 
 def _exact(cand: Candidate, ranks: int) -> bool:

@@ -24,8 +24,13 @@ rank (vectorised over all ranks):
   on a node with more ranks than cores every synchronising step (each broadcast stage, each
   collective, each exchange) adds the profile's ``oversubscribed_sync_us``, scaled by
   ``min(1, w / oversubscribed_slice_us)`` when the profile gives a slice (w: the compute
-  the rank did since its previous synchronisation; `Placement.sync_cost_for`); reductions
-  add their arithmetic at the rank's share of the memory bandwidth;
+  the rank did since its previous synchronisation; `Placement.sync_cost_for`), its floor
+  by the wake-up rounds of the step's group on the node
+  (`gcntrain.simulate.oversubscribed`: ``ceil(members / cores)``, the profile's floor
+  standing for two), plus half a scheduler slice at most where the group leaves some of
+  the node's ranks out (`oversubscribed.subset_loss`); there intra-node bytes move at the
+  rank's share of a core (`oversubscribed.intra_link`); reductions add their arithmetic
+  at the rank's share of the memory bandwidth;
 * node windows: where a step's `window` is set and its group lies on one node (1D and
   1.5D broadcasts, p2p's exchanges when every rank shares the node), the runtime writes its
   rows into a shared-memory window and fences once (`gcntrain.comm.shared`): the step costs
@@ -66,6 +71,12 @@ from gcntrain.comm.exchange import (
 from gcntrain.comm.shared import windows_enabled
 from gcntrain.schemes.protocol import OVERLAP_CALL, OVERLAP_EPOCHS
 from gcntrain.simulate import collectives as C
+from gcntrain.simulate.oversubscribed import (
+    intra_link,
+    members_on_node,
+    scaled_sync,
+    subset_loss,
+)
 from gcntrain.simulate.placement import Placement, placement  # noqa: F401 (the API callers use)
 from gcntrain.simulate.topology import bisection_seconds, crossing_bytes
 
@@ -94,7 +105,7 @@ def _one_node(groups: Groups, place: Placement) -> np.ndarray:
 
 
 def _by_link(fn, intra_mask, place: Placement, *args) -> np.ndarray:
-    return np.where(intra_mask, fn(*args, place.intra), fn(*args, place.inter))
+    return np.where(intra_mask, fn(*args, intra_link(place)), fn(*args, place.inter))
 
 
 def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
@@ -104,6 +115,7 @@ def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
     p = g.size_of_rank()
     one = _one_node(g, place)
     G = g.sizes.shape[0]
+    sync = scaled_sync(sync, lambda: members_on_node(g.gid, place.node), place)
     group_sync = _group_max(sync, g.gid, G)
     sync = np.where(p > 1, group_sync[g.gid], 0.0)
     if isinstance(step, Allreduce):
@@ -132,7 +144,7 @@ def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
         cost = (
             np.where(
                 intra_g,
-                C.bcast(size[live], step.nbytes[live], place.intra),
+                C.bcast(size[live], step.nbytes[live], intra_link(place)),
                 C.bcast(size[live], step.nbytes[live], place.inter),
             )
             + group_sync[grp]
@@ -200,15 +212,20 @@ def _pairs_parts(step: Pairs, place: Placement, sync: np.ndarray) -> tuple[np.nd
     s, d, b = step.src[live], step.dst[live], step.nbytes[live].astype(np.float64)
     node = place.node
     same = node[s] == node[d]
-    out = []
-    for mask, link in ((same, place.intra), (~same, place.inter)):
+    out, near = [], None
+    for mask, link in ((same, intra_link(place)), (~same, place.inter)):
         ss, dd, bb = s[mask], d[mask], b[mask]
         sent = np.bincount(ss, weights=bb, minlength=P)
         recv = np.bincount(dd, weights=bb, minlength=P)
         peers = _peers(ss, dd, P)
+        near = peers if near is None else near
         out.append(C.alltoallv(peers, sent, recv, link))
     intra, inter = out
     inter = np.where(inter > 0, np.maximum(inter, _pairs_bisection(step, place)), 0.0)
+    # who must run before the rank's part completes: its partners on its node (an
+    # Alltoallv: every rank of the node, as it starts when everybody has arrived)
+    members = near + 1 if step.kind == POINT_TO_POINT else place.local_ranks
+    sync = scaled_sync(sync, members, place)
     return intra, inter, np.where(intra + inter > 0, sync, 0.0)
 
 
@@ -240,13 +257,15 @@ def _window_timing(step, place: Placement, clock: np.ndarray, sync: np.ndarray, 
     if isinstance(step, Pairs):
         p = np.full(place.P, float(place.P))
         fence_start = np.full(place.P, clock.max(initial=0.0))
-        fence_sync = np.full(place.P, sync.max(initial=0.0))
+        fence_sync = scaled_sync(sync, place.local_ranks, place)
+        fence_sync = np.full(place.P, fence_sync.max(initial=0.0))
     else:
         g: Groups = step.groups
         G = g.sizes.shape[0]
         p = g.size_of_rank().astype(np.float64)
         fence_start = _group_max(clock, g.gid, G)[g.gid]
-        fence_sync = _group_max(sync, g.gid, G)[g.gid]
+        fence_sync = scaled_sync(sync, lambda: members_on_node(g.gid, place.node), place)
+        fence_sync = _group_max(fence_sync, g.gid, G)[g.gid]
     fence = np.ceil(np.log2(np.maximum(p, 1.0))) * place.intra.alpha + fence_sync
     if mask.all():
         return fence_start, fence, "wait"
@@ -350,6 +369,25 @@ def elementwise_elements(footprint: dict, widths: list[int], input_density: floa
     return rows * (float(widths[0]) * input_density + float(sum(widths[1:])))
 
 
+def call_compute(scheme, ctx, call, place: Placement) -> dict:
+    """`compute_seconds` of one recorded call on every rank: the scheme's work, quantized
+    elements and streamed bytes (a CSR input's product with W on one thread)."""
+    csr_input = call.method in ("matmul", "matmul_grads") and call.sparse(0)
+    return compute_seconds(
+        np.asarray(scheme.work(ctx, call)),
+        scheme.quant_elements(ctx, call),
+        place,
+        scheme.stream_bytes(ctx, call),
+        1.0 if csr_input else None,
+    )
+
+
+def scheme_footprint(sim) -> dict:
+    """``Scheme.footprint`` of a plan, computed once per plan context (the time model, the
+    summary and a search's bound all read it; nobody changes it)."""
+    return sim.ctx.cached("sim.footprint", lambda: sim.scheme.footprint(sim.ctx))
+
+
 def input_density(sim) -> float:
     """The stored share of the first layer's input on the ranks: its feature density when
     the recorded model multiplies a CSR input (every scheme keeps it CSR), else 1."""
@@ -386,7 +424,7 @@ def epoch_counts(sim, widths: list[int]) -> tuple[int, float]:
     """(Ops calls, element-wise elements of the busiest rank) of the middle planned epoch:
     the two quantities `other_seconds` prices."""
     eps = epoch_calls(sim)
-    elems = elementwise_elements(sim.scheme.footprint(sim.ctx), widths, input_density(sim))
+    elems = elementwise_elements(scheme_footprint(sim), widths, input_density(sim))
     calls = len(eps[len(eps) // 2]) if eps else 0
     return calls, float(elems.max(initial=0.0))
 
@@ -425,7 +463,7 @@ class TimeModel:
             raise ValueError("placement and plan disagree on P")
         self.sim, self.place, self.widths = sim, place, widths
         self._steps: dict = {}
-        self._footprint = sim.scheme.footprint(sim.ctx)
+        self._footprint = scheme_footprint(sim)
         self._density = input_density(sim)
 
     def _call(self, call):
@@ -433,14 +471,7 @@ class TimeModel:
         pk = sch.price_key(ctx, call)
         if pk not in self._steps:
             steps = sch.steps(ctx, call)
-            csr_input = call.method in ("matmul", "matmul_grads") and call.sparse(0)
-            comp = compute_seconds(
-                np.asarray(sch.work(ctx, call)),
-                sch.quant_elements(ctx, call),
-                self.place,
-                sch.stream_bytes(ctx, call),
-                1.0 if csr_input else None,
-            )
+            comp = call_compute(sch, ctx, call, self.place)
             windows = [_windowed(st, self.place) for st in steps]
             self._steps[pk] = (steps, comp, windows)
         return self._steps[pk]
@@ -481,7 +512,10 @@ class TimeModel:
             for st, win, n in zip(steps, windows, points):
                 if not fence_first:
                     since = since + c * (n / max(1, sum(points)))
-                sync = self.place.sync_cost_for(since / max(1, n))
+                per = since / max(1, n)
+                sync = self.place.sync_cost_for(per)
+                if self.place.oversubscribed:  # with what a subset of the node's ranks loses
+                    sync = np.stack([sync, subset_loss(per, self.place)])
                 synced = _synchronised(st, P)
                 # each MPI operation's software (wrappers, counters) on the ranks it involves
                 op = self.place.machine.mpi_op * n * synced

@@ -27,13 +27,15 @@ def _window(indptr, indices, data, cols: tuple[int, int] | None):
     return keep_entries(indptr, indices, data, (indices >= cols[0]) & (indices < cols[1]))
 
 
-def sorted_csr(indptr, indices, data):
+def sorted_csr(indptr, indices, data, keep_index_dtype: bool = False):
     """(indptr int64, indices int64, data float32 or None) with every row sorted by column:
     the arrays given where they already are (cast where their dtype differs), else sorted
     copies (`csr_sort_rows`: only the rows out of order, stably).  Weighted rows that repeat
-    a column are sorted by scipy, as before, whose order their values keep."""
+    a column are sorted by scipy, as before, whose order their values keep.  With
+    `keep_index_dtype`, int32 column ids stay int32 (a whole graph's ids, not widened)."""
     ip = np.ascontiguousarray(indptr, dtype=np.int64)
-    ix = np.ascontiguousarray(indices, dtype=np.int64)
+    narrow = keep_index_dtype and np.asarray(indices).dtype == np.int32
+    ix = np.ascontiguousarray(indices, dtype=np.int32 if narrow else np.int64)
     dv = None if data is None else np.ascontiguousarray(data, dtype=np.float32)
     if csr_row_order(ip, ix) != UNSORTED:
         return ip, ix, dv
@@ -113,11 +115,13 @@ def local_graph(
     masks: dict,
     where: str,
     ids_new: np.ndarray | None = None,
+    keep_index_dtype: bool = False,
 ) -> LocalGraph:
     """Assemble a `LocalGraph`: sort each row's columns, apply the request's windows (and,
-    for scattered rows `ids_new`, keep the request's `entries` only)."""
+    for scattered rows `ids_new`, keep the request's `entries` only); with
+    `keep_index_dtype`, int32 column ids are kept (`sorted_csr`)."""
     require_node_data(features, labels, masks.get("train"), where)
-    ip, ix, dv = _window(*sorted_csr(indptr, cols_new, data), req.cols)
+    ip, ix, dv = _window(*sorted_csr(indptr, cols_new, data, keep_index_dtype), req.cols)
     ncls = num_classes
     if ncls is None:
         ncls = max(int(np.asarray(labels).max(initial=0)) + 1, 2)

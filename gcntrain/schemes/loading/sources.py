@@ -74,7 +74,11 @@ class GraphSource:
 
             check_trainable(g, self.label)
         old, ids_new = _rows_of(req, numbering)
-        ip, ix, dv = gather_rows(g.indptr, g.indices, g.data, old, numbering.inv)
+        same = req.whole and ids_new is None and _is_identity(old, g.n)
+        if same:  # every row in its own place: the graph's arrays as they are (not copied)
+            ip, ix, dv = g.indptr, g.indices, g.data
+        else:
+            ip, ix, dv = gather_rows(g.indptr, g.indices, g.data, old, numbering.inv)
         masks = {
             k: take_rows(_mask(getattr(g, f"{k}_mask")), old, share)
             for k in ("train", "val", "test")
@@ -96,7 +100,21 @@ class GraphSource:
             masks=masks,
             where=self.label,
             ids_new=ids_new,
+            keep_index_dtype=same,
         )
+
+
+def _is_identity(old: np.ndarray, n: int) -> bool:
+    """Whether `old` lists 0 .. n-1 in order (the whole graph in its own numbering)."""
+    return old.shape[0] == n and bool(np.array_equal(old, np.arange(n, dtype=old.dtype)))
+
+
+def _relabelled(indices: np.ndarray, inv: np.ndarray) -> np.ndarray:
+    """``inv[indices]``: original column ids to new ones; the ids as they are when the
+    numbering keeps every id (a block partition), without a gather."""
+    if _is_identity(inv, inv.shape[0]):
+        return indices
+    return inv[indices]
 
 
 def _mask(a):
@@ -175,7 +193,7 @@ class FileSource:
             req=req,
             orig_ids=old,
             indptr=r["indptr"],
-            cols_new=numbering.inv[r["indices"]],
+            cols_new=_relabelled(r["indices"], numbering.inv),
             data=r["data"],
             features=r["features"],
             labels=r["labels"],

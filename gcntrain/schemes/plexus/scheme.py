@@ -5,16 +5,52 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcntrain.comm.grid import check_grid, factorizations, parse_dims
+from gcntrain.comm.grid import check_grid, factorizations
 from gcntrain.errors import InputError
 from gcntrain.partition.basic import block_bounds
 from gcntrain.partition.permute import double_permutation
+from gcntrain.schemes.config import format_grid
 from gcntrain.schemes.plexus.cost import PlexusCost
 from gcntrain.schemes.plexus.layout import PlexusLayout
 from gcntrain.schemes.plexus.placement import PERMUTES
 from gcntrain.schemes.plexus.setup import PlexusSetup
 from gcntrain.schemes.protocol import Scheme, SchemeOption
 from gcntrain.schemes.two_d import GRID_OPTION
+
+
+def parse_permute(value, size: int = 0, scheme=None) -> str:
+    """``--permute`` (None: none), one of `PERMUTES`."""
+    permute = value or "none"
+    if permute not in PERMUTES:
+        raise InputError(f"--permute must be none or double, got {permute!r}")
+    return permute
+
+
+def parse_seed(value, size: int = 0, scheme=None) -> int:
+    """``--permute-seed`` (None: 0)."""
+    return 0 if value is None else int(value)
+
+
+def parse_block_rows(value, size: int = 0, scheme=None) -> int:
+    """``--block-rows`` (None: 0, one block), at least 0."""
+    block = 0 if value is None else int(value)
+    if block < 0:
+        raise InputError(f"--block-rows must be >= 0, got {block}")
+    return block
+
+
+def parse_load_grid(value, size: int, scheme=None) -> tuple[int, int]:
+    """``--load-grid RxC`` on `size` ranks as (R, C) (None: (P, 1), one row block per
+    rank), checked against the ranks."""
+    if value is None:
+        return (int(size), 1)
+    try:
+        r, c = (int(v) for v in str(value).lower().split("x"))
+    except ValueError:
+        raise InputError(f"--load-grid must look like RxC (e.g. 4x2), got {value!r}") from None
+    check_grid(size, (r, c), "load grid")
+    return (r, c)
+
 
 PERMUTE_OPTION = SchemeOption(
     "permute",
@@ -25,9 +61,16 @@ PERMUTE_OPTION = SchemeOption(
     str,
     "none|double",
     cli=False,
+    parse=parse_permute,
 )
 PERMUTE_SEED_OPTION = SchemeOption(
-    "permute_seed", ("--permute-seed",), 0, "Plexus: seed of --permute double.", int, "INT"
+    "permute_seed",
+    ("--permute-seed",),
+    0,
+    "Plexus: seed of --permute double.",
+    int,
+    "INT",
+    parse=parse_seed,
 )
 LOAD_GRID_OPTION = SchemeOption(
     "load_grid",
@@ -37,6 +80,8 @@ LOAD_GRID_OPTION = SchemeOption(
     "written with `gcntrain shard --grid RxC`) [default: P x 1, one row block per rank].",
     str,
     "RxC",
+    parse=parse_load_grid,
+    show=format_grid,
 )
 BLOCK_ROWS_OPTION = SchemeOption(
     "block_rows",
@@ -46,6 +91,7 @@ BLOCK_ROWS_OPTION = SchemeOption(
     "rows (section 5.2); 0 = one block.",
     int,
     "ROWS",
+    parse=parse_block_rows,
 )
 
 
@@ -62,44 +108,13 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
         BLOCK_ROWS_OPTION,
         LOAD_GRID_OPTION,
     )
+    #: grid dimensions (``--grid XxYxZ``)
+    ndim = 3
     #: columns split over the grid: every communicating method is priced
     silent = frozenset()
 
-    def configure(self, size: int, values: dict) -> dict:
-        dims = parse_dims(values.get("grid"), size, 3, self.name)
-        permute = values.get("permute") or "none"
-        if permute not in PERMUTES:
-            raise InputError(f"--permute must be none or double, got {permute!r}")
-        block = values.get("block_rows")
-        block = 0 if block is None else int(block)
-        if block < 0:
-            raise InputError(f"--block-rows must be >= 0, got {block}")
-        seed = values.get("permute_seed")
-        load = values.get("load_grid")
-        if load is not None:
-            try:
-                r, c = (int(v) for v in str(load).lower().split("x"))
-            except ValueError:
-                raise InputError(
-                    f"--load-grid must look like RxC (e.g. 4x2), got {load!r}"
-                ) from None
-            check_grid(size, (r, c), "load grid")
-            load = f"{r}x{c}"
-        return {
-            "grid": "x".join(map(str, dims)),
-            "permute": permute,
-            "permute_seed": 0 if seed is None else int(seed),
-            "block_rows": block,
-            "load_grid": load or f"{size}x1",
-        }
-
-    @staticmethod
-    def dims(config: dict) -> tuple[int, int, int]:
-        x, y, z = (int(d) for d in config["grid"].split("x"))
-        return x, y, z
-
     def grid_candidates(self, size: int) -> list[str]:
-        return ["x".join(map(str, f)) for f in factorizations(size, 3)]
+        return [format_grid(f) for f in factorizations(size, self.ndim)]
 
     def sweep_options(self, size: int) -> list[dict]:
         """Every grid, with and without the double permutation (section 5.1)."""
@@ -113,16 +128,11 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
         first = {**self.with_grid({}, grids[0]), "permute": PERMUTES[0]}
         return [(first, None), ({**self.with_grid({}, grids[-1]), "permute": PERMUTES[-1]}, None)]
 
-    @staticmethod
-    def _load(size: int, config: dict) -> tuple[int, int]:
-        r, c = (int(v) for v in config.get("load_grid", f"{size}x1").split("x"))
-        return r, c
+    def row_parts(self, size: int, config) -> int:
+        return config.load_grid[0]
 
-    def row_parts(self, size: int, config: dict) -> int:
-        return self._load(size, config)[0]
-
-    def col_parts(self, size: int, config: dict) -> int | None:
-        c = self._load(size, config)[1]
+    def col_parts(self, size: int, config) -> int | None:
+        c = config.load_grid[1]
         return None if c == 1 else c
 
     def layout(self, numbering, meta, size, config, model=None) -> PlexusLayout:
@@ -133,20 +143,20 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
             )
         n = int(numbering.offsets[-1])
         orders = None
-        if config.get("permute", "none") == "double":
-            row_perm, col_perm = double_permutation(n, int(config.get("permute_seed", 0)))
+        if config.permute == "double":
+            row_perm, col_perm = double_permutation(n, config.permute_seed)
             orders = (col_perm, row_perm)
         load_cols = None
-        c = self._load(size, config)[1]
+        c = config.load_grid[1]
         if c > 1:
             cols = numbering.col_offsets
             load_cols = np.asarray(block_bounds(n, c) if cols is None else cols, dtype=np.int64)
         return PlexusLayout(
             numbering,
-            self.dims(config),
+            config.grid,
             int(meta.num_features),
             tuple(dict(m) for m in model),
             orders,
-            int(config.get("block_rows", 0)),
+            config.block_rows,
             load_cols,
         )

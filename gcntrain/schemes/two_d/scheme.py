@@ -8,17 +8,21 @@ import numpy as np
 from gcntrain.comm.grid import factorizations, grid_2d, parse_dims
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
 from gcntrain.partition.basic import block_bounds
-from gcntrain.schemes.protocol import (
-    REORDER_OPTION,
-    Scheme,
-    SchemeOption,
-    reorder_config,
-)
+from gcntrain.schemes.config import format_grid
+from gcntrain.schemes.protocol import REORDER_OPTION, Scheme, SchemeOption
 from gcntrain.schemes.two_d.cost import TwoDCost
 from gcntrain.schemes.two_d.layout import Layout2D, stage_counts
 from gcntrain.schemes.two_d.ops import StagePieces, TwoDOps, _transpose_block, layer_columns
 
-#: the process-grid option of the block schemes (one declaration, shared)
+
+def parse_grid(value, size: int, scheme) -> tuple[int, ...]:
+    """``--grid`` of a block scheme on `size` ranks: its `scheme.ndim` dimensions (None:
+    the most nearly square or cubic grid), checked against the ranks."""
+    return parse_dims(value, size, scheme.ndim, scheme.name)
+
+
+#: the process-grid option of the block schemes (one declaration, shared): configured as a
+#: tuple of ints, printed as ``RxC`` / ``XxYxZ``
 GRID_OPTION = SchemeOption(
     "grid",
     ("--grid",),
@@ -27,6 +31,8 @@ GRID_OPTION = SchemeOption(
     "[default: the most nearly square / cubic].",
     str,
     "RxC|XxYxZ",
+    parse=parse_grid,
+    show=format_grid,
 )
 
 
@@ -42,25 +48,17 @@ class TwoD(TwoDCost, Scheme):
     #: columns split over the grid: every communicating method is priced
     silent = frozenset()
 
-    def configure(self, size: int, values: dict) -> dict:
-        dims = parse_dims(values.get("grid"), size, self.ndim, self.name)
-        return {"grid": "x".join(map(str, dims)), **reorder_config(values)}
-
-    @staticmethod
-    def dims(config: dict) -> tuple[int, ...]:
-        return tuple(int(d) for d in config["grid"].split("x"))
-
     def grid_candidates(self, size: int) -> list[str]:
-        return ["x".join(map(str, f)) for f in factorizations(size, self.ndim)]
+        return [format_grid(f) for f in factorizations(size, self.ndim)]
 
-    def row_parts(self, size: int, config: dict) -> int:
-        return self.dims(config)[0]
+    def row_parts(self, size: int, config) -> int:
+        return config.grid[0]
 
-    def col_parts(self, size: int, config: dict) -> int:
-        return self.dims(config)[1]
+    def col_parts(self, size: int, config) -> int:
+        return config.grid[1]
 
     def layout(self, numbering, meta, size, config, model=None) -> Layout2D:
-        pr, pc, *layers = self.dims(config)
+        pr, pc, *layers = config.grid
         cols = numbering.col_offsets
         if cols is None:
             cols = block_bounds(int(numbering.offsets[-1]), pc)

@@ -27,7 +27,7 @@ NO_COMM = "none"
 SWEEP_DELAY = 5
 
 
-def parse_delay(value) -> int | None:
+def parse_delay(value, size: int = 0, scheme=None) -> int | None:
     """``--delay`` as an int R >= 0, or None for 0c ("none")."""
     text = str(value).strip().lower()
     if text == NO_COMM:
@@ -42,6 +42,11 @@ def parse_delay(value) -> int | None:
             f"got {value!r}"
         )
     return r
+
+
+def show_delay(delay: int | None):
+    """The printed ``--delay``: R, or "none" for 0c."""
+    return NO_COMM if delay is None else delay
 
 
 # -- the scheme ----------------------------------------------------------------------------
@@ -62,19 +67,17 @@ class VertexCut(RowScheme):
             "Vertex cut: remote partial aggregates: 0 = every aggregation (cd-0, exact), "
             "R = one of R buckets per epoch, consumed R epochs later (cd-R), none = never (0c).",
             metavar="0|R|none",
+            parse=parse_delay,
+            show=show_delay,
         ),
     )
-
-    def configure(self, size: int, values: dict) -> dict:
-        delay = parse_delay(values.get("delay", "0"))
-        return {"delay": NO_COMM if delay is None else delay}
 
     def sweep_options(self, size: int) -> list[dict]:
         """DistGNN's three modes: cd-0 (exact), cd-5 (its delayed default) and 0c."""
         return [{"delay": "0"}, {"delay": str(SWEEP_DELAY)}, {"delay": NO_COMM}]
 
-    def is_exact(self, config: dict) -> bool:
-        return config["delay"] == 0
+    def is_exact(self, config) -> bool:
+        return config.delay == 0
 
     def training_view(self, ops: VertexCutOps):
         """The drift pass's context (`gcntrain.job.drift`): passes with ``training=True``
@@ -82,25 +85,21 @@ class VertexCut(RowScheme):
         bucket with the delayed aggregates in flight)."""
         return ops._training_view()
 
-    def check_training(self, config: dict, train) -> None:
-        d = config["delay"]
-        if d != NO_COMM and d >= 1 and d >= train.epochs:
+    def check_training(self, config, train):
+        d = config.delay
+        if d is not None and d >= 1 and d >= train.epochs:
             raise InputError(
                 f"--delay {d} needs more than {d} epochs (delayed aggregates are consumed "
                 f"{d} epochs after they are sent); --epochs is {train.epochs}"
             )
-
-    @staticmethod
-    def _delay(config: dict) -> int | None:
-        d = config["delay"]
-        return None if d == NO_COMM else int(d)
+        return config
 
     def numbering(self, source, parts, spec, seed, col_parts=None, order="none"):
         # no --reorder: the vertex cut orders its rows by root part (its own numbering)
         return cut_numbering(source, parts, spec, seed)
 
     def layout(self, numbering, meta, size, config, model=None) -> CutLayout:
-        return CutLayout(numbering, int(size), self._delay(config))
+        return CutLayout(numbering, int(size), config.delay)
 
     def setup(self, world, layout: CutLayout, local, kind: str):
         layout.keep_offsets()

@@ -1,0 +1,158 @@
+"""The device layer without a GPU: CuPy and GPU detection on fake CuPy modules, the
+``--device`` verdicts, a rank's GPU, CUDA-aware MPI detection, and what `gcntrain info`
+reports (`gcntrain.device`)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from gcntrain.device import choice, detect
+from gcntrain.device.mpi import OVERRIDE_VAR, cuda_aware, verdict
+from gcntrain.errors import InputError
+
+
+def fake_cupy(count=2, cc="90", fail_count=None, fail_alloc=False):
+    """A module with the parts of CuPy's API `detect.probe` uses."""
+    cupy = types.ModuleType("cupy")
+    cupy.__version__ = "14.2.0"
+    cupy.float32 = "float32"
+
+    def get_count():
+        if fail_count:
+            raise RuntimeError(fail_count)
+        return count
+
+    class Device:
+        def __init__(self, i):
+            self.compute_capability = cc
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Zeros:
+        def sum(self):
+            if fail_alloc:
+                raise RuntimeError("cudaErrorNoKernelImageForDevice: no kernel image\nmore")
+            return 0
+
+    runtime = types.SimpleNamespace(
+        getDeviceCount=get_count,
+        getDeviceProperties=lambda i: {"name": f"NVIDIA H200 #{i}".encode()},
+    )
+    cupy.cuda = types.SimpleNamespace(runtime=runtime, Device=Device)
+    cupy.zeros = lambda n, dtype=None: Zeros()
+    return cupy
+
+
+def importer(module):
+    def imp(name):
+        if isinstance(module, BaseException):
+            raise module
+        return module
+
+    return imp
+
+
+def test_probe_without_cupy_with_a_broken_one_and_with_two_gpus():
+    p = detect.probe(importer(ModuleNotFoundError("No module named 'cupy'", name="cupy")))
+    assert (p.cupy_found, p.usable, p.error) == (False, False, "CuPy is not installed")
+    p = detect.probe(importer(ImportError("libcudart.so.12: cannot open shared object")))
+    assert not p.cupy_found and "does not import" in p.error and "libcudart" in p.error
+    p = detect.probe(importer(fake_cupy(fail_count="cudaErrorNoDevice: no CUDA-capable")))
+    assert p.cupy_found and not p.usable and "no CUDA device" in p.error
+    p = detect.probe(importer(fake_cupy(count=0)))
+    assert p.cupy_version == "14.2.0" and not p.usable
+    p = detect.probe(importer(fake_cupy(fail_alloc=True)))
+    assert not p.usable and p.devices == 2 and "\n" not in p.error
+    p = detect.probe(importer(fake_cupy(count=2, cc="90")))
+    assert p.usable and p.devices == 2 and p.capabilities == ("9.0", "9.0")
+    assert p.names == ("NVIDIA H200 #0", "NVIDIA H200 #1") and p.error is None
+
+
+def test_device_verdicts():
+    none = detect.GpuProbe(error="CuPy is not installed")
+    broken = detect.GpuProbe("14.2.0", error="CuPy finds no CUDA device")
+    two = detect.GpuProbe("14.2.0", 2, ("9.0", "9.0"))
+    assert choice.resolve_device("cpu", None) == choice.DeviceChoice("cpu")
+    with pytest.raises(InputError, match=r"^--device gpu: CuPy is not installed \(pip install"):
+        choice.resolve_device("gpu", none)
+    with pytest.raises(InputError, match="no CUDA device$"):
+        choice.resolve_device("gpu", broken)
+    c = choice.resolve_device("auto", none)
+    assert c.kind == "cpu" and c.note.endswith("training on the CPU") and "\n" not in c.note
+    # a GPU, but the training loop is not ported yet: said, never pretended
+    with pytest.raises(InputError, match="does not run on a GPU yet"):
+        choice.resolve_device("gpu", two)
+    assert choice.resolve_device("auto", two).kind == "cpu"
+    assert choice.resolve_device("gpu", two, training_on_gpu=True) == choice.DeviceChoice("gpu")
+    assert "2 GPU" in choice.resolve_device("auto", two, training_on_gpu=True).note
+    with pytest.raises(InputError):
+        choice.resolve_device("tpu", two)
+
+
+@pytest.mark.parametrize(
+    "ranks, devices, expected",
+    [
+        (1, 8, [0]),
+        (4, 8, [0, 1, 2, 3]),
+        (8, 8, list(range(8))),
+        (8, 4, [0, 0, 1, 1, 2, 2, 3, 3]),
+        (3, 2, [0, 0, 1]),
+        (16, 1, [0] * 16),
+    ],
+)
+def test_gpu_of_each_local_rank(ranks, devices, expected):
+    got = [choice.gpu_for_rank(r, ranks, devices) for r in range(ranks)]
+    assert got == expected
+    counts = [got.count(d) for d in range(min(ranks, devices))]
+    assert max(counts) - min(counts) <= 1  # as even as possible, no GPU left idle
+
+
+def test_gpu_for_rank_refuses_nonsense():
+    with pytest.raises(ValueError):
+        choice.gpu_for_rank(0, 2, 0)
+    with pytest.raises(ValueError):
+        choice.gpu_for_rank(2, 2, 4)
+
+
+def test_local_rank_from_the_launcher_else_the_block_guess():
+    assert choice.local_rank(5, 4, {"MPI_LOCALRANKID": "2"}) == 2
+    assert choice.local_rank(5, 4, {"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == 3
+    assert choice.local_rank(5, 4, {"SLURM_LOCALID": "9"}) == 1  # out of range: ignored
+    assert choice.local_rank(6, 4, {}) == 2
+
+
+def test_cuda_aware_verdicts_in_order():
+    assert verdict("1", False, 0, False, None) == ("yes", f"{OVERRIDE_VAR}=1")
+    assert verdict(None, True, 0, False, None)[0] == "yes"
+    assert verdict(None, None, 0, False, None) == ("no", "MPIX_Query_cuda_support() of the library")
+    assert verdict(None, None, 1, False, None)[0] == "yes"
+    assert verdict(None, None, None, True, "1")[0] == "yes"
+    assert verdict(None, None, None, True, None)[0] == "no"
+    assert verdict(None, None, None, False, None)[0] == "unknown"
+    assert verdict("maybe", None, None, False, None)[0] == "unknown"
+
+
+def test_cuda_aware_on_this_mpi_never_raises():
+    from gcntrain.comm.mpi import load_mpi
+
+    answer, how = cuda_aware(load_mpi(), {})
+    assert answer in ("yes", "no", "unknown") and how
+    assert cuda_aware(None, {OVERRIDE_VAR: "0"}) == ("no", f"{OVERRIDE_VAR}=0")
+    assert cuda_aware(None, {})[0] == "unknown"
+
+
+def test_info_reports_cupy_gpus_and_cuda_awareness():
+    from gcntrain.cli.info_cmd import device_info
+
+    got = device_info(None, detect.probe(importer(fake_cupy(count=2))))
+    assert got["cupy"] == "14.2.0" and got["gpus"] == 2 and got["gpu_available"] is True
+    assert got["gpu_devices"][1] == "NVIDIA H200 #1 (compute capability 9.0)"
+    assert got["cuda_aware_mpi"] in ("yes", "no", "unknown")
+    none = device_info(None, detect.probe(importer(ModuleNotFoundError("x", name="cupy"))))
+    assert none["cupy"] is None and none["gpus"] == 0 and none["gpu_error"]
