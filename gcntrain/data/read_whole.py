@@ -66,110 +66,89 @@ def hash_array(h, name: str, a) -> None:
         h.update(part.view(np.uint8))
 
 
-class ArraysHash:
-    """The content hash of arrays handed over one by one (`add`, in `HASHED_ARRAYS` order),
-    computed on a worker thread while the caller goes on; `hexdigest` waits for it.
+class _HashThread:
+    """A sha256 fed items that a worker thread hashes (``feed(h, item)``) while the caller
+    goes on; at most `ahead` items wait (0: no bound), the caller blocking meanwhile.
+    `hexdigest` waits for the worker and raises the first error it met.
 
-    The arrays must not change after `add`.  An error in the worker is raised by
-    `hexdigest`.  A caller that stops early (an invalid file) may simply drop the object:
-    the worker then finishes what it was given and ends (it holds no reference to the
-    object, whose finaliser tells it to stop).
+    Items must not change once handed over.  A caller that stops early (an invalid file)
+    calls `close` or simply drops the object: the worker hashes what it was given and ends
+    (it holds no reference to the object, whose finaliser tells it to stop).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, feed, ahead: int = 0) -> None:
         self._h = hashlib.sha256()
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._q: queue.Queue = queue.Queue(maxsize=max(int(ahead), 0))
         self._errors: list[BaseException] = []
         self._open = True
         self._thread = threading.Thread(
-            target=_hash_worker, args=(self._q, self._h, self._errors), daemon=True
+            target=_hash_worker, args=(self._q, self._h, feed, self._errors), daemon=True
         )
         self._thread.start()
+
+    def _put(self, item) -> None:
+        self._q.put(item)
+
+    def close(self) -> None:
+        """No more items (idempotent)."""
+        if self._open:
+            self._open = False
+            self._q.put(None)
+
+    def hexdigest(self) -> str:
+        """The hash of every item given (waits for the worker)."""
+        self.close()
+        self._thread.join()
+        if self._errors:
+            raise self._errors[0]
+        return self._h.hexdigest()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _hash_worker(q: queue.Queue, h, feed, errors: list) -> None:
+    """`_HashThread`'s thread: feed each item to `h` until None."""
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        if not errors:
+            try:
+                feed(h, item)
+            except BaseException as e:  # reported by hexdigest
+                errors.append(e)
+
+
+def _feed_array(h, item) -> None:
+    hash_array(h, *item)
+
+
+def _feed_bytes(h, data) -> None:
+    h.update(data)
+
+
+class ArraysHash(_HashThread):
+    """The content hash of arrays handed over one by one (`add`, in `HASHED_ARRAYS` order),
+    computed on a worker thread while the caller goes on (no bound on the arrays waiting:
+    they are the graph's own, already in memory)."""
+
+    def __init__(self) -> None:
+        super().__init__(_feed_array)
 
     def add(self, name: str, a) -> None:
         """Hash array `name` next (None: absent)."""
-        self._q.put((name, a))
-
-    def close(self) -> None:
-        """No more arrays: the worker ends after those given (idempotent)."""
-        if self._open:
-            self._open = False
-            self._q.put(None)
-
-    def hexdigest(self) -> str:
-        """The hash of everything added (waits for the worker)."""
-        self.close()
-        self._thread.join()
-        if self._errors:
-            raise self._errors[0]
-        return self._h.hexdigest()
-
-    def __del__(self) -> None:
-        self.close()
+        self._put((name, a))
 
 
-def _hash_worker(q: queue.SimpleQueue, h, errors: list) -> None:
-    """`ArraysHash`'s thread: hash each (name, array) until None."""
-    while True:
-        item = q.get()
-        if item is None:
-            return
-        if not errors:
-            try:
-                hash_array(h, *item)
-            except BaseException as e:  # reported by hexdigest
-                errors.append(e)
-
-
-class StreamHash:
+class StreamHash(_HashThread):
     """A sha256 fed byte slices (`update`) that a worker thread hashes while the caller reads
-    and checks the next ones; at most `ahead` slices wait (`update` blocks meanwhile), so
-    the memory stays a few slices.  `hexdigest` waits for the worker.
-
-    A slice must not change after `update`.  A caller that stops early (an invalid file)
-    calls `close` (or drops the object): the worker hashes what it was given and ends.
-    """
+    and checks the next ones; at most `ahead` slices wait, so the memory stays a few
+    slices."""
 
     def __init__(self, ahead: int = 2) -> None:
-        self._h = hashlib.sha256()
-        self._q: queue.Queue = queue.Queue(maxsize=max(int(ahead), 1))
-        self._errors: list[BaseException] = []
-        self._open = True
-        self._thread = threading.Thread(
-            target=_stream_worker, args=(self._q, self._h, self._errors), daemon=True
-        )
-        self._thread.start()
+        super().__init__(_feed_bytes, max(int(ahead), 1))
 
     def update(self, data) -> None:
         """Hash the bytes of `data` (bytes, or a contiguous array: its raw bytes) next."""
-        self._q.put(data)
-
-    def close(self) -> None:
-        """No more slices (idempotent)."""
-        if self._open:
-            self._open = False
-            self._q.put(None)
-
-    def hexdigest(self) -> str:
-        """The hash of every slice given (waits for the worker)."""
-        self.close()
-        self._thread.join()
-        if self._errors:
-            raise self._errors[0]
-        return self._h.hexdigest()
-
-    def __del__(self) -> None:
-        self.close()
-
-
-def _stream_worker(q: queue.Queue, h, errors: list) -> None:
-    """`StreamHash`'s thread: hash each slice until None."""
-    while True:
-        item = q.get()
-        if item is None:
-            return
-        if not errors:
-            try:
-                h.update(item)
-            except BaseException as e:  # reported by hexdigest
-                errors.append(e)
+        self._put(data)
