@@ -42,7 +42,7 @@ def block_width(n_cols: int) -> int:
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _transpose_blocked(indptr, indices, data, n_cols, parts, shift):  # pragma: no cover
+def _transpose_blocked(indptr, indices, data, n_cols, parts, shift, like):  # pragma: no cover
     """Jitted core of `csr_transpose_blocked` (see the module's docstring)."""
     n = indptr.shape[0] - 1
     base = indptr[0]
@@ -65,7 +65,7 @@ def _transpose_blocked(indptr, indices, data, n_cols, parts, shift):  # pragma: 
             cursor[p, b + 1] = run  # thread p's slice of block b starts here
             run += c
     starts[nb] = run
-    indices_t = np.empty(nnz, dtype=indices.dtype)
+    indices_t = np.empty(nnz, dtype=like.dtype)
     data_t = np.empty(nnz, dtype=data.dtype)
     local = np.empty(nnz, dtype=np.uint16)
     for p in prange(parts):  # 2. scatter, rows in order, into the thread's slices
@@ -107,7 +107,12 @@ def _transpose_blocked(indptr, indices, data, n_cols, parts, shift):  # pragma: 
 
 
 def csr_transpose_blocked(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_cols: int, parts: int = 0
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    n_cols: int,
+    parts: int = 0,
+    row_dtype=None,
 ):
     """A.T in CSR for the CSR matrix A (n x `n_cols`): the arrays `csr_transpose` returns.
 
@@ -120,15 +125,21 @@ def csr_transpose_blocked(
     parts : int
         Row chunks scattered in parallel (default: Numba's thread count); the result does
         not depend on it.
+    row_dtype : numpy dtype, optional
+        dtype of ``indices_t`` (A's row ids; default `indices`' dtype): ``np.int32`` halves
+        its bytes when A has fewer than 2**31 rows.
 
     Returns
     -------
     tuple of numpy.ndarray
-        ``(indptr_t int64, indices_t of indices' dtype, data_t of data's dtype)``, each row
+        ``(indptr_t int64, indices_t of row_dtype, data_t of data's dtype)``, each row
         of A.T sorted by column, duplicates kept, bit for bit `csr_transpose`'s.
     """
     parts = int(parts) if parts > 0 else numba.get_num_threads()
     shift = int(block_width(int(n_cols))).bit_length() - 1
+    like = np.empty(0, dtype=indices.dtype if row_dtype is None else row_dtype)
+    if like.dtype.kind != "i" or (indptr.shape[0] - 1) > np.iinfo(like.dtype).max:
+        raise ValueError(f"row_dtype {like.dtype} cannot hold {indptr.shape[0] - 1} row ids")
     return _transpose_blocked(
         np.ascontiguousarray(indptr),
         np.ascontiguousarray(indices),
@@ -136,6 +147,7 @@ def csr_transpose_blocked(
         int(n_cols),
         parts,
         shift,
+        like,
     )
 
 

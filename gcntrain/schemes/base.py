@@ -14,10 +14,11 @@ from gcntrain.comm.exchange import Allgatherv, Allreduce, BcastStages, Groups, U
 from gcntrain.comm.node import ranks_on_node
 from gcntrain.comm.shared import SharedRows
 from gcntrain.data import setup_phases
+from gcntrain.kernels import transpose_merge as tm
 from gcntrain.kernels.csr import csr_values_close
 from gcntrain.kernels.spmm import spmm_csr_dense, spmm_csr_dense_add
-from gcntrain.kernels.transpose_blocks import csr_to_pairs, csr_transpose_blocked
-from gcntrain.model.normalize import coo_block_to_csr, degrees, support_rows
+from gcntrain.kernels.transpose_blocks import csr_transpose_blocked
+from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
 from gcntrain.model.phase import Phase, phase_key
 from gcntrain.schemes.entries import RangedPairs
@@ -212,25 +213,26 @@ def transpose_rows(
 
     Block p holds rows offsets[p]:offsets[p+1] of S with global column ids; afterwards it
     holds the same rows of S^T.  Entry (i, j, v) travels to the owner of j as (j, i, v) (as
-    many as the plan's `block_pair_counts`), by ascending j, then i: the receiver's stable
-    counting sort (`coo_block_to_csr`) reads its messages in row order.
+    many as the plan's `block_pair_counts`), by ascending j, then i; the block's own entries
+    stay.  Each row's runs join in block order (`merge_transposed_rows`): sorted, no sort.
     """
     me = comm.rank
-    n_cols = int(offsets[-1])
+    lo, hi = int(offsets[me]), int(offsets[me + 1])
     # the block's transpose (in parallel): each owner's rows j one run, i ascending in each
-    ip_t, ix_t, dv_t = csr_transpose_blocked(indptr, indices, data, n_cols)
+    rows = tm.rows32(hi - lo)  # the block's row ids i as int32 when they fit
+    ip_t, ix_t, dv_t = csr_transpose_blocked(indptr, indices, data, int(offsets[-1]), 0, rows)
     send_counts = np.diff(ip_t[offsets])
-    pairs, vals = np.empty((int(ip_t[-1]), 2), dtype=np.int64), np.empty(int(ip_t[-1]))
-    csr_to_pairs(ip_t, ix_t, dv_t, 0, int(offsets[me]), pairs, vals)  # (j, global i), v
-    del ix_t, ip_t, dv_t
+    pairs, vals = tm.pack_remote_pairs(ip_t, ix_t, dv_t, lo, hi, lo)  # (j, global i), v
     with setup_phases.phase("exchange"):
         recv_counts = comm.alltoall_counts(send_counts, phase)
+        send_counts[me] = recv_counts[me] = 0  # the own run moves no bytes
         got = comm.alltoallv(pairs, send_counts, recv_counts, phase)
-        vals = comm.alltoallv(vals, send_counts, recv_counts, phase)
-    del pairs
-    return coo_block_to_csr(
-        got[:, 0] - offsets[me], got[:, 1], vals, int(offsets[me + 1] - offsets[me])
-    )
+        del pairs
+        gvals = comm.alltoallv(vals, send_counts, recv_counts, phase)
+        del vals
+    seg = np.concatenate(([0], np.cumsum(recv_counts))).astype(np.int64)
+    merged = tm.merge_transposed_rows(ip_t, ix_t, dv_t, lo, hi, lo, me, got, gvals, seg)
+    return tm.distinct_rows(*merged)
 
 
 def row_setup(world, bcomm, layout: RowLayout, local, kind: str):
