@@ -9,8 +9,10 @@ handshake MPI makes before a large message; `Link.latency`).
 
 Conventions: `n` is the bytes each member contributes (Allreduce: its whole vector;
 Allgather: its own block, the result is p * n; Reduce-scatter: its whole input vector;
-Broadcast: the root's message).  A group of one member costs nothing.  The arithmetic of
-a reduction is `reduction` (memory-bound: a member combines (p - 1) / p of the vector).
+Broadcast: the root's message).  A group of one member sends nothing; the runtime's
+Allreduce, Allgather and Reduce-scatter over one member copy its buffer into the result
+(`local_copy`), a broadcast leaves it in place.  The arithmetic of a reduction is
+`reduction` (memory-bound: a member combines (p - 1) / p of the vector).
 """
 
 from __future__ import annotations
@@ -95,3 +97,11 @@ def reduction(p, n, bandwidth: float) -> np.ndarray:
     `bandwidth` bytes per second: ``3 (p - 1) / p n / bandwidth``."""
     p, n, _ = _arrays(p, n)
     return _solo(p, 3.0 * (p - 1) / np.maximum(p, 1) * n / bandwidth)
+
+
+def local_copy(p, n, bandwidth: float) -> np.ndarray:
+    """The copy a collective over one member makes of its `n` bytes into the result
+    (reading and writing each byte at `bandwidth` bytes per second): ``2 n / bandwidth``
+    where ``p == 1``, else nothing (the algorithms above move the bytes)."""
+    p, n, _ = _arrays(p, n)
+    return np.where(p == 1, 2.0 * n / bandwidth, 0.0)

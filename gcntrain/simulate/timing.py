@@ -17,7 +17,8 @@ rank (vectorised over all ranks):
   `Placement.intra`), else on the inter-node link with the node's injection bandwidth
   shared by its ranks; all-to-all-like steps across nodes (Alltoallv, sparse exchanges) no
   faster than the topology's bisection lets their bytes across
-  (`gcntrain.simulate.topology`);
+  (`gcntrain.simulate.topology`); a collective over one member copies its bytes
+  (`collectives.local_copy`), as the runtime's counted layer does;
 * synchronisation: a collective starts when the last member of its group arrives (the
   others wait: "wait" in the breakdown); a point-to-point exchange when the rank and every
   partner it exchanges with have arrived; Alltoallv over the world when every rank has;
@@ -118,16 +119,19 @@ def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
     sync = scaled_sync(sync, lambda: members_on_node(g.gid, place.node), place)
     group_sync = _group_max(sync, g.gid, G)
     sync = np.where(p > 1, group_sync[g.gid], 0.0)
+    many = float(place.P > 1)  # a one-member group copies (a one-rank job's runtime: not)
     if isinstance(step, Allreduce):
         n = np.asarray(step.nelems, np.float64)[g.gid] * step.itemsize
-        red = C.reduction(p, n, place.memory_rate)
+        red = C.reduction(p, n, place.memory_rate) + many * C.local_copy(p, n, place.memory_rate)
         return _by_link(C.allreduce, one, place, p, n) + red + sync
     if isinstance(step, (Allgatherv, ReduceScatterv)):
         tot = np.zeros(G)
         np.add.at(tot, g.gid, np.asarray(step.nbytes, np.float64))
+        copy = many * C.local_copy(p, tot[g.gid], place.memory_rate)
         if isinstance(step, Allgatherv):
-            return _by_link(C.allgather, one, place, p, tot[g.gid] / np.maximum(p, 1)) + sync
-        red = C.reduction(p, tot[g.gid], place.memory_rate)
+            n = tot[g.gid] / np.maximum(p, 1)
+            return _by_link(C.allgather, one, place, p, n) + copy + sync
+        red = C.reduction(p, tot[g.gid], place.memory_rate) + copy
         return _by_link(C.reduce_scatter, one, place, p, tot[g.gid]) + red + sync
     if isinstance(step, Uniform):
         b = (p - 1) * float(step.nbytes)
