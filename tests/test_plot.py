@@ -396,18 +396,22 @@ def test_scaling_figure_names_configurations_and_shows_equal_schemes(graph_file,
         sim = _simulated(capsys, graph_file, "2d", p)
         assert conf == {"options": {"grid": sim["scheme_options"]["grid"]}, "partition": "block"}
     assert [c["options"] for _, c in d["configurations"]["1.5d"]] == [{"replication": 1}] * 3
-    assert d["points"]["1.5d"] == d["points"]["1d"]  # c = 1 is 1d: the lines coincide
+    # c = 1 is 1d's layout plus one-member Allreduces along each process row, whose buffer
+    # copies are priced (`collectives.local_copy`): the lines coincide to within those copies
+    for (p15, t15), (p1, t1) in zip(d["points"]["1.5d"], d["points"]["1d"], strict=True):
+        assert p15 == p1 and t1 <= t15 <= 1.02 * t1
 
     fig = _drawn(scaling_figure(d))
     (ax,) = fig.axes
     _legend_beside(fig, ax)
     grids = "/".join(c["options"]["grid"] for _, c in d["configurations"]["2d"])
-    assert _texts(ax) == [
-        "1d: block partition",
-        "1.5d: replication 1, block partition (equal to 1d)",
-        f"2d: grid {grids}, block partition",
-        "p2p: block partition",
-    ]
+    # 1.5d's points are not exactly 1d's (the copies above): never "equal to"; "overlaps"
+    # where closer than a line is wide (the committed docs figure has the exact case)
+    one_five = "1.5d: replication 1, block partition"
+    assert _texts(ax) in (
+        ["1d: block partition", label, f"2d: grid {grids}, block partition", "p2p: block partition"]
+        for label in (one_five, f"{one_five} (overlaps 1d)")
+    )
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "4", "8"]
     assert ax.get_xscale() == "log" and not ax.xaxis.get_minorticklocs().size
     ylabels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
@@ -415,8 +419,9 @@ def test_scaling_figure_names_configurations_and_shows_equal_schemes(graph_file,
     lines = _visible_lines(ax)
     assert len(lines) == 4
     one, one5 = lines[0], lines[1]
-    assert list(one.get_ydata()) == list(one5.get_ydata())
-    assert _distinguishable(one, one5)
+    assert all(a <= b <= 1.02 * a for a, b in zip(one.get_ydata(), one5.get_ydata(), strict=True))
+    if _texts(ax)[1].endswith("(overlaps 1d)"):  # drawn nested: both stay visible
+        assert _distinguishable(one, one5)
     assert len({ln.get_marker() for ln in lines}) == 4
 
 
