@@ -20,6 +20,8 @@ import h5py
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.data.store_rows import row_ranges
+
 #: feature values read at once from a graph file
 FEATURE_BLOCK = 1 << 22
 MASKS = ("train", "val", "test")
@@ -27,14 +29,7 @@ MASKS = ("train", "val", "test")
 
 def row_blocks(indptr: np.ndarray, limit: int) -> list[tuple[int, int]]:
     """[lo, hi) row ranges of about `limit` entries each (at least one row each)."""
-    n = indptr.shape[0] - 1
-    out, lo = [], 0
-    while lo < n:
-        hi = int(np.searchsorted(indptr, indptr[lo] + limit, side="right")) - 1
-        hi = min(max(hi, lo + 1), n)
-        out.append((lo, hi))
-        lo = hi
-    return out
+    return row_ranges(indptr, 0, indptr.shape[0] - 1, limit)
 
 
 @dataclass
