@@ -19,10 +19,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, make_dataclass, replace
 from typing import Any, ClassVar
 
+from gcntrain.errors import InputError
+
 
 def format_grid(dims) -> str:
     """The text of a process grid: ``(2, 2, 1)`` -> ``"2x2x1"`` (what ``--grid`` takes)."""
     return "x".join(str(int(d)) for d in dims)
+
+
+def parse_choice(value, flag: str, choices: tuple[str, ...], default: str) -> str:
+    """A scheme option that is one of `choices` (None or empty: `default`); a value outside
+    them is an `InputError` naming `flag` and the choices (``a, b or c``)."""
+    got = value or default
+    if got not in choices:
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1]
+        raise InputError(f"{flag} must be {listed}, got {got!r}")
+    return got
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from gcntrain.schemes.base import (
     csr_apply,
     row_setup,
 )
+from gcntrain.schemes.config import parse_choice
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import OVERLAP_CALL, REORDER_OPTION, ConfigValue, SchemeOption
 
@@ -305,10 +306,7 @@ def _opt_int(value, flag: str) -> int | None:
 
 def parse_aggr(value, size: int = 0, scheme=None) -> str:
     """``--aggr`` (None: hybrid), one of `AGGR`."""
-    aggr = value or "hybrid"
-    if aggr not in AGGR:
-        raise InputError(f"--aggr must be pre, post or hybrid, got {aggr!r}")
-    return aggr
+    return parse_choice(value, "--aggr", AGGR, "hybrid")
 
 
 def parse_bits(value, size: int = 0, scheme=None) -> int:

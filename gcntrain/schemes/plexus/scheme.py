@@ -9,7 +9,7 @@ from gcntrain.comm.grid import check_grid, factorizations
 from gcntrain.errors import InputError
 from gcntrain.partition.basic import block_bounds
 from gcntrain.partition.permute import double_permutation
-from gcntrain.schemes.config import format_grid
+from gcntrain.schemes.config import format_grid, parse_choice
 from gcntrain.schemes.plexus.cost import PlexusCost
 from gcntrain.schemes.plexus.layout import PlexusLayout
 from gcntrain.schemes.plexus.placement import PERMUTES
@@ -20,10 +20,7 @@ from gcntrain.schemes.two_d import GRID_OPTION
 
 def parse_permute(value, size: int = 0, scheme=None) -> str:
     """``--permute`` (None: none), one of `PERMUTES`."""
-    permute = value or "none"
-    if permute not in PERMUTES:
-        raise InputError(f"--permute must be none or double, got {permute!r}")
-    return permute
+    return parse_choice(value, "--permute", PERMUTES, "none")
 
 
 def parse_seed(value, size: int = 0, scheme=None) -> int:
