@@ -288,6 +288,13 @@ class Scheme:
                 "a shard store fixes its own row order; --reorder applies to graph files",
                 getattr(source, "path", None),
             )
+        if getattr(source, "held_rows", False):  # a plan of a store, numbered as its file
+            raise InputError(
+                f"--reorder {order} needs the whole graph's structure, which a plan from a "
+                "shard store does not hold: plan the graph file the store was written from, "
+                "or leave out --reorder",
+                source.path,
+            )
         from gcntrain.partition.reorder import order_key, reorder_within_parts
         from gcntrain.schemes.loading import graph_structure
 
@@ -372,6 +379,19 @@ class Scheme:
         """int64 (P,): elements every rank quantizes or dequantizes in one call (zero for a
         scheme without quantized messages)."""
         return np.zeros(ctx.P, dtype=np.int64)
+
+    def spmm_rows(self, ctx: PlanContext, call) -> np.ndarray:
+        """int64 (P,): rows every rank's SpMM kernels sweep in one call, whatever their
+        entries (each row costs the kernel its pointers and its output row: the profile's
+        ``spmm_row_ns``).  Default: a product with S sweeps the rank's rows of the output
+        once (`footprint` rows); other calls sweep none.  A scheme that runs a product as
+        several kernels over the same rows (2D's SUMMA stages) says so."""
+        if PROTOCOL.get(call.method) != "graph":
+            return np.zeros(ctx.P, dtype=np.int64)
+        return ctx.cached(
+            "spmm_rows.footprint",
+            lambda: np.asarray(self.footprint(ctx)["rows"], dtype=np.int64),
+        )
 
     def stream_bytes(self, ctx: PlanContext, call) -> np.ndarray:
         """int64 (P,): bytes every rank moves through memory in one call beyond its kernels'

@@ -244,13 +244,21 @@ def _measure_kernels(figs: dict, quick: bool, log) -> None:
         f"{figs['node_gbs']:.1f} GB/s"
     )
     figs["spmm_scale"] = 16 if quick else 17
-    figs["spmm_edge_factors"] = (8,) if quick else M.SPMM_EDGE_FACTORS
+    figs["spmm_edge_factors"] = M.SPMM_EDGE_FACTORS
     widths = M.QUICK_WIDTHS if quick else M.SPMM_WIDTHS
-    figs["spmm"] = M.spmm_gflops(figs["spmm_scale"], widths, figs["spmm_edge_factors"])
+    figs["spmm"], figs["spmm_row_ns"] = M.spmm_fit(
+        figs["spmm_scale"], widths, figs["spmm_edge_factors"]
+    )
+    rows = figs["spmm_row_ns"]
     log(
         "SpMM, one thread          "
         + ", ".join(f"w{w} {r:.2f}" for w, r in figs["spmm"].items())
         + " GFLOP/s"
+        + (
+            " per entry; per row " + ", ".join(f"{v:.1f}" for v in rows.values()) + " ns"
+            if rows
+            else ""
+        )
     )
     figs["gemm"] = M.gemm_gflops(1 << 16, QUICK_GEMM) if quick else M.gemm_gflops()
     log(

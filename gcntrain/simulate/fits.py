@@ -253,6 +253,8 @@ def serial_fits(
         elems.append(n_elems)
     k_spmm, k_gemm = product_scales(got, pred)
     figs["spmm"] = {w: r / k_spmm for w, r in figs["spmm"].items()}
+    if figs.get("spmm_row_ns"):  # the kernel's whole time scales, its rows with its entries
+        figs["spmm_row_ns"] = {w: v * k_spmm for w, v in figs["spmm_row_ns"].items()}
     figs["gemm"] = {kn: r / k_gemm for kn, r in figs["gemm"].items()}
     figs["product_scales"] = (k_spmm, k_gemm)
     log(

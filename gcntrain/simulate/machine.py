@@ -43,7 +43,12 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       the layer widths, per epoch, / s), call_overhead_us (per Ops call
                       on one thread), call_overhead_all_us (optional: per call with a
                       thread on every core; linear between), mpi_op_us (optional: what each
-                      MPI operation costs a rank beyond the link model)
+                      MPI operation costs a rank beyond the link model), spmm_row_ns
+                      (optional: {width = ns, ...}, what an SpMM kernel spends on each row
+                      it sweeps, whatever its entries; with it, spmm_gflops is the rate
+                      per stored entry net of the rows; an older profile without it has
+                      the row sweep folded into its rates at its bench graphs' density,
+                      and prices rows at zero)
     [compute.threads] (optional) spmm, gemm, other = {T = S(T), ...}: one process's
                       throughput with T threads over one thread's
     [compute.node]    (optional) the same for T one-thread processes at once (the node
@@ -150,6 +155,10 @@ class Machine:
     threads_source: str = ""
     #: bytes per second one core streams (0: the node's ``memory_bandwidth``)
     core_bandwidth: float = 0.0
+    #: ({width}, {seconds}): an SpMM kernel's cost per row it sweeps, by dense width (empty:
+    #: an older profile, whose rates include the row sweep)
+    spmm_row_widths: tuple[int, ...] = ()
+    spmm_row_seconds: tuple[float, ...] = ()
     #: the network's shared middle (`gcntrain.simulate.topology`)
     topology: Topology = field(default_factory=Topology)
     path: str = ""
@@ -192,6 +201,15 @@ class Machine:
         rate = np.interp(np.log2(w), np.log2(self.spmm_widths), self.spmm_rates)
         w0 = float(self.spmm_widths[0])
         return np.where(w < w0, rate * w / w0, rate)
+
+    def spmm_row_cost(self, width) -> np.ndarray:
+        """Seconds per row an SpMM kernel sweeps at dense `width` (array), one core:
+        interpolated in log2 of the width, constant beyond either end; zero for a profile
+        without ``spmm_row_ns``."""
+        w = np.maximum(np.asarray(width, dtype=np.float64), 1.0)
+        if not self.spmm_row_widths:
+            return np.zeros_like(w)
+        return np.interp(np.log2(w), np.log2(self.spmm_row_widths), self.spmm_row_seconds)
 
     def gemm_rate(self, kn) -> np.ndarray:
         """GEMM flops per second per core for products whose two short dimensions multiply
@@ -296,6 +314,13 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         raise InputError("machine profile lacks compute.spmm_gflops {width = rate, ...}", path)
     widths, rates = _rate_table(spmm, "spmm_gflops", "widths", "widths", path)
     gemm_points, gemm_rates = _gemm_table(comp, path)
+    row_widths, row_ns = (), ()
+    if "spmm_row_ns" in comp:
+        if not isinstance(comp["spmm_row_ns"], dict) or not comp["spmm_row_ns"]:
+            raise InputError("machine profile: compute.spmm_row_ns must be {width = ns, ...}", path)
+        row_widths, row_ns = _rate_table(
+            comp["spmm_row_ns"], "spmm_row_ns", "widths", "widths", path, 1e-9
+        )
 
     def link(t: dict, where: str) -> Link:
         lat = _get(t, "latency_us", where, path) * 1e-6
@@ -356,6 +381,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         node_scaling=node_scaling,
         threads_source=how,
         core_bandwidth=core_bandwidth,
+        spmm_row_widths=row_widths,
+        spmm_row_seconds=row_ns,
         topology=_topology(net.get("topology"), path),
         path=path,
     )

@@ -103,13 +103,29 @@ def spmm_gflops(
     scale: int = 17, widths=SPMM_WIDTHS, edge_factors=SPMM_EDGE_FACTORS
 ) -> dict[int, float]:
     """{width: GFLOP/s of one thread} on R-MAT adjacencies of 2**scale rows (median over
-    `edge_factors`): the graphs GNN training runs on have skewed degrees whose hot rows of
-    the dense operand stay in cache, unlike uniform random columns."""
+    `edge_factors`), rows and entries together (`spmm_fit` separates them)."""
+    return spmm_fit(scale, widths, edge_factors)[0]
+
+
+def spmm_fit(
+    scale: int = 17, widths=SPMM_WIDTHS, edge_factors=SPMM_EDGE_FACTORS
+) -> tuple[dict[int, float], dict[int, float] | None]:
+    """({width: GFLOP/s}, {width: ns per row} or None) of one thread on R-MAT adjacencies
+    of 2**scale rows: the graphs GNN training runs on have skewed degrees whose hot rows of
+    the dense operand stay in cache, unlike uniform random columns.
+
+    The kernel sweeps every row (its pointers, its output row) whatever its entries, so
+    its time is ``rows x t_row + 2 x nnz x width / rate``; with two or more edge factors
+    (the same rows, other entries) both are solved by least squares per width, and the
+    rates are per stored entry, net of the rows.  With one edge factor, or where a width's
+    row cost does not come out positive, the row costs are None and the rates are the
+    median over `edge_factors` of rows and entries together (what older profiles hold).
+    """
     from gcntrain.kernels.spmm import spmm_csr_dense
     from gcntrain.kernels.threads import set_threads
 
     set_threads(1)
-    out: dict[int, list[float]] = {w: [] for w in widths}
+    times: dict[int, list[tuple[float, float, float]]] = {w: [] for w in widths}
     n = 1 << scale
     for ef in edge_factors:
         indptr, indices, data = rmat_csr(scale, ef)
@@ -121,8 +137,27 @@ def spmm_gflops(
             t = cold_time(
                 lambda ip=ip, ix=indices, v=data, X=X, Y=Y: spmm_csr_dense(ip, ix, v, X, Y)
             )
-            out[w].append(2.0 * float(ip[-1]) * w / t / 1e9)
-    return {w: float(np.median(v)) for w, v in out.items()}
+            times[w].append((float(rows), float(ip[-1]), t))
+    return split_row_cost(times, len(set(edge_factors)))
+
+
+def split_row_cost(times: dict, graphs: int) -> tuple[dict[int, float], dict[int, float] | None]:
+    """(rates, row costs) of `spmm_fit` from its timings ({width: [(rows, nnz, seconds),
+    ...]} over `graphs` distinct graphs): ``rows x t_row + 2 x nnz x width x t_flop`` by
+    least squares per width, as ({width: GFLOP/s per entry}, {width: ns per row}); or, with
+    one graph or a fit not positive at some width, ({width: median GFLOP/s of rows and
+    entries together}, None)."""
+    rates = {w: float(np.median([2 * e * w / t / 1e9 for _, e, t in v])) for w, v in times.items()}
+    if graphs < 2:
+        return rates, None
+    net, row_ns = {}, {}
+    for w, v in times.items():
+        a = np.array([[r, 2.0 * e * w] for r, e, _ in v])
+        (t_row, t_flop), *_ = np.linalg.lstsq(a, np.array([t for _, _, t in v]), rcond=None)
+        if not (t_row > 0 and t_flop > 0):
+            return rates, None
+        net[w], row_ns[w] = 1.0 / t_flop / 1e9, float(t_row) * 1e9
+    return net, row_ns
 
 
 def gemm_gflops(n: int = 1 << 17, shapes=GEMM_SHAPES) -> dict[int, float]:

@@ -24,7 +24,9 @@ def profile_text(name: str, figs: dict) -> str:
         "sources = [",
         f'  "gcntrain bench {figs["version"]} {mode}on {figs["host"]}: spmm_csr_dense one '
         f"thread, cold caches, on R-MAT scale {figs.get('spmm_scale', 17)} adjacencies of edge "
-        f"factors {list(figs.get('spmm_edge_factors', SPMM_EDGE_FACTORS))}, scaled by the "
+        f"factors {list(figs.get('spmm_edge_factors', SPMM_EDGE_FACTORS))}"
+        f"{' (cost per row and rate per entry solved apart)' if figs.get('spmm_row_ns') else ''}"
+        ", scaled by the "
         f'products timed inside serial epochs (SpMM x{scales[0]:.3g}, GEMM x{scales[1]:.3g})",',
         '  "gcntrain.kernels.dense GEMM (tall-skinny, k x n of 16 to 4096), quantize_blocks + '
         'dequantize_blocks",',
@@ -93,6 +95,7 @@ def profile_text(name: str, figs: dict) -> str:
         "[compute]",
         "# per core",
         f"spmm_gflops = {_table(figs['spmm'])}",
+        *([f"spmm_row_ns = {_table(figs['spmm_row_ns'])}"] if figs.get("spmm_row_ns") else []),
         f"gemm_gflops = {_table(figs['gemm'])}",
         f"quant_gelems = {figs['quant']:.4g}",
         f"other_gelems = {figs['other']:.4g}",

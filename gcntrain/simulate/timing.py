@@ -335,7 +335,12 @@ def step_timing(
 
 # -- compute ------------------------------------------------------------------------------
 def compute_seconds(
-    work: np.ndarray, quant: np.ndarray, place: Placement, stream=None, sparse_threads=None
+    work: np.ndarray,
+    quant: np.ndarray,
+    place: Placement,
+    stream=None,
+    sparse_threads=None,
+    rows=None,
 ) -> dict:
     """{kind: (P,) seconds} of one call's work ((P, 4) SpMM nonzeros, SpMM flops, dense
     flops, dense rows: `Scheme.work`), quantized elements and streamed bytes
@@ -343,13 +348,17 @@ def compute_seconds(
     rank, the ranks of a node computing at once (`Placement.shared`).  A GEMM's rate
     depends on k * n = dense flops / (2 x dense rows).  `sparse_threads`: the threads the
     call's sparse products run on where fewer than the rank's (a CSR input's product with
-    W runs in scipy, on one)."""
+    W runs in scipy, on one).  `rows`: (P,) rows the call's SpMM kernels sweep
+    (`Scheme.spmm_rows`), each at the profile's cost per row for the product's width."""
     m = place.machine
     nnz, sflops, dflops, drows = (work[:, i].astype(np.float64) for i in range(4))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
     kn = np.where(drows > 0, dflops / np.maximum(2 * drows, 1), np.inf)
     speed = place.speed("spmm", sparse_threads)
     spmm = np.where(sflops > 0, sflops / (m.spmm_rate(width) * speed), 0.0)
+    if rows is not None:
+        swept = np.asarray(rows, np.float64) * m.spmm_row_cost(width) / speed
+        spmm = spmm + np.where(sflops > 0, swept, 0.0)
     gemm = np.where(dflops > 0, dflops / (m.gemm_rate(kn) * place.speed("gemm")), 0.0)
     quant = np.asarray(quant, np.float64) / (m.quant_rate * place.speed("other"))
     out = {
@@ -383,6 +392,7 @@ def call_compute(scheme, ctx, call, place: Placement) -> dict:
         place,
         scheme.stream_bytes(ctx, call),
         1.0 if csr_input else None,
+        scheme.spmm_rows(ctx, call),
     )
 
 

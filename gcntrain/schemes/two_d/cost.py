@@ -198,6 +198,21 @@ class TwoDCost:
         unpack = received * (ENTRY_ID_BYTES // 2) + pieces * (ma + 1) * 8
         return (acc + unpack).astype(np.int64)
 
+    def spmm_rows(self, ctx, call) -> np.ndarray:
+        """A SUMMA product runs one kernel per stage with entries, each sweeping all the
+        rank's rows of its block (an upper bound, as for the accumulation: the kernel skips
+        rows without entries after reading their pointers)."""
+        if call.method not in ("aggregate", "aggregate_t"):
+            return super().spmm_rows(ctx, call)
+        lay: Layout2D = ctx.layout
+        which = "f" if call.method == "aggregate" else "t"
+        tab = self.stage_nnz(ctx, which)  # (Pr, S)
+        layer = lay.stages[4]
+        I = lay.ranks_I()
+        i, k = I // lay.pz, I % lay.pz
+        active = ((tab[i] > 0) & (layer[None, :] == k[:, None])).sum(axis=1)
+        return (active * lay.row_sizes[i]).astype(np.int64)
+
     def _whole_row_bytes(self, ctx, call) -> np.ndarray:
         """Products with W on split columns copy whole rows once (read and write): the
         gathered chunks stacked side by side (``H`` forward, ``dZ`` backward), or the
