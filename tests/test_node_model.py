@@ -145,6 +145,22 @@ def test_local_is_measured_once_per_host_and_cached(tmp_path, monkeypatch, capsy
     assert calls == [True, True]
 
 
+def test_a_busy_quick_calibration_says_so(tmp_path, monkeypatch, capsys):
+    """A quick calibration that found the machine busy (load, or MPI latency far above its
+    best) says so in a second line naming why and how to replace its figures."""
+    from gcntrain.simulate import calibrate, local
+
+    monkeypatch.setenv("GCNTRAIN_CACHE_DIR", str(tmp_path))
+    text = local_profile_text(local.host_cores())
+    monkeypatch.setattr(
+        calibrate, "calibrate", lambda *a, **k: (text, {"busy": ["load 4.20 on 2 cores"]})
+    )
+    load_machine("local")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "measuring this machine once" in err[0]
+    assert "busy" in err[1] and "load 4.20 on 2 cores" in err[1] and "gcntrain bench" in err[1]
+
+
 def test_bench_quick_writes_a_profile_with_measured_scaling(tmp_path):
     """`gcntrain bench --quick` on this machine: a profile that loads, with one-core and
     node bandwidth, thread and node scaling measured at 1 and all cores, cached as this

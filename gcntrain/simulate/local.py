@@ -121,10 +121,16 @@ def local_machine(notice=None):
             f"about 15 s; cached in {path})"
         )
         try:
-            text, _ = calibrate(LOCAL, log=lambda _line: None, quick=True)
+            text, figs = calibrate(LOCAL, log=lambda _line: None, quick=True)
         except Exception as e:  # a failed measurement is one line, not a traceback
             raise InputError(f"cannot calibrate this machine for --machine local: {e}") from None
         where = store(text)
+        busy = "; ".join((figs or {}).get("busy", []))
+        if busy:  # its figures are the busy machine's: say so once, with the way out
+            say(
+                f"this machine was busy while it was measured ({busy}): --machine local "
+                "prices with its figures; run `gcntrain bench` on an idle machine to replace them"
+            )
     return parse_machine(text, str(where or "<measured, not cached>"))
 
 
