@@ -50,7 +50,9 @@ def choose_order(f_in: int, f_out: int, order: str = "auto") -> str:
 
 
 def _dense(H: np.ndarray | sp.spmatrix) -> np.ndarray:
-    return H.toarray() if sp.issparse(H) else H
+    """H as a dense array (sparse features: scipy on the host, a resident CSR matrix on a
+    device; both have ``toarray``)."""
+    return H.toarray() if hasattr(H, "toarray") else H
 
 
 class Layer:
@@ -177,7 +179,7 @@ class GCNLayer(Layer):
             Z = ops.aggregate(ops.matmul(Hd, W, phase=mm), phase=agg)
             self._cache = {"X": Hd, "key": key}
         else:
-            A = ops.aggregate(np.ascontiguousarray(_dense(Hd)), phase=agg)
+            A = ops.aggregate(ops.compute.xp.ascontiguousarray(_dense(Hd)), phase=agg)
             Z = ops.matmul(A, W, phase=mm)
             self._cache = {"X": A, "key": key}
         if self.bias:
@@ -191,7 +193,7 @@ class GCNLayer(Layer):
         W = self.params["W"]
         X, key = self._cache["X"], self._cache["key"]
         agg, mm = ctx.at("aggregate", self.index, "bwd"), ctx.at("matmul", self.index, "bwd")
-        dZ = np.ascontiguousarray(dZ)
+        dZ = ops.compute.xp.ascontiguousarray(dZ)
         dH = None
         if self.order == "mm_first":
             dP = ops.aggregate_t(dZ, phase=agg)
@@ -201,7 +203,7 @@ class GCNLayer(Layer):
         else:
             dA, dW = ops.matmul_grads(X, W, dZ, need_input_grad=need_input_grad, phase=mm)
             if need_input_grad:
-                dHd = ops.aggregate_t(np.ascontiguousarray(dA), phase=agg)
+                dHd = ops.aggregate_t(ops.compute.xp.ascontiguousarray(dA), phase=agg)
                 dH = self._undrop(ops, dHd, key, ctx)
         grads = {"W": self._weight_grad(ops, "W", dW, ctx)}
         if self.bias:
@@ -229,7 +231,7 @@ class SAGEMeanLayer(Layer):
             Z = Z + ops.aggregate(ops.matmul(Hd, Wn, phase=mm), phase=agg)
             A = None
         else:
-            A = ops.aggregate(np.ascontiguousarray(_dense(Hd)), phase=agg)
+            A = ops.aggregate(ops.compute.xp.ascontiguousarray(_dense(Hd)), phase=agg)
             Z = Z + ops.matmul(A, Wn, phase=mm)
         if self.bias:
             Z = Z + self.params["b"]
@@ -244,7 +246,7 @@ class SAGEMeanLayer(Layer):
         Hd, A, key = self._cache["Hd"], self._cache["A"], self._cache["key"]
         agg, mm = ctx.at("aggregate", self.index, "bwd"), ctx.at("matmul", self.index, "bwd")
         need = need_input_grad
-        dZ = np.ascontiguousarray(dZ)
+        dZ = ops.compute.xp.ascontiguousarray(dZ)
         mm_self = ctx.at("matmul", self.index, "bwd", term="self")
         dHd, dWs = ops.matmul_grads(Hd, Ws, dZ, need_input_grad=need, phase=mm_self)
         if self.order == "mm_first":
@@ -252,7 +254,7 @@ class SAGEMeanLayer(Layer):
             dHn, dWn = ops.matmul_grads(Hd, Wn, dP, need_input_grad=need, phase=mm)
         else:
             dA, dWn = ops.matmul_grads(A, Wn, dZ, need_input_grad=need, phase=mm)
-            dHn = ops.aggregate_t(np.ascontiguousarray(dA), phase=agg) if need else None
+            dHn = ops.aggregate_t(ops.compute.xp.ascontiguousarray(dA), phase=agg) if need else None
         grads = {
             "W_self": self._weight_grad(ops, "W_self", dWs, ctx),
             "W_neigh": self._weight_grad(ops, "W_neigh", dWn, ctx),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcntrain.model.functional import glorot_uniform, relu, relu_backward
+from gcntrain.model.functional import glorot_uniform, relu
 from gcntrain.model.layers import TRAIN, GCNLayer, Layer, SAGEMeanLayer
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import Phase
@@ -104,7 +104,7 @@ class Network:
         dH = dlogits
         for layer in reversed(self.layers):
             if layer.index != len(self.layers) - 1:
-                dH = relu_backward(dH, self._Z[layer.index])
+                dH = ops.compute.relu_backward(dH, self._Z[layer.index])
             first = layer.index == 0
             need = not first or layer.norm or self._embedded is not None
             dH, grads[layer.index] = layer.backward(ops, dH, need_input_grad=need, ctx=ctx)
@@ -134,7 +134,11 @@ class Network:
         """Whole parameters (copies), gathered from the shards by `ops` (phase "param")."""
         return [
             {
-                k: np.array(ops.gather_param(w, layer.spec(k), phase=Phase("param", layer.index)))
+                k: np.array(
+                    ops.compute.to_host(
+                        ops.gather_param(w, layer.spec(k), phase=Phase("param", layer.index))
+                    )
+                )
                 for k, w in layer.params.items()
             }
             for layer in self.layers

@@ -24,16 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.kernels import dense
 from gcntrain.kernels.spmm import spmm_csr_dense
 from gcntrain.kernels.transpose_blocks import csr_transpose_blocked
-from gcntrain.model.functional import (
-    dropout_backward,
-    dropout_forward,
-    row_l1_norms,
-    row_normalize,
-)
-from gcntrain.model.loss import local_xent
+from gcntrain.model.compute import HOST, compute_for
+from gcntrain.model.functional import row_l1_norms, row_normalize
 from gcntrain.model.phase import Phase
 
 #: method -> category.  graph: S or S^T products; dense: products with W; reduce: sums over
@@ -101,6 +95,9 @@ class Ops:
     #: rank and size, for logging only (the model must not branch on them)
     rank: int = 0
     size: int = 1
+    #: the array-module dispatch, chosen once (`gcntrain.model.compute`): `HOST` (the Numba
+    #: kernels, NumPy) unless a scheme's setup chose a device
+    compute = HOST
 
     # -- layout ----------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -122,8 +119,9 @@ class Ops:
 
     # -- parameters ------------------------------------------------------------------------
     def shard_param(self, full: np.ndarray, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
-        """This rank's part of a parameter initialised whole (replicated: the whole)."""
-        return full
+        """This rank's part of a parameter initialised whole (replicated: the whole, on the
+        compute device)."""
+        return self.compute.param(full)
 
     def gather_param(self, local: np.ndarray, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
         """The whole parameter from the local shards."""
@@ -131,7 +129,7 @@ class Ops:
 
     def param_sum_sq(self, local: np.ndarray, spec: ParamSpec, *, phase: Phase) -> float:
         """``sum(W ** 2)`` of the whole parameter (float64), each entry counted once."""
-        return float(np.sum(np.square(local, dtype=np.float64)))
+        return self.compute.sum_sq(local)
 
     # -- features and dropout --------------------------------------------------------------
     def row_normalize(self, X, *, width: int, phase: Phase):
@@ -142,13 +140,15 @@ class Ops:
         """Inverted dropout with the mask of (seed, stream, global row, global column)."""
         if key is None or rate <= 0.0:
             return H
-        return dropout_forward(H, self.rows, key[0], key[1], rate, self.col_range(width)[0])
+        col0 = self.col_range(width)[0]
+        return self.compute.dropout_forward(H, self.rows, key[0], key[1], rate, col0)
 
     def dropout_backward(self, dH, key: DropKey, rate: float, *, width: int, phase: Phase):
         """Gradient through `dropout` (same mask, recomputed)."""
         if key is None or rate <= 0.0:
             return dH
-        return dropout_backward(dH, self.rows, key[0], key[1], rate, self.col_range(width)[0])
+        col0 = self.col_range(width)[0]
+        return self.compute.dropout_backward(dH, self.rows, key[0], key[1], rate, col0)
 
     # -- graph -----------------------------------------------------------------------------
     def aggregate(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
@@ -162,23 +162,23 @@ class Ops:
     # -- dense -----------------------------------------------------------------------------
     def matmul(self, H, W: np.ndarray, *, phase: Phase) -> np.ndarray:
         """Local block of ``H @ W`` (H dense or CSR)."""
-        return dense.matmul(H, W)
+        return self.compute.matmul(H, W)
 
     def matmul_grads(
         self, H, W: np.ndarray, dZ: np.ndarray, *, need_input_grad: bool, phase: Phase
     ) -> tuple[np.ndarray | None, np.ndarray]:
         """(dH or None, partial dW) for Z = H @ W; dW still needs `reduce_weight_grad`."""
-        dW = dense.matmul_tn(H, dZ)
-        dH = dense.matmul(dZ, W.T) if need_input_grad else None
+        dW = self.compute.matmul_tn(H, dZ)
+        dH = self.compute.matmul(dZ, W.T) if need_input_grad else None
         return dH, dW
 
     def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
         """The parameter's gradient shard from the partial `dW` of `matmul_grads`."""
-        return self._sum_params(np.ascontiguousarray(dW), phase)
+        return self._sum_params(self.compute.xp.ascontiguousarray(dW), phase)
 
     def bias_grad(self, dZ: np.ndarray, spec: ParamSpec, *, phase: Phase) -> np.ndarray:
         """Gradient shard of a bias added to Z: the sum of dZ over all nodes."""
-        return self._sum_params(np.ascontiguousarray(dZ.sum(axis=0)), phase)
+        return self._sum_params(self.compute.xp.ascontiguousarray(dZ.sum(axis=0)), phase)
 
     # -- row-wise --------------------------------------------------------------------------
     def xent(
@@ -194,7 +194,7 @@ class Ops:
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Global (loss sum, correct count) of every mask (float64, ``2 * len(masks)``), and
         d(loss sum of ``masks[grad_index]``) / d logits divided by `grad_divisor`."""
-        sums, grad = local_xent(logits, labels, masks, grad_index, grad_divisor)
+        sums, grad = self.compute.local_xent(logits, labels, masks, grad_index, grad_divisor)
         return self.node_sum(sums, phase=phase), grad
 
     def predict(self, logits: np.ndarray, *, width: int, phase: Phase) -> np.ndarray:
@@ -264,9 +264,15 @@ def _same_arrays(csr: tuple, M: sp.csr_matrix) -> bool:
 
 
 class SerialOps(Ops):
-    """Single-process Ops over one support matrix (and its explicit transpose)."""
+    """Single-process Ops over one support matrix (and its explicit transpose).
 
-    def __init__(self, support: sp.csr_matrix):
+    `backend` (None: the host) is the run's device backend (`gcntrain.device.backend`):
+    with a device one, S and S^T are made resident on the device once per dtype and the
+    products go through the backend's sparse product; everything else through
+    ``self.compute`` (`gcntrain.model.compute.compute_for`).
+    """
+
+    def __init__(self, support: sp.csr_matrix, backend=None):
         S = sp.csr_matrix(support)
         S.sort_indices()
         self.S = S
@@ -283,6 +289,9 @@ class SerialOps(Ops):
         self.n_global = S.shape[0]
         self.rows = np.arange(self.n_global, dtype=np.int64)
         self._typed: dict = {}
+        self.compute = compute_for(backend)
+        #: ``M @ X`` of a matrix of `_matrix`: the Numba kernel, or the device's product
+        self._product = self.compute.backend.spmm if self.compute.device else csr_product
 
     def _matrix(self, which: str, dtype) -> sp.csr_matrix:
         """S or S^T with values in `dtype` (cast once per dtype)."""
@@ -293,11 +302,13 @@ class SerialOps(Ops):
             M = self.S if which == "f" else self.T
             if M.dtype != dtype:  # the values cast, the structure shared
                 M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
+            if self.compute.device:  # resident on the device, built once
+                M = self.compute.backend.csr(M.indptr, M.indices, M.data, M.shape)
             self._typed[key] = M
         return self._typed[key]
 
     def aggregate(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
-        return csr_product(self._matrix("f", X.dtype), X)
+        return self._product(self._matrix("f", X.dtype), X)
 
     def aggregate_t(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:
-        return csr_product(self._matrix("t", X.dtype), X)
+        return self._product(self._matrix("t", X.dtype), X)

@@ -74,6 +74,8 @@ class Adam:
     params : list of {name: array}; updated in place by `step`.
     lr, beta1, beta2, eps : Adam hyperparameters (TF1 defaults).
     decoupled_decay : AdamW decay (0 = Adam).
+    update : the update function (default `adam_update`; on a device, the Ops' compute's
+        ``adam_update``, `gcntrain.model.compute`).
     """
 
     def __init__(
@@ -84,8 +86,10 @@ class Adam:
         beta2: float = 0.999,
         eps: float = 1e-8,
         decoupled_decay: float = 0.0,
+        update=adam_update,
     ):
         self.params = params
+        self.update = update
         self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
         self.decoupled_decay = decoupled_decay
         self.t = 0
@@ -97,7 +101,7 @@ class Adam:
         self.t += 1
         for lp, lg, lm, lv in zip(self.params, grads, self.m, self.v):
             for k, w in lp.items():
-                adam_update(
+                self.update(
                     w,
                     lg[k].astype(w.dtype, copy=False),
                     lm[k],

@@ -430,11 +430,16 @@ def fit(
     tops = TimedOps(ops)
     X = prepare_features(ops, X_local, config, f0)
     del X_local  # the raw features: freed here when the caller holds them no more
+    if ops.compute.device:  # one copy to the device; the loop then stays there
+        if checkpoint is not None or resume is not None:
+            raise NotImplementedError("checkpoints do not run on the device yet")
+        ops.compute.check(config)
+        X = ops.compute.features(X)
     net = make_network(config, f0, num_classes, ops)
     weights = net.weights()
     specs = net.specs()
     decay = config.adamw_decay if config.optimizer == "adamw" else 0.0
-    opt = Adam(weights, lr=config.lr, decoupled_decay=decay)
+    opt = Adam(weights, lr=config.lr, decoupled_decay=decay, update=ops.compute.adam_update)
     eval_masks = {k: masks[k] for k in ("val", "test")}
     # evaluation passes embed every training label (the known labels)
     lp_embed = (labels, lp_train) if config.label_prop > 0 else None
@@ -546,7 +551,9 @@ def fit(
         "train_acc": history[-1].train_acc,
         **{k if not k.startswith("train_") else "eval_" + k: v for k, v in ev.items()},
     }
-    preds = ops.predict(logits, width=num_classes, phase=final_ctx.at("predict"))
+    preds = ops.compute.to_host(
+        ops.predict(logits, width=num_classes, phase=final_ctx.at("predict"))
+    )
     return TrainResult(
         history=history,
         weights=net.full_weights(ops),

@@ -73,11 +73,14 @@ class Serial(RowScheme):
     def layout(self, numbering, meta, size, config, model=None) -> SerialLayout:
         return SerialLayout(numbering)
 
-    def setup(self, world, layout, local, kind: str) -> SerialOps:
+    def setup(self, world, layout, local, kind: str, backend=None) -> SerialOps:
+        """The Ops over the whole support; `backend` (None: the host) is the run's device
+        backend (`gcntrain.device.backend`), chosen once: on a device, S is made resident
+        there and the training loop computes there (`gcntrain.model.compute`)."""
         with setup_phases.phase("normalise"):
             S = support_of(local, kind)
         with setup_phases.phase("transpose"):
-            ops = SerialOps(S)  # S^T by one counting-sort pass, in S's dtype
+            ops = SerialOps(S, backend)  # S^T by one counting-sort pass, in S's dtype
         ops.rows = np.asarray(local.orig_ids, dtype=np.int64)
         return ops
 
