@@ -85,12 +85,24 @@ def test_device_verdicts():
         choice.resolve_device("gpu", broken)
     c = choice.resolve_device("auto", none)
     assert c.kind == "cpu" and c.note.endswith("training on the CPU") and "\n" not in c.note
-    # a GPU, but the training loop is not ported yet: said, never pretended
-    with pytest.raises(InputError, match="does not run on a GPU yet"):
-        choice.resolve_device("gpu", two)
-    assert choice.resolve_device("auto", two).kind == "cpu"
-    assert choice.resolve_device("gpu", two, training_on_gpu=True) == choice.DeviceChoice("gpu")
-    assert "2 GPU" in choice.resolve_device("auto", two, training_on_gpu=True).note
+    # a GPU, but the training loop is not ported: said, never pretended
+    with pytest.raises(InputError, match="not been checked on a GPU yet"):
+        choice.resolve_device("gpu", two, training_on_gpu=False)
+    # auto stays on the CPU until the GPU path has run on a GPU, and says so
+    c = choice.resolve_device("auto", two)
+    assert c.kind == "cpu" and "never run on a GPU" in c.note
+    with pytest.raises(InputError, match="unchecked-gpu runs it unchecked"):
+        choice.resolve_device("gpu", two)  # by default: not on unchecked code
+    assert choice.resolve_device("gpu", two, training_on_gpu=True) == choice.DeviceChoice(
+        "gpu", None, 2
+    )
+    c = choice.resolve_device("auto", two, training_on_gpu=True, auto_on_gpu=True)
+    assert c.kind == "gpu" and "2 GPU" in c.note
+    # the test hook: gpu is the emulated device, nothing probed; cpu and auto unchanged
+    hook = {choice.TEST_DEVICE_VAR: "emulated"}
+    assert choice.resolve_for_run("gpu", hook) == choice.DeviceChoice("emulated")
+    assert choice.resolve_for_run("cpu", hook) == choice.DeviceChoice("cpu")
+    assert not choice.emulated_requested({choice.TEST_DEVICE_VAR: "gpu"})
     with pytest.raises(InputError):
         choice.resolve_device("tpu", two)
 
@@ -156,3 +168,15 @@ def test_info_reports_cupy_gpus_and_cuda_awareness():
     assert got["cuda_aware_mpi"] in ("yes", "no", "unknown")
     none = device_info(None, detect.probe(importer(ModuleNotFoundError("x", name="cupy"))))
     assert none["cupy"] is None and none["gpus"] == 0 and none["gpu_error"]
+
+
+def test_a_real_gpu_trains_only_under_the_unchecked_hook(monkeypatch):
+    """With a usable GPU, ``--device gpu`` is refused (the device loop has never been checked
+    on a GPU) unless ``GCNTRAIN_DEVICE=unchecked-gpu``, which the GPU check's runs set."""
+    two = detect.GpuProbe("14.2.0", 2, ("9.0", "9.0"))
+    monkeypatch.setattr(detect, "probe", lambda *a, **k: two)
+    with pytest.raises(InputError, match="not been checked on a GPU yet"):
+        choice.resolve_for_run("gpu", {})
+    hook = {choice.TEST_DEVICE_VAR: "unchecked-gpu"}
+    assert choice.resolve_for_run("gpu", hook) == choice.DeviceChoice("gpu", None, 2)
+    assert choice.resolve_for_run("auto", hook).kind == "cpu"

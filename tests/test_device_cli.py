@@ -89,5 +89,37 @@ def test_gpu_without_a_gpu_exits_2_on_every_rank(graph, tmp_path):
     assert "Traceback" not in res.stderr
 
 
+def test_gpu_under_the_test_hook_runs_on_the_emulated_device_bit_for_bit(
+    graph, capsys, monkeypatch
+):
+    """``GCNTRAIN_DEVICE=emulated`` (docs/gpu.md, a test hook): ``--device gpu`` trains
+    through the CLI on the strict host emulation; its results equal the CPU run's bit for
+    bit, and the host SpMM is never called."""
+    from gcntrain.model import ops as ops_module
+
+    assert run(["train", graph, *ARGS, "--dtype", "float32"]) == 0
+    cpu = json.loads(capsys.readouterr().out)
+    monkeypatch.setenv("GCNTRAIN_DEVICE", "emulated")
+
+    def host_kernel(*args):
+        raise AssertionError("the device run called the host SpMM")
+
+    monkeypatch.setattr(ops_module, "csr_product", host_kernel)
+    assert run(["train", graph, *ARGS, "--dtype", "float32", "--device", "gpu"]) == 0
+    cap = capsys.readouterr()
+    dev = json.loads(cap.out)
+    assert untimed(dev) == untimed(cpu)
+    assert [dev[k] for k in ("final_loss", "val_loss", "test_acc")] == [
+        cpu[k] for k in ("final_loss", "val_loss", "test_acc")
+    ]
+    # the refusals: one line each, exit 2, nothing written
+    for extra in (["--norm", "layer"], ["--label-prop", "0.5"], ["--scheme", "p2p"]):
+        assert run(["train", graph, *ARGS, "--device", "gpu", *extra]) == 2, extra
+        cap = capsys.readouterr()
+        errs = [ln for ln in cap.err.splitlines() if ln.strip()]
+        assert cap.out == "" and len(errs) == 1, (extra, errs)
+        assert errs[0].startswith("gcntrain: error: --device gpu: not on the device yet"), errs
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(run(sys.argv[1:]))

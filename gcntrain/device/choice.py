@@ -15,9 +15,20 @@ from gcntrain.errors import InputError
 #: the values of ``--device``
 DEVICES = ("cpu", "gpu", "auto")
 
-#: whether the training loop runs on device arrays yet (issue 37: not in this version; the
-#: Ops and the model are still NumPy/Numba only)
+#: whether ``--device gpu`` may train on a GPU: the serial and 1d schemes' loops run on
+#: device arrays (issue 37), written against CuPy but never run on a GPU (docs/gpu.md), so
+#: not by default: a user's allocation hours do not go to unchecked code.  The GPU check
+#: runs it with ``GCNTRAIN_DEVICE=unchecked-gpu`` (`unchecked_gpu_requested`).
 TRAINING_ON_GPU = False
+
+#: whether ``--device auto`` picks a GPU: not until the GPU path has run on one (issue 37);
+#: until then ``auto`` trains on the CPU and says why
+AUTO_ON_GPU = False
+
+#: the test hook (not a user option): ``GCNTRAIN_DEVICE=emulated`` makes ``--device gpu``
+#: train on the host emulation of a device (`gcntrain.device.emulated`, strict), so that the
+#: device path runs end to end through the CLI on a machine without a GPU
+TEST_DEVICE_VAR = "GCNTRAIN_DEVICE"
 
 #: launcher variables holding a rank's index among the ranks of its node, in the order read
 #: (MPICH Hydra, Open MPI, Slurm, Cray PALS)
@@ -36,9 +47,41 @@ class DeviceChoice:
 
     kind: str
     note: str | None = None
+    #: GPUs on the node (``kind == "gpu"``), to choose a rank's
+    devices: int = 0
 
 
-def resolve_device(requested: str, probe, training_on_gpu: bool = TRAINING_ON_GPU):
+def emulated_requested(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the test hook `TEST_DEVICE_VAR` asks for the emulated device."""
+    return env.get(TEST_DEVICE_VAR, "").strip() == "emulated"
+
+
+def unchecked_gpu_requested(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether `TEST_DEVICE_VAR` lets ``--device gpu`` train on a real GPU before the GPU
+    check has passed (``unchecked-gpu``: the check's own runs)."""
+    return env.get(TEST_DEVICE_VAR, "").strip() == "unchecked-gpu"
+
+
+def resolve_for_run(requested: str, env: Mapping[str, str] = os.environ) -> DeviceChoice:
+    """`resolve_device` of this process: ``cpu`` probes nothing; ``gpu`` under the test hook
+    (`TEST_DEVICE_VAR`) is ``DeviceChoice("emulated")``; otherwise CuPy is probed (and a
+    GPU trains only under ``unchecked-gpu``)."""
+    if requested == "gpu" and emulated_requested(env):
+        return DeviceChoice("emulated")
+    if requested == "cpu":
+        return resolve_device(requested, None)
+    from gcntrain.device import detect
+
+    allowed = TRAINING_ON_GPU or unchecked_gpu_requested(env)
+    return resolve_device(requested, detect.probe(), training_on_gpu=allowed)
+
+
+def resolve_device(
+    requested: str,
+    probe,
+    training_on_gpu: bool = TRAINING_ON_GPU,
+    auto_on_gpu: bool = AUTO_ON_GPU,
+):
     """The `DeviceChoice` of ``--device requested`` given what `probe` found.
 
     Parameters
@@ -46,6 +89,7 @@ def resolve_device(requested: str, probe, training_on_gpu: bool = TRAINING_ON_GP
     requested : ``"cpu"``, ``"gpu"`` or ``"auto"``.
     probe : a `gcntrain.device.detect.GpuProbe` (or None for ``cpu``: not probed).
     training_on_gpu : whether the training loop can run on a GPU (`TRAINING_ON_GPU`).
+    auto_on_gpu : whether ``auto`` may choose a usable GPU (`AUTO_ON_GPU`).
 
     Returns
     -------
@@ -66,16 +110,19 @@ def resolve_device(requested: str, probe, training_on_gpu: bool = TRAINING_ON_GP
             hint = "" if probe.cupy_found else " (pip install 'gcntrain[gpu]')"
             raise InputError(f"--device gpu: {probe.error}{hint}")
         return DeviceChoice("cpu", f"--device auto: {probe.error}; training on the CPU")
-    if not training_on_gpu:
-        why = "the training loop does not run on a GPU yet (issue 37)"
-        if requested == "gpu":
-            raise InputError(f"--device gpu: {probe.devices} GPU(s) found, but {why}")
+    if requested == "gpu" and not training_on_gpu:
+        why = (
+            "the device training loop has not been checked on a GPU yet (issue 37; "
+            f"{TEST_DEVICE_VAR}=unchecked-gpu runs it unchecked)"
+        )
+        raise InputError(f"--device gpu: {probe.devices} GPU(s) found, but {why}")
+    if requested == "auto" and not (training_on_gpu and auto_on_gpu):
+        why = "the GPU training loop has never run on a GPU (issue 37)"
         return DeviceChoice(
             "cpu", f"--device auto: {probe.devices} GPU(s) found, but {why}; training on the CPU"
         )
-    return DeviceChoice(
-        "gpu", None if requested == "gpu" else f"--device auto: training on {probe.devices} GPU(s)"
-    )
+    note = None if requested == "gpu" else f"--device auto: training on {probe.devices} GPU(s)"
+    return DeviceChoice("gpu", note, int(probe.devices))
 
 
 def gpu_for_rank(local_rank: int, local_ranks: int, devices: int) -> int:

@@ -51,6 +51,18 @@ class Backend:
     def synchronize(self) -> None:
         """Wait for the device's queued work (copies before MPI reads a host buffer)."""
 
+    def staged(self, comm):
+        """`comm` (a counted communicator) made to accept this backend's arrays: a
+        `gcntrain.device.staging.StagedComm` through pinned host buffers (the host backend:
+        `comm` itself).  Device buffers are always staged for now: the counted `Comm`
+        coerces its buffers to NumPy, so a CUDA-aware library cannot be handed them yet
+        (docs/gpu.md)."""
+        if self.name == "cpu":
+            return comm
+        from gcntrain.device.staging import StagedComm
+
+        return StagedComm(comm, self, direct=False)
+
 
 class DeviceArray(np.ndarray):
     """An emulated device array: an ndarray subclass, so that a test can tell device from

@@ -217,6 +217,7 @@ def train_with(
     max_memory: float | None = None,
     on_start=None,
     before: dict | None = None,
+    backend=None,
 ) -> Run:
     """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
     `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
@@ -226,7 +227,9 @@ def train_with(
     The setup is timed by phase (`gcntrain.data.setup_phases`) into ``Run.setup_phases``;
     `before` holds phases the caller timed before this call (the content hash check of
     `verify_source`), counted in the setup's phases and seconds.  `on_start`, when given,
-    is called with {"setup_seconds", "setup_phases"} (this rank's) before the first epoch."""
+    is called with {"setup_seconds", "setup_phases"} (this rank's) before the first epoch.
+    `backend` (None: the host) is this rank's device backend (`gcntrain.job.device_run`),
+    handed to the scheme's setup."""
     from gcntrain.job import checkpoint as ck
     from gcntrain.model.trainer import fit
 
@@ -240,7 +243,8 @@ def train_with(
         with setup_phases.phase("ops"):
             kind = support_kind(config.model, config.aggregator)
             local.values_dtype = np.dtype(config.dtype).name
-            ops = scheme.setup(world, layout, local, kind)
+            on = {} if backend is None else {"backend": backend}
+            ops = scheme.setup(world, layout, local, kind, **on)
     finally:
         phases = setup_phases.stop()
     # the Ops keep what they need of the loaded rows; the raw adjacency is not held on
@@ -382,17 +386,23 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
         job = (outputs.out_dir, outputs.per_rank, spec.machine, spec.source, spec.partition)
         agree(world, lambda: check_job(*job) if world.rank == 0 else None, False)
         checks = int(outputs.out_dir is not None)
+    chosen = None
     if spec.device != "cpu":  # --device gpu|auto: one verdict on every rank (docs/gpu.md)
-        from gcntrain.device import choice, detect
+        from gcntrain.job import device_run
 
-        chosen = agree(world, lambda: choice.resolve_device(spec.device, detect.probe()))
+        chosen = device_run.resolve(world, spec.device)
         if chosen.note and notice is not None and world.rank == 0:
             notice(chosen.note)
+        device_run.check_supported(chosen, None, spec.config, outputs.checkpoint, outputs.resume)
     t_verify = time.perf_counter()
     verify_source(world, spec.source)  # before the auto search: it plans a checked file
     verified = {"verify": time.perf_counter() - t_verify} if world.size > 1 else {}
     job = resolve(spec, size, world, per_node, notice, DEFAULT_MACHINE)
     spec, sch = job.spec, job.scheme
+    backend = None  # the host; a device backend, made once per rank, with --device gpu
+    if chosen is not None and chosen.kind != "cpu":
+        device_run.check_supported(chosen, sch, spec.config)
+        backend = device_run.backend_for(world, chosen, per_node)
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
     preempt = None
     if outputs.checkpoint is not None:
@@ -418,6 +428,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
             max_memory=spec.max_memory,
             on_start=None if on_start is None else (lambda s: on_start({**node, **s})),
             before=verified,
+            backend=backend,
         )
     finally:
         if preempt is not None:

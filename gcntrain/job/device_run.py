@@ -1,0 +1,68 @@
+"""The device of a training run (``train --device``, docs/gpu.md): the verdict, what the
+device path does not cover, and each rank's backend, chosen once before loading.
+
+`gcntrain.job.runner` calls these; with ``--device cpu`` none of them runs and
+`gcntrain.device` is not imported.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from gcntrain.comm.agree import agree
+from gcntrain.errors import InputError
+
+
+def resolve(world, requested: str):
+    """One `gcntrain.device.choice.DeviceChoice` on every rank (`resolve_for_run`; an
+    `InputError` on any rank is one line and exit 2 on every rank)."""
+    from gcntrain.device import choice
+
+    return agree(world, lambda: choice.resolve_for_run(requested))
+
+
+def runs_on_device(scheme) -> bool:
+    """Whether `scheme`'s setup takes a device backend (``setup(..., backend=)``)."""
+    return "backend" in inspect.signature(scheme.setup).parameters
+
+
+def check_supported(chosen, scheme, config, checkpoint=None, resume=None) -> None:
+    """Refuse, before loading, what a run on the device of `chosen` cannot do: a scheme
+    whose Ops are not ported (`scheme` None: not checked), LayerNorm, label propagation,
+    checkpoints and resume (`InputError`; the same on every rank, so no agreement is
+    needed)."""
+    if chosen.kind == "cpu":
+        return
+    what = []
+    if scheme is not None and not runs_on_device(scheme):
+        what.append(f"--scheme {scheme.name}")
+    if config.norm != "none":
+        what.append(f"--norm {config.norm}")
+    if config.label_prop > 0:
+        what.append("--label-prop")
+    if checkpoint is not None:
+        what.append("--checkpoint")
+    if resume is not None:
+        what.append("--resume")
+    if what:
+        raise InputError(
+            f"--device gpu: not on the device yet (issue 37): {', '.join(what)}; use --device cpu"
+        )
+
+
+def backend_for(world, chosen, per_node: int):
+    """This rank's backend (None on the CPU), made once under one agreement: the
+    node-local rank's GPU (`gcntrain.device.choice.gpu_for_rank`), or the strict host
+    emulation under the test hook."""
+    if chosen.kind == "cpu":
+        return None
+    from gcntrain.device import choice
+    from gcntrain.device.backend import EmulatedBackend, select_backend
+
+    def make():
+        if chosen.kind == "emulated":
+            return EmulatedBackend(strict=True)
+        mine = choice.local_rank(world.rank, per_node)
+        return select_backend("gpu", choice.gpu_for_rank(mine, per_node, chosen.devices))
+
+    return agree(world, make)
