@@ -26,16 +26,23 @@ def runs_on_device(scheme) -> bool:
     return "backend" in inspect.signature(scheme.setup).parameters
 
 
-def check_supported(chosen, scheme, config, checkpoint=None, resume=None) -> None:
+def check_supported(
+    chosen, scheme, config, checkpoint=None, resume=None, options=None, size: int = 1
+) -> None:
     """Refuse, before loading, what a run on the device of `chosen` cannot do: a scheme
-    whose Ops are not ported (`scheme` None: not checked), LayerNorm, label propagation,
-    checkpoints and resume (`InputError`; the same on every rank, so no agreement is
-    needed)."""
+    whose Ops are not ported (`scheme` None: not checked), a scheme option value its device
+    Ops do not cover (with `options`, the scheme's option values on `size` ranks: what its
+    ``device_unsupported(config)`` names), LayerNorm, label propagation, checkpoints and
+    resume (`InputError`; the same on every rank, so no agreement is needed)."""
     if chosen.kind == "cpu":
         return
     what = []
     if scheme is not None and not runs_on_device(scheme):
         what.append(f"--scheme {scheme.name}")
+    elif scheme is not None and options is not None:
+        limits = getattr(scheme, "device_unsupported", None)
+        if limits is not None:
+            what += limits(scheme.configure(size, dict(options)))
     if config.norm != "none":
         what.append(f"--norm {config.norm}")
     if config.label_prop > 0:

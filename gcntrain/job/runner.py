@@ -401,7 +401,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     spec, sch = job.spec, job.scheme
     backend = None  # the host; a device backend, made once per rank, with --device gpu
     if chosen is not None and chosen.kind != "cpu":
-        device_run.check_supported(chosen, sch, spec.config)
+        device_run.check_supported(chosen, sch, spec.config, options=spec.options, size=size)
         backend = device_run.backend_for(world, chosen, per_node)
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
     preempt = None

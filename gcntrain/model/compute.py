@@ -182,6 +182,21 @@ class ArrayCompute:
     def matmul_tn(self, A, B):
         return self.backend.gemm_tn(A, B)
 
+    # -- rows -----------------------------------------------------------------------------
+    def gather_rows(self, X, idx):
+        """The rows `idx` (a device index array) of `X`, in that order (a new array)."""
+        return X[idx]
+
+    def scatter_add_rows(self, src, idx, out) -> None:
+        """``out[idx[k]] += src[k]`` for every k, in place: in order of k as the Numba kernel
+        (`gcntrain.kernels.rows.scatter_add_rows`) on the emulation; CuPy's ``add.at``
+        adds repeated rows by atomics, in no fixed order."""
+        self.xp.add.at(out, idx, src)
+
+    def scatter_rows(self, src, idx, out) -> None:
+        """``out[idx] = src`` in place (`idx` without repeats)."""
+        out[idx] = src
+
     # -- loss -----------------------------------------------------------------------------
     def local_xent(self, logits, labels, masks, grad_index, grad_divisor):
         """`gcntrain.model.loss.local_xent` on the device, operation for operation as its

@@ -18,6 +18,8 @@ from gcntrain.comm import volume as V
 from gcntrain.comm.exchange import Allreduce, BcastStages, Groups
 from gcntrain.comm.grid import check_grid, grid_2d
 from gcntrain.errors import InputError
+from gcntrain.model.compute import compute_for
+from gcntrain.model.phase import phase_key
 from gcntrain.schemes.base import (
     BlockBroadcasts,
     BroadcastRowScheme,
@@ -27,6 +29,7 @@ from gcntrain.schemes.base import (
     broadcasts_ahead,
     row_setup,
 )
+from gcntrain.schemes.device_rows import DeviceBlockProducts, DeviceSums
 from gcntrain.schemes.entries import entry_pair_counts
 from gcntrain.schemes.protocol import REORDER_OPTION, SchemeOption
 
@@ -119,6 +122,46 @@ class OneFiveDOps(RowOps):
         return self.grid.row.allreduce(partial, phase)
 
 
+class OneFiveDDeviceOps(DeviceSums, RowOps):
+    """The 1.5D scheme on a device (docs/gpu.md): every array of the loop stays on the
+    device.  The column broadcasts of a product go into one device operand and one device
+    SpMM (`DeviceBlockProducts`), the partial sums are Allreduced along the process row,
+    and the sums over nodes and parameters over the process column, all through the
+    backend's staged communicators (`backend.staged`: the counters see a host run's
+    messages, so measured bytes equal the plan).  Parameters as `OneFiveDOps`, plus the
+    run's device `backend`."""
+
+    def __init__(self, world, grid, layout: RowLayout, fwd, bwd, rows, backend):
+        super().__init__(
+            backend.staged(world), backend.staged(grid.col), rows, int(layout.offsets[-1])
+        )
+        self.compute = compute_for(backend)
+        self.backend = backend
+        self.grid = grid
+        self.layout = layout
+        self.row = backend.staged(grid.row)
+        self.products = DeviceBlockProducts(
+            self.reduce_comm,
+            broadcast_stages(layout, 1),
+            grid.j,
+            grid.i,
+            TypedBlocks(layout.offsets, fwd, bwd),
+            layout.sizes,
+            backend,
+            self.compute.xp,
+        )
+
+    def _product(self, which: str, X, phase: str):
+        partial = self.products.product(which, X, phase)
+        return self.row.allreduce(partial, phase)
+
+    def aggregate(self, X, *, phase):
+        return self._product("f", self.compute.xp.ascontiguousarray(X), phase_key(phase))
+
+    def aggregate_t(self, X, *, phase):
+        return self._product("t", self.compute.xp.ascontiguousarray(X), phase_key(phase))
+
+
 class OneFiveD(BroadcastRowScheme):
     name = "1.5d"
     summary = "CAGNET 1.5D: block rows replicated c times on a (P/c) x c grid (Algorithm 2)"
@@ -147,10 +190,14 @@ class OneFiveD(BroadcastRowScheme):
     def layout(self, numbering, meta, size, config, model=None) -> RowLayout:
         return RowLayout(numbering, config.replication)
 
-    def setup(self, world, layout: RowLayout, local, kind: str) -> OneFiveDOps:
+    def setup(self, world, layout: RowLayout, local, kind: str, backend=None):
+        """The row setup, then `OneFiveDOps` on the host (`backend` None or the host's) or
+        `OneFiveDDeviceOps` on the device of `backend` (`gcntrain.device.backend`)."""
         grid = grid_2d(world, layout.blocks, layout.c)
         fwd, bwd = row_setup(world, grid.col, layout, local, kind)
-        return OneFiveDOps(world, grid, layout, fwd, bwd, local.orig_ids)
+        if backend is None or getattr(backend, "name", "cpu") == "cpu":
+            return OneFiveDOps(world, grid, layout, fwd, bwd, local.orig_ids)
+        return OneFiveDDeviceOps(world, grid, layout, fwd, bwd, local.orig_ids, backend)
 
     def broadcast_stages(self, layout: RowLayout) -> BcastStages:
         return broadcast_stages(layout, 1)

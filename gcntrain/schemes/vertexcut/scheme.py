@@ -17,6 +17,7 @@ from gcntrain.schemes.base import (
     spmm_work,
 )
 from gcntrain.schemes.protocol import OVERLAP_EPOCHS, SchemeOption
+from gcntrain.schemes.vertexcut.device import VertexCutDeviceOps
 from gcntrain.schemes.vertexcut.layout import CutLayout, cut_numbering
 from gcntrain.schemes.vertexcut.ops import VertexCutOps
 from gcntrain.schemes.vertexcut.trees import _reorder, local_support
@@ -101,11 +102,20 @@ class VertexCut(RowScheme):
     def layout(self, numbering, meta, size, config, model=None) -> CutLayout:
         return CutLayout(numbering, int(size), config.delay)
 
-    def setup(self, world, layout: CutLayout, local, kind: str):
+    def setup(self, world, layout: CutLayout, local, kind: str, backend=None):
+        """The local support and the trees, then `VertexCutOps` on the host (`backend` None
+        or the host's) or `VertexCutDeviceOps` (cd-0 only) on the device of `backend`."""
         layout.keep_offsets()
         ids, k, S, trees, order = local_support(world, layout, local, kind)
         _reorder(local, order, ids)
-        return VertexCutOps(world, layout, k, S, trees, local.orig_ids)
+        if backend is None or getattr(backend, "name", "cpu") == "cpu":
+            return VertexCutOps(world, layout, k, S, trees, local.orig_ids)
+        return VertexCutDeviceOps(world, layout, k, S, trees, local.orig_ids, backend)
+
+    def device_unsupported(self, config) -> list[str]:
+        """What of `config` does not run on a device (`gcntrain.job.device_run`): the
+        delayed and local-only modes (``--delay R|none``; cd-0 does)."""
+        return [] if config.delay == 0 else [f"--delay {show_delay(config.delay)}"]
 
     # -- exchange description ------------------------------------------------------------
     def overlaps(self, ctx, call) -> str:

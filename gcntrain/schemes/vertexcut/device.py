@@ -1,0 +1,87 @@
+"""One rank of the vertex cut on a device (issue 37, docs/gpu.md): `VertexCutDeviceOps`,
+cd-0 only.
+
+The local support S and S^T are made resident once per dtype; a product is one device
+SpMM, and the split vertices' tree synchronisation (`tree_sync`'s steps: the leaves' rows
+gathered and sent to their roots, added there, the roots' rows sent back and written at the
+leaves) runs on device arrays with its two Alltoallv through the backend's staged
+communicator (`backend.staged`: the counters see a host run's messages, so measured bytes
+equal the plan).  The tree's row indices are copied to the device once.  cd-R and 0c
+(``--delay R|none``) are not ported: their setup on a device raises.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+import numpy as np
+
+from gcntrain.model.compute import compute_for
+from gcntrain.model.phase import Phase, phase_key
+from gcntrain.schemes.base import as_dtype
+from gcntrain.schemes.device_rows import DeviceSums
+from gcntrain.schemes.vertexcut.layout import CutLayout
+from gcntrain.schemes.vertexcut.ops import VertexCutOps
+
+
+class VertexCutDeviceOps(DeviceSums, VertexCutOps):
+    """`VertexCutOps` (cd-0) whose arrays stay on the device of `backend` (module
+    docstring).  Parameters as `VertexCutOps`, plus the run's device `backend`."""
+
+    def __init__(self, world, layout: CutLayout, k: int, S, trees, orig_ids, backend):
+        if layout.delay != 0:
+            raise NotImplementedError(
+                "the vertex cut runs on the device with --delay 0 only (issue 37)"
+            )
+        super().__init__(backend.staged(world), layout, k, S, trees, orig_ids)
+        self.backend = backend
+        self.compute = compute_for(backend)
+        leaf_idx, self._leaf_counts, root_idx, self._root_counts = trees.full()
+        self._leaf = backend.to_device(np.ascontiguousarray(leaf_idx, dtype=np.int64))
+        self._root = backend.to_device(np.ascontiguousarray(root_idx, dtype=np.int64))
+        self._resident: dict = {}
+
+    def _matrix(self, which: str, dtype):
+        """S ("f") or S^T ("t") in `dtype`, resident on the device (once)."""
+        key = (which, np.dtype(dtype).str)
+        if key not in self._resident:
+            M = as_dtype([self._S if which == "f" else self._T], dtype)[0]
+            self._resident[key] = self.backend.csr(M.indptr, M.indices, M.data, M.shape)
+        return self._resident[key]
+
+    def _sync(self, X, phase: Phase) -> None:
+        """Exact tree synchronisation of the device rows of X in place (`tree_sync`'s steps,
+        timed the same way; the clock does not wait for the device)."""
+        c, key = self.compute, phase_key(phase)
+        t = perf_counter()
+        buf = c.gather_rows(X, self._leaf)
+        self._timed("t_remote_pre", t, phase)
+        t = perf_counter()
+        got = self.world.alltoallv(buf, self._leaf_counts, self._root_counts, key)
+        self._timed("t_remote_comm", t, phase)
+        t = perf_counter()
+        c.scatter_add_rows(got, self._root, X)
+        buf = c.gather_rows(X, self._root)
+        self._timed("t_remote_post", t, phase)
+        t = perf_counter()
+        got = self.world.alltoallv(buf, self._root_counts, self._leaf_counts, key)
+        self._timed("t_remote_comm", t, phase)
+        t = perf_counter()
+        c.scatter_rows(got, self._leaf, X)
+        self._timed("t_remote_post", t, phase)
+
+    def aggregate(self, X, *, phase):
+        X = self.compute.xp.ascontiguousarray(X)
+        t = perf_counter()
+        out = self.backend.spmm(self._matrix("f", X.dtype), X)
+        self._timed("t_local_agg", t, phase)
+        self._remote(out, phase, "fwd")
+        return out
+
+    def aggregate_t(self, X, *, phase):
+        Y = X.copy(order="C")
+        self._remote(Y, phase, "bwd")
+        t = perf_counter()
+        out = self.backend.spmm(self._matrix("t", Y.dtype), Y)
+        self._timed("t_local_agg", t, phase)
+        return out

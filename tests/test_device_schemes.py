@@ -1,0 +1,206 @@
+"""The distributed schemes ported to the device after 1d (issue 37: 1.5d, the vertex cut
+cd-0) on the host-emulated device, at np 2 and 3: the results equal the CPU run's bit for
+bit, measured bytes equal the plan (and the CPU run's tally), and between epochs nothing
+moves between host and device but the staged messages (copies made inside
+`gcntrain.device.staging.StagedComm`) and the scalars the loop reports.
+
+Run as a script under ``mpiexec -n P`` with a JSON list of cases
+``[[scheme, options, partition], ...]`` it is the worker of the MPI test below.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the StagedComm calls a copy is made inside of (staged messages)
+STAGED_CALLS = (
+    "bcast",
+    "allreduce",
+    "allgatherv",
+    "gatherv",
+    "alltoallv",
+    "reduce_scatterv",
+    "route",
+    "ialltoallv",
+    "wait",
+    "isend",
+    "irecv",
+    "ibcast_flat",
+    "waitall",
+    "waitany",
+)
+
+#: per rank count, the cases one launch runs: (scheme, options, partition)
+CASES = {
+    2: [("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
+    3: [("1.5d", {"replication": 1}, None), ("1.5d", {"replication": 3}, None)]
+    + [("vertexcut", {}, "libra")],
+}
+
+
+def tag_staging(backend) -> list:
+    """Mark every copy `backend` makes: each transfer becomes (direction, shape, staged),
+    staged when made inside a `StagedComm` call; returns the list the marks go to."""
+    from gcntrain.device import staging
+
+    depth = [0]
+    marks: list = []
+    for name in STAGED_CALLS:
+        plain = getattr(staging.StagedComm, name)
+
+        def wrapped(self, *a, _plain=plain, **k):
+            depth[0] += 1
+            try:
+                return _plain(self, *a, **k)
+            finally:
+                depth[0] -= 1
+
+        setattr(staging.StagedComm, name, wrapped)
+    for name in ("to_host", "to_device"):
+        plain = getattr(backend, name)
+
+        def copy(*a, _plain=plain, _name=name, **k):
+            marks.append((_name, tuple(np.shape(a[0])), depth[0] > 0))
+            return _plain(*a, **k)
+
+        setattr(backend, name, copy)
+    return marks
+
+
+def check_case(world, W, g, cfg, scheme: str, opts: dict, part) -> tuple[list[str], int]:
+    """(problems, staged copies) of one scheme: the CPU run, then the emulated device run."""
+    from gcntrain.device.emulated import EmulatedBackend
+    from gcntrain.job.runner import train_with
+    from gcntrain.schemes.registry import SCHEMES
+
+    problems: list[str] = []
+    cpu = W.run_scheme(world, g, scheme, opts, part, cfg)
+    backend = EmulatedBackend(strict=True)
+    marks = tag_staging(backend)
+    ends: list[int] = []
+    world.tally = W.Tally()
+    dev = train_with(
+        world,
+        SCHEMES[scheme],
+        W.source_of(g),
+        cfg,
+        opts,
+        part,
+        callback=lambda rec: ends.append(len(marks)),
+        backend=backend,
+    )
+    if not type(dev.ops).__name__.endswith("DeviceOps"):
+        problems.append(f"{type(dev.ops).__name__} is not a device Ops")
+    # (1) bit for bit
+    for a, b in zip(cpu.result.weights, dev.result.weights):
+        for k in a:
+            if type(b[k]) is not np.ndarray or not np.array_equal(a[k], b[k]):
+                problems.append(f"weights {k} differ")
+    for key in ("loss", "train_acc", "val_loss", "val_acc", "test_acc"):
+        if [getattr(r, key) for r in cpu.result.history] != [
+            getattr(r, key) for r in dev.result.history
+        ]:
+            problems.append(f"{key} differs")
+    if not np.array_equal(cpu.result.predictions, dev.result.predictions):
+        problems.append("predictions differ")
+    # (2) measured = planned, and = the CPU run's tally
+    problems += W.plan_diffs(dev, g, cfg, scheme, opts, part, world.rank)
+    m_dev, m_cpu = dev.phases().phases, cpu.phases().phases
+    if sorted(m_dev) != sorted(m_cpu) or any(not np.array_equal(m_dev[k], m_cpu[k]) for k in m_dev):
+        problems.append("device tally differs from the CPU tally")
+    # (3) between epochs: outside staging, only the reported scalars leave the device
+    want = 2 + 2  # xent sums (train; val and test) and one weight-decay sum each
+    staged = 0
+    for e, (a, b) in enumerate(zip(ends[:-1], ends[1:]), start=2):
+        outside = [m for m in marks[a:b] if not m[2]]
+        staged += len(marks[a:b]) - len(outside)
+        if any(m[0] == "to_device" for m in outside):
+            problems.append(f"epoch {e}: copies to the device outside staging")
+        big = [m for m in outside if int(np.prod(m[1])) > 4]
+        if big or len(outside) != want:
+            problems.append(f"epoch {e}: host copies {outside}")
+    return [f"{scheme} {opts}: {p}" for p in problems], staged
+
+
+def worker(cases: list) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "mpi"))
+    import worker as W  # tests/mpi/worker.py
+
+    from gcntrain.comm.communicator import Comm
+    from gcntrain.comm.mpi import load_mpi
+    from gcntrain.model.trainer import TrainConfig
+
+    MPI = load_mpi()
+    world = Comm(MPI.COMM_WORLD)
+    g = W.rmat_odd(8, keep=251, edge_factor=6, seed=5, num_features=20, num_classes=4)
+    cfg = TrainConfig(epochs=4, seed=3, hidden=[16], early_stopping=0)
+    problems: list[str] = []
+    staged = []
+    for scheme, opts, part in cases:
+        got, n = check_case(world, W, g, cfg, scheme, opts, part)
+        problems += got
+        staged.append(n)
+    bad = world.allreduce(np.array([len(problems)], np.int64), "test", op="max")
+    least = world.allreduce(np.array(staged, np.int64), "test", op="max")
+    if world.rank == 0:
+        out = {"ok": int(bad[0]) == 0, "problems": problems[:6], "staged": least.tolist()}
+        print(json.dumps(out))
+
+
+def test_through_the_cli_the_ported_schemes_run_and_the_rest_is_refused(
+    tmp_path, capsys, monkeypatch
+):
+    """Serially, under the test hook: 1.5d and the vertex cut cd-0 train on the emulated
+    device through the CLI with the CPU run's results; the vertex cut's delayed and
+    local-only modes are one line, exit 2, before anything is written."""
+    from gcntrain.cli.main import run
+    from gcntrain.data.generate import rmat
+    from gcntrain.data.store import write_graph
+
+    graph = str(tmp_path / "g.h5")
+    write_graph(graph, rmat(7, edge_factor=4, seed=2, num_features=8, num_classes=3))
+    args = ["train", graph, "--epochs", "2", "--seed", "3", "--json"]
+    monkeypatch.setenv("GCNTRAIN_DEVICE", "emulated")
+    keys = ("final_loss", "train_acc", "val_loss", "val_acc", "test_acc", "scheme")
+    for scheme in (["--scheme", "1.5d"], ["--scheme", "vertexcut", "--delay", "0"]):
+        got = []
+        for device in ("cpu", "gpu"):
+            assert run([*args, *scheme, "--device", device]) == 0, (scheme, device)
+            summary = json.loads(capsys.readouterr().out)
+            got.append([summary[k] for k in keys])
+        assert got[0] == got[1], scheme
+    for delay in ("2", "none"):
+        out = tmp_path / f"run-{delay}"
+        extra = ["--scheme", "vertexcut", "--delay", delay, "-o", str(out)]
+        assert run([*args, "--epochs", "4", *extra, "--device", "gpu"]) == 2, delay
+        cap = capsys.readouterr()
+        errs = [ln for ln in cap.err.splitlines() if ln.strip()]
+        assert cap.out == "" and len(errs) == 1, errs
+        assert errs[0].startswith("gcntrain: error: --device gpu: not on the device yet"), errs
+        assert f"--delay {delay}" in errs[0] and not out.exists()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", sorted(CASES))
+def test_schemes_on_the_emulated_device_equal_the_cpu_run_and_their_plan(ranks):
+    from tests.mpi.launch import run_mpi
+
+    cases = json.dumps(CASES[ranks])
+    res = run_mpi(ranks, [sys.executable, str(Path(__file__).resolve()), cases], timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("{")][-1]
+    got = json.loads(line)
+    assert got["ok"], got
+    # every case's messages went through the staging (on some rank)
+    assert len(got["staged"]) == len(CASES[ranks]) and min(got["staged"]) > 0, got
+
+
+if __name__ == "__main__":  # pragma: no cover
+    worker(json.loads(sys.argv[1]))
