@@ -1,5 +1,5 @@
-"""The distributed schemes ported to the device after 1d (issue 37: 1.5d, the vertex cut
-cd-0) on the host-emulated device, at np 2 and 3: the results equal the CPU run's bit for
+"""The distributed schemes ported to the device (issue 37: 1d, 1.5d, the vertex cut cd-0)
+on the host-emulated device, at np 2 and 3: the results equal the CPU run's bit for
 bit, measured bytes equal the plan (and the CPU run's tally), and between epochs nothing
 moves between host and device but the staged messages (copies made inside
 `gcntrain.device.staging.StagedComm`) and the scalars the loop reports.
@@ -39,8 +39,8 @@ STAGED_CALLS = (
 
 #: per rank count, the cases one launch runs: (scheme, options, partition)
 CASES = {
-    2: [("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
-    3: [("1.5d", {"replication": 1}, None), ("1.5d", {"replication": 3}, None)]
+    2: [("1d", {}, None), ("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
+    3: [("1d", {}, None), ("1.5d", {"replication": 1}, None), ("1.5d", {"replication": 3}, None)]
     + [("vertexcut", {}, "libra")],
 }
 

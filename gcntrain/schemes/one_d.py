@@ -26,6 +26,7 @@ from gcntrain.schemes.base import (
     broadcasts_ahead,
     row_setup,
 )
+from gcntrain.schemes.device_rows import DeviceBlockProducts, DeviceSums
 
 
 def broadcast_stages(layout: RowLayout, unit_bytes: int) -> BcastStages:
@@ -68,20 +69,12 @@ class OneDOps(RowOps):
         return self.broadcasts.product(which, X, phase)
 
 
-class OneDDeviceOps(RowOps):
+class OneDDeviceOps(DeviceSums, RowOps):
     """The 1D scheme on a device (docs/gpu.md): every array of the loop stays on the device;
-    the block broadcasts and the sums go through the backend's staged communicator
-    (`backend.staged`: pinned host buffers around the counted one, so the counters see a
-    host run's messages and measured bytes equal the plan).
-
-    A product receives the group's blocks, in stage order, into one kept device operand
-    (this rank's own block copied into its slice on the device) by the in-turn broadcasts
-    of `BcastStages.run`, then multiplies the blocks joined in stage order, made resident
-    once per dtype, in one device SpMM: the sums of the CPU path's stages in their order.
-    The operand holds every live block at once (the rows of the whole graph at the
-    product's width: memory for one pass; the CPU path keeps at most `BCAST_DEPTH`
-    blocks).  No node windows on the device.
-    """
+    the block broadcasts (`DeviceBlockProducts` over the world, one group) and the sums
+    (`DeviceSums`) go through the backend's staged communicator (`backend.staged`: pinned
+    host buffers around the counted one, so the counters see a host run's messages and
+    measured bytes equal the plan).  No node windows on the device."""
 
     def __init__(self, world, layout: RowLayout, fwd, bwd, rows, backend):
         comm = backend.staged(world)
@@ -89,60 +82,24 @@ class OneDDeviceOps(RowOps):
         self.compute = compute_for(backend)
         self.backend = backend
         self.layout = layout
-        self.stages = broadcast_stages(layout, 1)
-        self.blocks = TypedBlocks(layout.offsets, fwd, bwd)
-        st, sizes = self.stages, layout.sizes
-        self.live = [int(s) for s in st.stages_of(0) if st.nbytes[s] > 0]
-        self.qs = tuple(int(st.root[s]) for s in self.live)
-        self.start = np.concatenate(([0], np.cumsum(sizes[list(self.qs)]))).astype(np.int64)
-        self.index = {s: i for i, s in enumerate(self.live)}
-        self._resident: dict = {}
-        self._operands: dict = {}
-
-    def _matrix(self, which: str, dtype):
-        """The group's blocks joined in stage order, resident on the device (once)."""
-        key = (which, np.dtype(dtype).str)
-        if key not in self._resident:
-            M = self.blocks.joined(which, dtype, self.qs)
-            self._resident[key] = self.backend.csr(M.indptr, M.indices, M.data, M.shape)
-        return self._resident[key]
-
-    def _product(self, which: str, X, phase: str):
-        me, start = self.rank, self.start
-        if not self.live:
-            return self.compute.xp.zeros((int(self.layout.sizes[me]), X.shape[1]), X.dtype)
-        key = (int(X.shape[1]), X.dtype.str)
-        operand = self._operands.get(key)
-        if operand is None:
-            operand = self.backend.empty((int(start[-1]), X.shape[1]), X.dtype)
-            self._operands[key] = operand
-
-        def provide(s: int):
-            i = self.index[s]
-            block = operand[start[i] : start[i + 1]]
-            if self.qs[i] == me:
-                block[...] = X
-            return block
-
-        self.stages.run(self.world, 0, provide, lambda s, buf: None, phase)
-        return self.backend.spmm(self._matrix(which, X.dtype), operand)
-
-    def _contiguous(self, a):
-        """`a` C-ordered where it is (a device array stays on the device)."""
-        if self.backend.is_device(a):
-            return self.compute.xp.ascontiguousarray(a)
-        return np.ascontiguousarray(a)
-
-    def _sum_nodes(self, a, phase):
-        return self.reduce_comm.allreduce(self._contiguous(a), phase_key(phase))
-
-    _sum_params = _sum_nodes
+        self.products = DeviceBlockProducts(
+            comm,
+            broadcast_stages(layout, 1),
+            0,
+            comm.rank,
+            TypedBlocks(layout.offsets, fwd, bwd),
+            layout.sizes,
+            backend,
+            self.compute.xp,
+        )
 
     def aggregate(self, X, *, phase):
-        return self._product("f", self.compute.xp.ascontiguousarray(X), phase_key(phase))
+        X = self.compute.xp.ascontiguousarray(X)
+        return self.products.product("f", X, phase_key(phase))
 
     def aggregate_t(self, X, *, phase):
-        return self._product("t", self.compute.xp.ascontiguousarray(X), phase_key(phase))
+        X = self.compute.xp.ascontiguousarray(X)
+        return self.products.product("t", X, phase_key(phase))
 
 
 class OneD(BroadcastRowScheme):
