@@ -109,7 +109,8 @@ def test_bad_profiles_are_one_line_errors(tmp_path, edit, needle):
 
 
 def test_unknown_profile():
-    with pytest.raises(InputError, match="unknown machine profile 'summit'.*local.*abci, fugaku"):
+    want = "unknown machine profile 'summit'.*local.*abci, abci-gpu, fugaku"
+    with pytest.raises(InputError, match=want):
         load_machine("summit")
 
 

@@ -36,7 +36,16 @@ from gcntrain.cli.display import info
     help="MPI launcher for the communication figures [default: the one beside this Python, "
     "else on PATH].",
 )
-def bench(out, name, quick, mpiexec):
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "gpu"]),
+    default="cpu",
+    show_default=True,
+    help="gpu: also measure GPU 0 with CuPy (cuSPARSE SpMM, cuBLAS GEMM, element-wise, "
+    "launch, host <-> device copies) into the profile's [device] table, for `simulate "
+    "--device gpu`; never run on a GPU yet (docs/gpu.md).",
+)
+def bench(out, name, quick, mpiexec, device):
     """Calibrate a machine profile on this machine (memory bandwidth, kernel rates and their
     thread scaling with the project's own kernels, MPI latency and bandwidth, element-wise
     and per-call costs of serial training) in at most a minute on an idle machine; use it
@@ -50,12 +59,31 @@ def bench(out, name, quick, mpiexec):
     from gcntrain.simulate.local import store
     from gcntrain.simulate.profile_text import profile_text
 
+    if device == "gpu":
+        _check_gpu()
     if out is not None:
         check_output_file(out, (), "-o")
     if name is None:
         name = Path(out).stem if out is not None else (platform.node() or "local")
     text, figs = calibrate(name, mpiexec, log=info, quick=quick)
+    if device == "gpu":  # pragma: no cover - needs a GPU (docs/gpu.md: never run)
+        from gcntrain.simulate.measure_gpu import device_figures
+
+        figs["device"] = device_figures(quick, log=info)
+        text = profile_text(name, figs)
     if out is not None:
         write_text(Path(out), text)
         info(f"wrote {out}")
     info(f"cached as this host's local profile: {store(profile_text('local', figs))}")
+
+
+def _check_gpu() -> None:
+    """Refuse ``bench --device gpu`` in one line (exit 2) before measuring anything where
+    CuPy or a usable GPU is missing."""
+    from gcntrain.device.detect import probe
+    from gcntrain.errors import InputError
+
+    found = probe()
+    if not found.usable:
+        hint = "" if found.cupy_found else " (pip install 'gcntrain[gpu]')"
+        raise InputError(f"bench --device gpu: {found.error}{hint}")

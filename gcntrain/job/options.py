@@ -368,7 +368,7 @@ def job_spec(source, kw: dict, **placement):
 
     config = train_config(kw)
     scheme, options, partition, partition_seed = scheme_args(kw)
-    if "device" in kw:  # train's --device (simulate has none)
+    if "device" in kw:  # train's --device, simulate's
         placement.setdefault("device", kw.pop("device"))
     return JobSpec(source, config, scheme, options, partition, partition_seed, **placement)
 
@@ -569,6 +569,17 @@ SIMULATE_RUN = [
             "fit, and refuses a graph whose smallest block cannot [default: no bound].",
         ),
         api=False,
+    ),
+    Opt(
+        ("--device",),
+        dict(
+            type=click.Choice(["cpu", "gpu"]),
+            default="cpu",
+            show_default=True,
+            help="Price the epoch on the node's CPU cores, or on its GPUs (one rank per GPU, "
+            "messages staged through host memory): needs a --machine profile with a [device] "
+            "table (abci-gpu; `gcntrain bench --device gpu`).",
+        ),
     ),
     JSON,
     PER_RANK,

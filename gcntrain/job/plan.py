@@ -59,11 +59,14 @@ def plan_job(
 
         check_output_file(per_rank, (spec.source, spec.partition), "--per-rank")
     place, assumed = None, None
+    if machine is None and spec.device != "cpu":  # simulate --device gpu prices a profile
+        raise InputError(f"--device {spec.device} prices the epoch on a profile: give --machine")
     if machine is not None:
         from gcntrain.simulate.local import load_machine
+        from gcntrain.simulate.machine import on_device
         from gcntrain.simulate.timing import placement
 
-        prof = load_machine(machine)
+        prof = on_device(load_machine(machine), spec.device)
         if nodes is None and ranks_per_node is None:
             ranks_per_node, assumed = default_ranks_per_node(prof, ranks, machine)
         place = placement(prof, ranks, nodes, ranks_per_node)
@@ -101,7 +104,7 @@ def plan_job(
     if place is not None:
         from gcntrain.simulate.timing import time_summary
 
-        summary.update(time_summary(sim, spec.config, place))
+        summary.update(time_summary(sim, spec.config, place), device=spec.device)
     if per_rank is not None:
         summary["per_rank"] = str(per_rank)
     if search is not None:

@@ -24,8 +24,10 @@ def compute_seconds(
     depends on k * n = dense flops / (2 x dense rows).  `sparse_threads`: the threads the
     call's sparse products run on where fewer than the rank's (a CSR input's product with
     W runs in scipy, on one).  `rows`: (P,) rows the call's SpMM kernels sweep
-    (`Scheme.spmm_rows`), each at the profile's cost per row for the product's width."""
-    m = place.machine
+    (`Scheme.spmm_rows`), each at the profile's cost per row for the product's width.
+    On GPUs (`Placement.gpu`) every rate is the device's (`Placement.rates`; quantization
+    at its element-wise rate) and streamed bytes move at its memory bandwidth."""
+    m = place.rates
     nnz, sflops, dflops, drows = (work[:, i].astype(np.float64) for i in range(4))
     width = np.where(nnz > 0, sflops / np.maximum(2 * nnz, 1), 1.0)
     kn = np.where(drows > 0, dflops / np.maximum(2 * drows, 1), np.inf)
@@ -88,8 +90,8 @@ def other_seconds(
     footprint: dict, widths: list[int], calls: int, place: Placement, density: float = 1.0
 ):
     """(P,) seconds of an epoch's element-wise work (shared with the node's other ranks)
-    and per-call cost on every rank (`density`: `input_density`)."""
+    and per-call cost on every rank (`density`: `input_density`; on GPUs the device's
+    element-wise rate and `Placement.call_cost`)."""
     elems = elementwise_elements(footprint, widths, density)
-    m = place.machine
-    solo = elems / (m.other_rate * place.speed("other"))
-    return place.shared("other", solo) + calls * m.overhead(place.cores)
+    solo = elems / (place.rates.other_rate * place.speed("other"))
+    return place.shared("other", solo) + calls * place.call_cost

@@ -53,10 +53,20 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       throughput with T threads over one thread's
     [compute.node]    (optional) the same for T one-thread processes at once (the node
                       shared by its ranks); default: the threads' tables
+    [device]          (optional) the node's GPUs, for ``simulate --device gpu``: count (GPUs
+                      per node: one rank each by default), model (optional string),
+                      memory_gib (per GPU), memory_bandwidth_gbs (per GPU: the rate of a
+                      call's streamed bytes), spmm_gflops, spmm_row_ns (optional) and
+                      gemm_gflops per GPU as in [compute], other_gelems (element-wise work,
+                      quantization included), launch_us (optional: what each Ops call
+                      costs on the device beyond its kernels' work)
+    [device.host_link] kind ("pcie" or "nvlink"), latency_us, bandwidth_gbs: the host <->
+                      device link a message staged through host buffers crosses twice
 
 A rank computes at its one-core rates times S(t) of its t threads, slowed while the node's
 other ranks compute (`gcntrain.simulate.node`); a profile without the tables derives them
-(an older bench's ``busy_compute_factor``, else a roofline of the node's bandwidth).
+(an older bench's ``busy_compute_factor``, else a roofline of the node's bandwidth). On its
+GPUs (`on_device`) a rank computes at its GPU's rates, alone on it.
 
 `load_machine` takes ``local``, a shipped name or a path; any problem is one `InputError`
 line naming the file and the key.
@@ -110,8 +120,80 @@ class Link:
         return self.alpha + np.where(n > self.eager, self.rendezvous, 0.0)
 
 
+class KernelRates:
+    """The kernel rates a `Machine` (per core) and a `Device` (per GPU) share: SpMM flops per
+    second by dense width, the cost per row an SpMM kernel sweeps, GEMM flops per second by
+    k * n; the class using it has the fields ``spmm_widths``, ``spmm_rates``,
+    ``spmm_row_widths``, ``spmm_row_seconds``, ``gemm_points`` and ``gemm_rates``."""
+
+    def spmm_rate(self, width) -> np.ndarray:
+        """SpMM flops per second at dense `width` (array): interpolated in log2 of
+        the width between the profile's points; constant above the widest; below the
+        narrowest the time per stored entry stays the narrowest's (a narrow product is bound
+        by reading the indices and values, not by its flops)."""
+        w = np.maximum(np.asarray(width, dtype=np.float64), 1.0)
+        rate = np.interp(np.log2(w), np.log2(self.spmm_widths), self.spmm_rates)
+        w0 = float(self.spmm_widths[0])
+        return np.where(w < w0, rate * w / w0, rate)
+
+    def spmm_row_cost(self, width) -> np.ndarray:
+        """Seconds per row an SpMM kernel sweeps at dense `width` (array), one core or GPU:
+        interpolated in log2 of the width, constant beyond either end; zero for a profile
+        without ``spmm_row_ns``."""
+        w = np.maximum(np.asarray(width, dtype=np.float64), 1.0)
+        if not self.spmm_row_widths:
+            return np.zeros_like(w)
+        return np.interp(np.log2(w), np.log2(self.spmm_row_widths), self.spmm_row_seconds)
+
+    def gemm_rate(self, kn) -> np.ndarray:
+        """GEMM flops per second (per core or GPU) for products whose two short dimensions multiply
+        to `kn` (array): interpolated in log2 of kn between the profile's points, constant
+        beyond either end (one point: a constant rate)."""
+        kn = np.log2(np.maximum(np.asarray(kn, dtype=np.float64), 1.0))
+        return np.interp(kn, np.log2(self.gemm_points), self.gemm_rates)
+
+
 @dataclass(frozen=True)
-class Machine:
+class Device(KernelRates):
+    """The GPUs of a node (a profile's ``[device]`` table), rates per GPU in SI units."""
+
+    count: int
+    memory: float
+    memory_bandwidth: float
+    spmm_widths: tuple[int, ...]
+    spmm_rates: tuple[float, ...]
+    gemm_points: tuple[int, ...]
+    gemm_rates: tuple[float, ...]
+    other_rate: float
+    #: seconds each Ops call costs on the device beyond its kernels' work (launches, the
+    #: stream's synchronisation)
+    launch: float
+    #: the host <-> device link a staged message crosses twice (host buffer out, in)
+    host_link: Link
+    #: what the host link is (``pcie``, ``nvlink``) and the GPU (for the reader)
+    link_kind: str = "pcie"
+    model: str = ""
+    spmm_row_widths: tuple[int, ...] = ()
+    spmm_row_seconds: tuple[float, ...] = ()
+
+    @property
+    def quant_rate(self) -> float:
+        """Elements quantized or dequantized per second: the element-wise rate."""
+        return self.other_rate
+
+    def staged(self, link: Link) -> Link:
+        """`link` for messages staged through host buffers: each message's bytes also cross
+        the host link twice (device to host at the sender, host to device at the
+        receiver), each copy with its latency."""
+        return replace(
+            link,
+            alpha=link.alpha + 2.0 * self.host_link.alpha,
+            beta=link.beta + 2.0 * self.host_link.beta,
+        )
+
+
+@dataclass(frozen=True)
+class Machine(KernelRates):
     """A machine profile (see the module docstring); rates in SI units (bytes, seconds)."""
 
     name: str
@@ -161,6 +243,10 @@ class Machine:
     spmm_row_seconds: tuple[float, ...] = ()
     #: the network's shared middle (`gcntrain.simulate.topology`)
     topology: Topology = field(default_factory=Topology)
+    #: the node's GPUs (the optional ``[device]`` table; None: a profile without one)
+    device: Device | None = None
+    #: whether a plan's ranks compute on the GPUs (`on_device`: ``simulate --device gpu``)
+    on_gpu: bool = False
     path: str = ""
 
     def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
@@ -192,37 +278,28 @@ class Machine:
         core = self.core_bandwidth or self.memory_bandwidth
         return bandwidth_share(core, self.memory_bandwidth, ranks_per_node, threads)
 
-    def spmm_rate(self, width) -> np.ndarray:
-        """SpMM flops per second per core at dense `width` (array): interpolated in log2 of
-        the width between the profile's points; constant above the widest; below the
-        narrowest the time per stored entry stays the narrowest's (a narrow product is bound
-        by reading the indices and values, not by its flops)."""
-        w = np.maximum(np.asarray(width, dtype=np.float64), 1.0)
-        rate = np.interp(np.log2(w), np.log2(self.spmm_widths), self.spmm_rates)
-        w0 = float(self.spmm_widths[0])
-        return np.where(w < w0, rate * w / w0, rate)
-
-    def spmm_row_cost(self, width) -> np.ndarray:
-        """Seconds per row an SpMM kernel sweeps at dense `width` (array), one core:
-        interpolated in log2 of the width, constant beyond either end; zero for a profile
-        without ``spmm_row_ns``."""
-        w = np.maximum(np.asarray(width, dtype=np.float64), 1.0)
-        if not self.spmm_row_widths:
-            return np.zeros_like(w)
-        return np.interp(np.log2(w), np.log2(self.spmm_row_widths), self.spmm_row_seconds)
-
-    def gemm_rate(self, kn) -> np.ndarray:
-        """GEMM flops per second per core for products whose two short dimensions multiply
-        to `kn` (array): interpolated in log2 of kn between the profile's points, constant
-        beyond either end (one point: a constant rate)."""
-        kn = np.log2(np.maximum(np.asarray(kn, dtype=np.float64), 1.0))
-        return np.interp(kn, np.log2(self.gemm_points), self.gemm_rates)
-
     def inter_link(self, ranks_per_node: int | None = None) -> Link:
         """The inter-node link of one rank when `ranks_per_node` ranks share the node's
         injection bandwidth: the slower of its pair bandwidth and its share."""
         k = int(ranks_per_node or self.ranks_per_node)
         return replace(self.inter, beta=max(self.inter.beta, k / self.injection))
+
+
+def on_device(machine: Machine, device: str = "cpu") -> Machine:
+    """`machine` as a plan on `device` prices it (``simulate --device``): ``cpu`` as it
+    is; ``gpu`` on its ``[device]`` table, one rank per GPU by default; `InputError` (one
+    line) for a profile without one."""
+    if device == "cpu":
+        return machine
+    if device != "gpu":
+        raise InputError(f"--device must be cpu or gpu for a plan, got {device!r}")
+    if machine.device is None:
+        raise InputError(
+            f"--device gpu: machine profile {machine.name!r} has no [device] table "
+            "(`gcntrain bench --device gpu` measures one; docs/simulator.md)",
+            machine.path or None,
+        )
+    return replace(machine, on_gpu=True, ranks_per_node=machine.device.count)
 
 
 def bandwidth_share(core: float, node: float, ranks_per_node: int, threads: float = 1.0):
@@ -270,28 +347,56 @@ def _table(d: dict, key: str, where: str, path: str) -> dict:
 
 
 def _rate_table(
-    table: dict, key: str, keys_are: str, small: str, path: str, unit: float = 1e9
+    table: dict,
+    key: str,
+    keys_are: str,
+    small: str,
+    path: str,
+    unit: float = 1e9,
+    where: str = "compute.",
 ) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """(points, values x `unit`) of the table compute.`key` ({point = value, ...}; GFLOP/s
-    by default): points are integers (`keys_are` names them in errors) >= 1 (`small` names
-    them then), sorted; values positive."""
+    """(points, values x `unit`) of the table `where` + `key` ({point = value, ...};
+    GFLOP/s by default): points are integers (`keys_are` names them in errors) >= 1
+    (`small` names them then), sorted; values positive."""
+    k = where + key
     try:
-        points = tuple(sorted(int(k) for k in table))
+        points = tuple(sorted(int(x) for x in table))
     except ValueError:
-        raise InputError(f"machine profile: compute.{key} keys must be {keys_are}", path) from None
+        raise InputError(f"machine profile: {k} keys must be {keys_are}", path) from None
     if not points or points[0] < 1:
-        raise InputError(f"machine profile: compute.{key} {small} must be >= 1", path)
+        raise InputError(f"machine profile: {k} {small} must be >= 1", path)
     if points[-1] > 2**40:
-        raise InputError(f"machine profile: compute.{key} {small} must be <= 2**40", path)
-    return points, tuple(_get(table, str(p), f"compute.{key}.", path) * unit for p in points)
+        raise InputError(f"machine profile: {k} {small} must be <= 2**40", path)
+    return points, tuple(_get(table, str(p), f"{k}.", path) * unit for p in points)
 
 
-def _gemm_table(comp: dict, path: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """(kn points, flops / s) of compute.gemm_gflops: a number (one point) or a table."""
+def _gemm_table(
+    comp: dict, path: str, where: str = "compute."
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """(kn points, flops / s) of `where` gemm_gflops: a number (one point) or a table."""
     v = comp.get("gemm_gflops")
     if not isinstance(v, dict):
-        return (1,), (_get(comp, "gemm_gflops", "compute.", path) * 1e9,)
-    return _rate_table(v, "gemm_gflops", "k * n", "keys", path)
+        return (1,), (_get(comp, "gemm_gflops", where, path) * 1e9,)
+    return _rate_table(v, "gemm_gflops", "k * n", "keys", path, where=where)
+
+
+def _spmm_tables(comp: dict, path: str, where: str = "compute."):
+    """(widths, flops / s, row widths, seconds per row) of `where` spmm_gflops and the
+    optional spmm_row_ns."""
+    spmm = comp.get("spmm_gflops")
+    if not isinstance(spmm, dict) or not spmm:
+        raise InputError(f"machine profile lacks {where}spmm_gflops {{width = rate, ...}}", path)
+    widths, rates = _rate_table(spmm, "spmm_gflops", "widths", "widths", path, where=where)
+    row_widths, row_ns = (), ()
+    if "spmm_row_ns" in comp:
+        if not isinstance(comp["spmm_row_ns"], dict) or not comp["spmm_row_ns"]:
+            raise InputError(
+                f"machine profile: {where}spmm_row_ns must be {{width = ns, ...}}", path
+            )
+        row_widths, row_ns = _rate_table(
+            comp["spmm_row_ns"], "spmm_row_ns", "widths", "widths", path, 1e-9, where
+        )
+    return widths, rates, row_widths, row_ns
 
 
 def parse_machine(text: str, path: str = "<profile>") -> Machine:
@@ -309,18 +414,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
     intra = _table(net, "intra", "network.", path)
     inter = _table(net, "inter", "network.", path)
     comp = _table(d, "compute", "", path)
-    spmm = comp.get("spmm_gflops")
-    if not isinstance(spmm, dict) or not spmm:
-        raise InputError("machine profile lacks compute.spmm_gflops {width = rate, ...}", path)
-    widths, rates = _rate_table(spmm, "spmm_gflops", "widths", "widths", path)
+    widths, rates, row_widths, row_ns = _spmm_tables(comp, path)
     gemm_points, gemm_rates = _gemm_table(comp, path)
-    row_widths, row_ns = (), ()
-    if "spmm_row_ns" in comp:
-        if not isinstance(comp["spmm_row_ns"], dict) or not comp["spmm_row_ns"]:
-            raise InputError("machine profile: compute.spmm_row_ns must be {width = ns, ...}", path)
-        row_widths, row_ns = _rate_table(
-            comp["spmm_row_ns"], "spmm_row_ns", "widths", "widths", path, 1e-9
-        )
 
     def link(t: dict, where: str) -> Link:
         lat = _get(t, "latency_us", where, path) * 1e-6
@@ -384,7 +479,50 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         spmm_row_widths=row_widths,
         spmm_row_seconds=row_ns,
         topology=_topology(net.get("topology"), path),
+        device=_device(d.get("device"), path),
         path=path,
+    )
+
+
+def _device(v, path: str) -> Device | None:
+    """The profile's ``[device]`` table (absent: None)."""
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise InputError("machine profile: device must be a table", path)
+    w = "device."
+    link = v.get("host_link")
+    if not isinstance(link, dict):
+        raise InputError("machine profile lacks the table [device.host_link]", path)
+    kind = link.get("kind", "pcie")
+    if kind not in ("pcie", "nvlink"):
+        raise InputError(
+            f"machine profile: device.host_link.kind must be pcie or nvlink, got {kind!r}", path
+        )
+    model = v.get("model", "")
+    if not isinstance(model, str):
+        raise InputError("machine profile: device.model must be a string", path)
+    widths, rates, row_widths, row_ns = _spmm_tables(v, path, w)
+    gemm_points, gemm_rates = _gemm_table(v, path, w)
+    lw = "device.host_link."
+    return Device(
+        count=_get(v, "count", w, path, int),
+        memory=_get(v, "memory_gib", w, path) * 2**30,
+        memory_bandwidth=_get(v, "memory_bandwidth_gbs", w, path) * 1e9,
+        spmm_widths=widths,
+        spmm_rates=rates,
+        gemm_points=gemm_points,
+        gemm_rates=gemm_rates,
+        other_rate=_get(v, "other_gelems", w, path) * 1e9,
+        launch=_optional(v, "launch_us", w, path) * 1e-6,
+        host_link=Link(
+            _get(link, "latency_us", lw, path) * 1e-6,
+            1.0 / (_get(link, "bandwidth_gbs", lw, path) * 1e9),
+        ),
+        link_kind=kind,
+        model=model,
+        spmm_row_widths=row_widths,
+        spmm_row_seconds=row_ns,
     )
 
 

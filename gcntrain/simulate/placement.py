@@ -1,9 +1,13 @@
 """Ranks on nodes: where each rank runs, how many threads it has, and what it shares with
 the other ranks of its node (compute, memory bandwidth, the node's links) for the time
-model (`gcntrain.simulate.timing`)."""
+model (`gcntrain.simulate.timing`).  On a profile priced on its GPUs
+(`gcntrain.simulate.machine.on_device`) a rank computes on a GPU of its node at the GPU's
+rates (ranks beyond the node's GPUs share them in turn) and its messages are staged
+through host buffers (`Device.staged`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -42,11 +46,40 @@ class Placement:
         profile's link."""
         m = self.machine
         share = m.memory_bandwidth / (2.0 * self.local_ranks)
-        return replace(m.intra, beta=max(m.intra.beta, 1.0 / share))
+        return self._staged(replace(m.intra, beta=max(m.intra.beta, 1.0 / share)))
 
     @property
     def inter(self) -> Link:
-        return self.machine.inter_link(self.local_ranks)
+        return self._staged(self.machine.inter_link(self.local_ranks))
+
+    def _staged(self, link: Link) -> Link:
+        """`link`, for ranks on GPUs with every message's two host-link copies."""
+        return self.machine.device.staged(link) if self.gpu else link
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the ranks compute on the node's GPUs (``simulate --device gpu``)."""
+        return self.machine.on_gpu and self.machine.device is not None
+
+    @property
+    def per_gpu(self) -> int:
+        """Ranks that share one GPU at most (consecutive ranks of a node share where it
+        runs more ranks than GPUs, as `gcntrain.device.choice.gpu_for_rank` assigns them)."""
+        return math.ceil(self.local_ranks / self.machine.device.count) if self.gpu else 1
+
+    @property
+    def rates(self):
+        """Whose kernel rates price the ranks' compute: the GPU's (`Device`) or one core's
+        (`Machine`); both have ``spmm_rate``, ``spmm_row_cost``, ``gemm_rate``,
+        ``quant_rate`` and ``other_rate``."""
+        return self.machine.device if self.gpu else self.machine
+
+    @property
+    def call_cost(self) -> float:
+        """Seconds each Ops call costs beyond its work: the rank's host threads' figure
+        (`Machine.overhead`); on a GPU, one thread's plus the device's ``launch_us``."""
+        m = self.machine
+        return m.call_overhead + m.device.launch if self.gpu else m.overhead(self.cores)
 
     @property
     def cores(self) -> float:
@@ -59,13 +92,19 @@ class Placement:
 
     def speed(self, kind: str, threads: float | None = None) -> float:
         """How many cores' worth of `kind` work a rank does computing alone: S(t) of its t
-        threads (`gcntrain.simulate.node`; `threads`: at most that many of them work)."""
+        threads (`gcntrain.simulate.node`; `threads`: at most that many of them work); on
+        a GPU 1 (the device's rates are a whole GPU's)."""
+        if self.gpu:
+            return 1.0
         return float(self.machine.scaling(kind)(self.working(threads)))
 
     def shared(self, kind: str, solo, threads: float | None = None) -> np.ndarray:
         """(P,) seconds of `kind` work that takes each rank `solo` seconds alone, while the
         other ranks of its node do theirs (`gcntrain.simulate.node.fluid_finish`;
-        `threads`: at most that many of each rank's threads work)."""
+        `threads`: at most that many of each rank's threads work); on GPUs, `solo` times
+        the ranks sharing a GPU (they take turns)."""
+        if self.gpu:
+            return np.asarray(solo, np.float64) * float(self.per_gpu)
         m = self.machine
         return fluid_finish(
             np.asarray(solo, np.float64),
@@ -84,7 +123,10 @@ class Placement:
 
     @property
     def stream_rate(self) -> float:
-        """Bytes per second one rank's threads stream while the others stream too."""
+        """Bytes per second one rank's threads stream while the others stream too (on a
+        GPU: its share of the GPU's memory bandwidth)."""
+        if self.gpu:
+            return self.machine.device.memory_bandwidth / self.per_gpu
         return self.machine.rank_bandwidth(self.local_ranks, self.cores)
 
     @property

@@ -67,6 +67,7 @@ def profile_text(name: str, figs: dict) -> str:
         + '",',
         f'  "memory: numpy triad on one core {figs["core_gbs"]:.1f} GB/s, Numba triad on '
         f'all {figs["cores"]} cores {figs["node_gbs"]:.1f} GB/s",',
+        *([device_source(figs["device"])] if figs.get("device") else []),
         "]",
         "",
         "[node]",
@@ -118,4 +119,42 @@ def profile_text(name: str, figs: dict) -> str:
             *[f"{kind} = {_table(t, '.3f')}" for kind, t in figs["node_scaling"].items()],
             "",
         ]
+    if figs.get("device"):
+        lines.append(device_text(figs["device"]))
+    return "\n".join(lines)
+
+
+def device_source(dev: dict) -> str:
+    """The ``sources`` line of a measured ``[device]`` table."""
+    return (
+        f'  "gcntrain bench --device gpu on GPU 0 ({dev["model"]}): cupyx.cusparse.spmm on a '
+        f"resident int32 CSR, R-MAT scale {dev.get('spmm_scale', 20)} at edge factors "
+        f"{list(SPMM_EDGE_FACTORS)}, cuBLAS GEMM, c = a + b, a one-element kernel and a "
+        'synchronisation per call, pinned host <-> device copies of 8 B and 64 MiB",'
+    )
+
+
+def device_text(dev: dict) -> str:
+    """The ``[device]`` table of the figures `gcntrain.simulate.measure_gpu.device_figures`
+    measured (`gcntrain.simulate.machine.Device` reads it back)."""
+    model = str(dev["model"]).replace('"', "'")
+    lines = [
+        "[device]",
+        f'model = "{model}"',
+        f"count = {int(dev['count'])}",
+        f"memory_gib = {dev['memory_gib']:.4g}",
+        f"memory_bandwidth_gbs = {dev['memory_bandwidth_gbs']:.4g}",
+        "# per GPU",
+        f"spmm_gflops = {_table(dev['spmm'])}",
+        *([f"spmm_row_ns = {_table(dev['spmm_row_ns'])}"] if dev.get("spmm_row_ns") else []),
+        f"gemm_gflops = {_table(dev['gemm'])}",
+        f"other_gelems = {dev['other_gelems']:.4g}",
+        f"launch_us = {dev['launch_us']:.4g}",
+        "",
+        "[device.host_link]",
+        f'kind = "{dev.get("link_kind", "pcie")}"',
+        f"latency_us = {dev['link_latency_us']:.4g}",
+        f"bandwidth_gbs = {dev['link_gbs']:.4g}",
+        "",
+    ]
     return "\n".join(lines)
