@@ -66,8 +66,9 @@ def measure(graph: str, name: str, ranks: int, out: Path, part: str | None, extr
         "load_before": round(load, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
-    if proc.returncode:
-        row["error"] = proc.stderr.strip().splitlines()[-1:]
+    if proc.returncode:  # the planner's own line (a refusal), else the last line
+        lines = proc.stderr.strip().splitlines()
+        row["error"] = [x for x in lines if x.startswith("gcntrain:")][:1] or lines[-1:]
     return row
 
 

@@ -115,23 +115,40 @@ def row_ranges(indptr: np.ndarray, lo: int, stop: int, limit: int) -> list[tuple
 
 def row_store_blocks(man, indptr: np.ndarray, limit: int):
     """Yield (lo, hi, row pointers from 0, column ids, values or None) of a rows store, in
-    its numbering: ranges of rows of about `limit` entries inside one shard, read from the
-    shard's file and validated (`FormatError` naming the shard's file)."""
-    for k, entry in enumerate(man.shards):
-        s, e = int(entry["row_start"]), int(entry["row_stop"])
-        path = man.listed_file(entry["file"], f"{shard_label(k)} file")
-        where = str(path)
-        with open_h5(path, "shard file") as f:
-            has_data = "data" in f
-            if has_data != man.has_data:
-                raise FormatError("edge values (data) present/absent unlike the manifest", where)
-            base = int(indptr[s])
-            for lo, hi in row_ranges(indptr, s, e, limit):
-                a, b = int(indptr[lo]), int(indptr[hi])
-                ptr = indptr[lo : hi + 1] - a
-                ix = np.asarray(f["indices"][a - base : b - base])
-                validate_csr(ptr, ix, man.n, where, n_rows=hi - lo)
-                data = np.asarray(f["data"][a - base : b - base]) if has_data else None
-                if data is not None:
-                    validate_values(data, b - a, where)
-                yield lo, hi, ptr, ix, data
+    its numbering: ranges of rows of about `limit` entries, read from the shards' files and
+    validated (`FormatError` naming the shard's file).  A range may span several shards: a
+    store of many small shards is read in blocks of `limit` entries all the same (a plan's
+    cost per block does not grow with the shard count)."""
+    bounds = np.array([int(e["row_start"]) for e in man.shards] + [man.n], dtype=np.int64)
+    for lo, hi in row_ranges(indptr, 0, man.n, limit):
+        k = int(np.searchsorted(bounds, lo, side="right")) - 1
+        at, ids, vals = lo, [], []
+        while at < hi:  # the pieces of [lo, hi) in shards k, k + 1, ...
+            stop = min(hi, int(bounds[k + 1]))
+            ix, dv = _shard_piece(man, k, indptr, at, stop)
+            ids.append(ix)
+            vals.append(dv)
+            at, k = stop, k + 1
+        a = int(indptr[lo])
+        ix = ids[0] if len(ids) == 1 else np.concatenate(ids)
+        data = None if not man.has_data else vals[0] if len(vals) == 1 else np.concatenate(vals)
+        del ids, vals
+        yield lo, hi, indptr[lo : hi + 1] - a, ix, data
+
+
+def _shard_piece(man, k: int, indptr: np.ndarray, lo: int, hi: int):
+    """(column ids, values or None) of rows [lo, hi) of the store, all in shard `k`, read
+    from its file and checked as `read_row_shard` checks them."""
+    path = man.listed_file(man.shards[k]["file"], f"{shard_label(k)} file")
+    where = str(path)
+    base = int(indptr[int(man.shards[k]["row_start"])])
+    a, b = int(indptr[lo]), int(indptr[hi])
+    with open_h5(path, "shard file") as f:
+        if ("data" in f) != man.has_data:
+            raise FormatError("edge values (data) present/absent unlike the manifest", where)
+        ix = np.asarray(f["indices"][a - base : b - base])
+        validate_csr(indptr[lo : hi + 1] - a, ix, man.n, where, n_rows=hi - lo)
+        data = np.asarray(f["data"][a - base : b - base]) if man.has_data else None
+    if data is not None:
+        validate_values(data, b - a, where)
+    return ix, data

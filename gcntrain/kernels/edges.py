@@ -154,6 +154,19 @@ def csr_check(indptr, indices, n_cols):  # pragma: no cover - jitted
 
 
 @njit(nogil=True, cache=True)
+def _lower_bound(a, lo, hi, x):  # pragma: no cover - jitted
+    """The first position k in ``lo..hi`` with ``a[k] >= x`` (`hi` where there is none) of a
+    sorted slice ``a[lo:hi]``: a binary search in one CSR row."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(nogil=True, cache=True)
 def reciprocal_pairs(indptr, indices):  # pragma: no cover - jitted
     """Number of pairs u < v stored in both directions, (u, v) and (v, u), of a square CSR
     matrix whose rows are sorted without repeats (binary search in row v)."""
@@ -164,14 +177,7 @@ def reciprocal_pairs(indptr, indices):  # pragma: no cover - jitted
             v = indices[k]
             if v <= u:
                 continue
-            lo = indptr[v]
-            hi = indptr[v + 1]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if indices[mid] < u:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _lower_bound(indices, indptr[v], indptr[v + 1], u)
             if lo < indptr[v + 1] and indices[lo] == u:
                 found += 1
     return found

@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
+from gcntrain.kernels.edges import _lower_bound
+
 
 @njit(nogil=True, cache=True)
 def value_degrees(src, dst, forward, backward, skip_loops, counts):  # pragma: no cover - jitted
@@ -197,14 +199,7 @@ def values_symmetric(indptr, indices, data):  # pragma: no cover - jitted
     for u in range(n):
         for k in range(indptr[u], indptr[u + 1]):
             v = indices[k]
-            lo = indptr[v]
-            hi = indptr[v + 1]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if indices[mid] < u:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _lower_bound(indices, indptr[v], indptr[v + 1], u)
             if lo >= indptr[v + 1] or indices[lo] != u or not (data[lo] == data[k]):
                 return False
     return True

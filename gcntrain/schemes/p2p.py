@@ -48,6 +48,7 @@ from gcntrain.schemes.base import (
     spmm_work,
 )
 from gcntrain.schemes.entries import entry_pair_counts, halo_needed_pairs
+from gcntrain.schemes.halosums import HaloSums, SummedPairs
 from gcntrain.schemes.layout import needed_pairs, owner_of
 from gcntrain.schemes.protocol import OVERLAP_CALL
 
@@ -65,6 +66,18 @@ def halo_pairs(ctx, which: str):
 
     key = "halo_f" if which == "f" or ctx.symmetric else "halo_t"
     return ctx.cached(key, make)
+
+
+def halo_sums(ctx) -> HaloSums:
+    """Per-rank sums of the forward product's halo pairs (`HaloSums`: S walked a range of
+    row blocks at a time, the pairs never held; cached on the plan context)."""
+    return ctx.cached("halo_f_sums", lambda: HaloSums.of(ctx.support, ctx.layout.offsets, ctx.P))
+
+
+def forward_step(ctx, unit: int, reverse: bool = False, **kw) -> SummedPairs:
+    """The forward halo pairs as one step moving ``rows * unit`` bytes per pair (`reverse`:
+    each pair turned round), priced from `halo_sums`."""
+    return SummedPairs(ctx.P, halo_sums(ctx), lambda: halo_pairs(ctx, "f"), unit, reverse, **kw)
 
 
 def unordered_pairs(src, dst, P: int, keep, block: int = 1 << 22) -> int:
@@ -415,6 +428,10 @@ class P2P(RowScheme):
 
     ops_class = P2POps
 
+    def plan_table_bytes(self, P: int, n: int, nnz: int) -> tuple[int, str]:
+        """A bit per pair of ranks and the per-rank sums (`HaloSums`)."""
+        return P * P // 8 + 64 * P, f"p2p's rank pairs among {P:,} ranks"
+
     def overlaps(self, ctx, call) -> str:
         """Local rows are multiplied while the messages travel (`Pairs.run_p2p`).  On one
         node the exchanges marked `window` run through a node window and overlap nothing
@@ -437,13 +454,13 @@ class P2P(RowScheme):
         return ctx.cached("p2p_backward", make)
 
     def steps_aggregate(self, ctx, call) -> list:
-        src, dst, rows = halo_pairs(ctx, "f")
-        nbytes = rows * self._row_bytes(call)
-        return [Pairs(ctx.P, src, dst, nbytes, kind="p2p", window=True)]
+        return [forward_step(ctx, self._row_bytes(call), kind="p2p", window=True)]
 
     def steps_aggregate_t(self, ctx, call) -> list:
         """The backward pairs; through the node window on a symmetric S (the forward
         exchange), by messages otherwise (`P2POps._backward`)."""
+        if ctx.symmetric:
+            return [forward_step(ctx, self._row_bytes(call), kind="p2p", window=True)]
         src, dst, rows, _ = self.backward_pairs(ctx)
         nbytes = rows * self._row_bytes(call)
         return [Pairs(ctx.P, src, dst, nbytes, kind="p2p", window=bool(ctx.symmetric))]
@@ -457,9 +474,8 @@ class P2P(RowScheme):
         the needed row ids, needing rank -> owner): S's, and when S is not symmetric S^T's,
         from the fetch sources of the backward product only."""
         out = super().setup_steps(ctx)
-        src, dst, rows = halo_pairs(ctx, "f")
         out.append(("setup", Uniform(Groups.world(ctx.P), COUNT_BYTES)))
-        out.append(("setup", Pairs(ctx.P, dst, src, rows * COUNT_BYTES)))
+        out.append(("setup", forward_step(ctx, COUNT_BYTES, reverse=True)))
         if not ctx.symmetric:
             src, dst, rows, rev = self.backward_pairs(ctx)
             fetch = ~rev
@@ -472,6 +488,16 @@ class P2P(RowScheme):
         ``backward`` is ``fetch`` (S^T's rows fetched; on a symmetric S the forward
         exchange), ``reverse`` (partial sums sent back along the forward pattern) or
         ``mixed`` (per pair of ranks), with the rows per product of each way."""
+        if ctx.symmetric:  # the forward pairs both ways, from their sums
+            sums = halo_sums(ctx)
+            return {
+                "backward": FETCH,
+                "backward_rows": sums.rows,
+                "forward_rows": sums.rows,
+                "fetch_rows": sums.rows,
+                "rank_pairs": sums.rank_pairs,
+                "reverse_rank_pairs": 0,
+            }
         src, dst, rows, rev = self.backward_pairs(ctx)
         pairs = unordered_pairs(src, dst, ctx.P, src != dst)
         rpairs = unordered_pairs(src, dst, ctx.P, rev)
@@ -533,10 +559,10 @@ class P2P(RowScheme):
         (`P2POps._in_window`), which keep no message buffers (the plan does not know the
         placement, so it counts them everywhere: an upper bound)."""
         out = 2.0 * ctx.layout.sizes if ctx.P > 1 else np.zeros(1)
-        pairs = [halo_pairs(ctx, "f")]
+        sums = halo_sums(ctx)
+        out = out + sums.rows_recv + sums.rows_sent
         if not ctx.symmetric:
-            pairs.append(self.backward_pairs(ctx)[:3])
-        for src, dst, rows in pairs:
+            src, dst, rows, _ = self.backward_pairs(ctx)
             out += np.bincount(dst, weights=rows, minlength=ctx.P)
             out += np.bincount(src, weights=rows, minlength=ctx.P)
         return out.astype(np.int64)

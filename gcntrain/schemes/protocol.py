@@ -375,6 +375,13 @@ class Scheme:
         the whole exchange overlaps).  Truthy when the call overlaps at all."""
         return ""
 
+    def plan_table_bytes(self, P: int, n: int, nnz: int) -> tuple[int, str]:
+        """(bytes, what) of the tables over rank pairs a plan of this scheme on `P` ranks of
+        a graph of `n` nodes and `nnz` stored entries holds beside the support's pattern
+        (`gcntrain.simulate.planmemory`); (0, "") where it holds none beyond its passes
+        over S."""
+        return 0, ""
+
     def quant_elements(self, ctx: PlanContext, call) -> np.ndarray:
         """int64 (P,): elements every rank quantizes or dequantizes in one call (zero for a
         scheme without quantized messages)."""

@@ -190,7 +190,7 @@ def prepare_training(
     sc = registry.configured(sch, ranks, options, config)
     src = held_source(open_source(source))
     meta = src.meta()
-    limit = plan_block(src, meta, max_memory)  # refused before anything is read
+    limit = plan_block(src, meta, max_memory, sch, ranks)  # refused before reading
     numbering = cached_numbering(
         numberings,
         sch,

@@ -92,6 +92,12 @@ BLOCK_ROWS_OPTION = SchemeOption(
 )
 
 
+#: bytes of Plexus' loading routes per pair of ranks they may list, with the passes that
+#: build them (measured: R-MAT 19 and 20 at P = 8192, grid 16x16x32: 13 to 17, whatever the
+#: graph)
+PAIR_ROUTE_BYTES = 18
+
+
 class Plexus(PlexusCost, PlexusSetup, Scheme):
     name = "plexus"
     grid_option = "grid"
@@ -109,6 +115,12 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
     ndim = 3
     #: columns split over the grid: every communicating method is priced
     silent = frozenset()
+
+    def plan_table_bytes(self, P: int, n: int, nnz: int) -> tuple[int, str]:
+        """The loading routes and the passes that build them: `PAIR_ROUTE_BYTES` per pair of
+        ranks they may list (at most three per entry of S and rank)."""
+        pairs = min(P * P, 3 * (nnz + n) * P)
+        return PAIR_ROUTE_BYTES * pairs, f"Plexus' loading routes among {P:,} ranks"
 
     def grid_candidates(self, size: int) -> list[str]:
         return [format_grid(f) for f in factorizations(size, self.ndim)]
