@@ -24,6 +24,7 @@ from gcntrain.job.drift import measure_drift
 from gcntrain.job.features import counted_bytes, keeps_raw, raw_features
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.job.spec import JobOutputs, JobSpec, resolve
+from gcntrain.kernels.warm import start_numba
 from gcntrain.model.normalize import support_kind
 from gcntrain.model.ops import PROTOCOL
 from gcntrain.model.phase import Phase
@@ -197,6 +198,8 @@ def verify_source(world, source) -> None:
         if getattr(src, "kind", "") == "file":
             src.verify()
 
+    if world.rank != 0:  # the waiting ranks start Numba meanwhile, on the cores it leaves
+        start_numba()
     on_root(world, check)
 
 

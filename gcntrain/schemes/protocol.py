@@ -395,10 +395,12 @@ class Scheme:
         several kernels over the same rows (2D's SUMMA stages) says so."""
         if PROTOCOL.get(call.method) != "graph":
             return np.zeros(ctx.P, dtype=np.int64)
-        return ctx.cached(
-            "spmm_rows.footprint",
-            lambda: np.asarray(self.footprint(ctx)["rows"], dtype=np.int64),
-        )
+        return np.asarray(self.cached_footprint(ctx)["rows"], dtype=np.int64)
+
+    def cached_footprint(self, ctx: PlanContext) -> dict:
+        """`footprint` of a plan, computed once per plan context (the time model, the
+        summary, a search's bound and `spmm_rows` all read it; nobody changes it)."""
+        return ctx.cached("footprint", lambda: self.footprint(ctx))
 
     def stream_bytes(self, ctx: PlanContext, call) -> np.ndarray:
         """int64 (P,): bytes every rank moves through memory in one call beyond its kernels'

@@ -76,7 +76,7 @@ def call_compute(scheme, ctx, call, place: Placement) -> dict:
 def scheme_footprint(sim) -> dict:
     """``Scheme.footprint`` of a plan, computed once per plan context (the time model, the
     summary and a search's bound all read it; nobody changes it)."""
-    return sim.ctx.cached("sim.footprint", lambda: sim.scheme.footprint(sim.ctx))
+    return sim.scheme.cached_footprint(sim.ctx)
 
 
 def input_density(sim) -> float:

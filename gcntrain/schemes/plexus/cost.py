@@ -9,6 +9,7 @@ import numpy as np
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
 from gcntrain.schemes.base import spmm_work
 from gcntrain.schemes.entries import entry_chunks, merge_counts
+from gcntrain.schemes.labeltables import label_counts
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.plexus.layout import (
     PlexusLayout,
@@ -21,21 +22,36 @@ from gcntrain.schemes.plexus.setup import ENTRY_BYTES, LABEL_BYTES
 
 
 def _entries(ctx):
-    """Yield (original row, original column, loading rank) of the entries of the support, a
-    range of rows at a time (`gcntrain.schemes.entries.entry_chunks`)."""
+    """Yield (row, column, loading rank) of the entries of the support (positions of the
+    loading numbering), a range of rows at a time (`gcntrain.schemes.entries.entry_chunks`)."""
     lay: PlexusLayout = ctx.layout
-    orig = _load_orig(lay)
-    for new_rows, cols in entry_chunks(ctx.support):
-        src = owner_of(new_rows, lay.numbering.offsets) * lay.load_grid[1]
+    for rows, cols in entry_chunks(ctx.support):
+        src = owner_of(rows, lay.numbering.offsets) * lay.load_grid[1]
         if lay.load_cols is not None:
             src = src + owner_of(cols, lay.load_cols)
-        yield orig[new_rows], orig[cols], src
+        yield rows, cols, src
 
 
 def _load_orig(lay: PlexusLayout) -> np.ndarray:
     """(n,) original id of every position of the loading numbering."""
     perm = lay.numbering.perm
     return np.arange(lay.n, dtype=np.int64) if perm is None else np.asarray(perm, np.int64)
+
+
+def _chunks(ctx, u: int, axis: int) -> np.ndarray:
+    """(n,) the chunk along `axis`, in numbering `u`, of the node at every position of the
+    loading numbering: the shard coordinate of an entry's row (u = 1 - the key's u) or
+    column (`PlexusLayout.shard_coords`), looked up once per node, numbering and chunk
+    count (kept in the plan's cache: the layout holds what a rank holds)."""
+    lay: PlexusLayout = ctx.layout
+    u = int(u) if lay.orders is not None else 0
+    g = lay.dims[axis]
+
+    def make():
+        orig = ctx.cached("plexus_load_orig", lambda: _load_orig(lay))
+        return owner_of(lay.position(u, orig), lay.bounds(axis))
+
+    return ctx.cached(f"plexus_chunks_{u}_{g}", make)
 
 
 def _group_elems(lay: PlexusLayout, axis: int, per_rank: np.ndarray) -> np.ndarray:
@@ -101,10 +117,10 @@ class PlexusCost:
         ]
         # per key: the entries' (loading rank, shard) codes, counted per range of rows
         codes = {key: ([], []) for key in lay.shard_keys}
-        for orow, ocol, src in _entries(ctx):
+        for rows, cols, src in _entries(ctx):
             for key in lay.shard_keys:
-                qi, ri, _, _ = lay.shard_coords(key, orow, ocol)
-                _, q, r = key
+                u, q, r = key
+                qi, ri = _chunks(ctx, 1 - u, q)[rows], _chunks(ctx, u, r)[cols]
                 code = (src * lay.dims[q] + qi) * lay.dims[r] + ri
                 code, cnt = np.unique(code, return_counts=True)
                 codes[key][0].append(code)
@@ -238,19 +254,14 @@ class PlexusCost:
         lay: PlexusLayout = ctx.layout
 
         def make():
-            tabs = [0] * len(lay.shard_keys)
-            for orow, ocol, _ in _entries(ctx):
-                for s, key in enumerate(lay.shard_keys):
-                    _, q, r = key
-                    qi, ri, _, _ = lay.shard_coords(key, orow, ocol)
-                    m = lay.dims[q] * lay.dims[r]
-                    tabs[s] = tabs[s] + np.bincount(qi * lay.dims[r] + ri, minlength=m)
             out = np.zeros((len(lay.shard_keys), lay.size), dtype=np.int64)
             c = lay.coords_all
             for s, key in enumerate(lay.shard_keys):
-                _, q, r = key
-                tab = np.broadcast_to(tabs[s], lay.dims[q] * lay.dims[r])
-                out[s] = tab[c[:, q] * lay.dims[r] + c[:, r]]
+                u, q, r = key
+                rows = _chunks(ctx, 1 - u, q)
+                cols = _chunks(ctx, u, r)
+                tab = label_counts(ctx.support, rows, cols, (lay.dims[q], lay.dims[r]))
+                out[s] = tab[c[:, q], c[:, r]]
             return out
 
         return ctx.cached("plexus_shard_nnz", make)

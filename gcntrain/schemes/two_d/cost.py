@@ -10,11 +10,11 @@ from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceS
 from gcntrain.partition.csr import sorted_unique
 from gcntrain.schemes.base import spmm_work
 from gcntrain.schemes.entries import entry_chunks, merge_counts
+from gcntrain.schemes.labeltables import label_counts
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.two_d.layout import (
     ENTRY_ID_BYTES,
     Layout2D,
-    block_of,
     chunk_offsets,
     fiber_step,
     stage_counts,
@@ -35,15 +35,24 @@ class TwoDCost:
         key = "stage_nnz_f" if which == "f" or ctx.symmetric else "stage_nnz_t"
 
         def make():
-            a = lay.stages[0]
-            S = a.shape[0]
-            tab = np.zeros(lay.pr * S, dtype=np.int64)
-            for rows, cols in entry_chunks(ctx.support if which == "f" else ctx.transpose()):
-                idx = owner_of(rows, lay.offsets) * S + (np.searchsorted(a, cols, side="right") - 1)
-                tab += np.bincount(idx, minlength=lay.pr * S)
-            return tab.reshape(lay.pr, S)
+            M = ctx.support if which == "f" else ctx.transpose()
+            rows, stages = self._stage_labels(ctx)
+            return label_counts(M, rows, stages, (lay.pr, lay.stages[0].shape[0]))
 
         return ctx.cached(key, make)
+
+    def _stage_labels(self, ctx) -> tuple[np.ndarray, np.ndarray]:
+        """(n,) the row part of every row and (n,) the SUMMA stage of every inner index:
+        the labels the stage tables count entries by (kept in the plan's cache: the layout
+        holds what a rank holds)."""
+        lay: Layout2D = ctx.layout
+
+        def make():
+            ids = np.arange(int(lay.offsets[-1]), dtype=np.int64)
+            stage = np.searchsorted(lay.stages[0], ids, side="right") - 1
+            return owner_of(ids, lay.offsets), stage
+
+        return ctx.cached("stage_labels", make)
 
     def _summa_steps(self, ctx, call) -> list:
         lay: Layout2D = ctx.layout
@@ -294,12 +303,20 @@ class TwoDCost:
         total += m * fcols * ctx.feature_itemsize + m * (8 + 8 + ctx.masks)
         return total + layout_bytes(ctx)
 
+    def _block_nnz(self, ctx) -> np.ndarray:
+        """(P,) entries of S in each rank's block (`block_of`), from the stage table: a
+        stage lies inside one layer slice and one column part."""
+        lay: Layout2D = ctx.layout
+        _, _, _, c_own, layer = lay.stages
+        tab = self.stage_nnz(ctx, "f")  # (Pr, S)
+        per = np.zeros((lay.pr, lay.pz * lay.pc), dtype=np.int64)
+        np.add.at(per.T, layer * lay.pc + c_own, tab.T)
+        return per.reshape(-1)  # rank = (i * Pz + k) * Pc + j
+
     def footprint(self, ctx) -> dict:
         lay: Layout2D = ctx.layout
         rows = lay.node_sizes[lay.ranks_I()]
-        adj = np.zeros(lay.size, dtype=np.int64)
-        for r, c in entry_chunks(ctx.support):
-            adj += np.bincount(block_of(lay, r, c), minlength=lay.size)
+        adj = self._block_nnz(ctx)
         if not ctx.symmetric:
             adj = 2 * adj
         a, b = lay.stages[0], lay.stages[1]
