@@ -8,7 +8,15 @@ added beside them.
 
     python scripts/bench_scale.py [--scales 18,19,20,21] [--with-24] [--features 64]
         [--classes 16] [--edge-factor 16] [--dir DIR] [--convert FILE ...]
-        [--train GRAPH ...] [--json]
+        [--train GRAPH ...] [--plan STORE [--plan-ranks 8192] [--max-memory 8G]
+        [--partition-file FILE] [--plan-out DIR] [--same-as DIR]] [--json]
+
+``--plan STORE`` plans STORE (a graph file or a rows store) for the six plans of
+`bench_plan.PLANS` at ``--plan-ranks`` under ``--max-memory``, each in its own child
+process: wall seconds, peak RSS against the budget and the load; ``--same-as DIR`` then
+compares them with the plans in DIR (say, the in-memory plans of the same graph's file),
+the JSON objects and the per-rank tables byte for byte, and the exit status is 1 when one
+differs or a plan is over the budget.
 
 ``--train GRAPH`` also measures `gcntrain train GRAPH --epochs 1` serially and under
 ``mpiexec -n 2 --scheme 1d``: the setup's seconds and phases, the peak RSS (the largest
@@ -178,6 +186,40 @@ def print_row(row: dict) -> None:
     )
 
 
+def measure_plans(args) -> tuple[list[dict], int]:
+    """The six plans of `bench_plan.PLANS` of ``--plan`` at ``--plan-ranks`` under
+    ``--max-memory``, one line each (peak RSS against the budget, the load beside it); with
+    ``--same-as`` the exit status of `bench_plan.compare` against that directory."""
+    import bench_plan
+
+    from gcntrain.data.memory import parse_size
+
+    budget = parse_size(args.max_memory)
+    extra = ["--max-memory", args.max_memory]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
+        out = args.plan_out or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in bench_plan.PLANS:
+            if "{part}" in " ".join(bench_plan.PLANS[name]) and args.partition_file is None:
+                continue
+            got = bench_plan.measure(
+                args.plan, name, args.plan_ranks, out, args.partition_file, extra
+            )
+            peak = (got["peak_rss_gb"] or 0.0) * 2**30
+            under = "under" if got["rc"] == 0 and peak < budget else "NOT under"
+            print(
+                f"plan {name:10s} P={args.plan_ranks}  {got['wall_s']:8.1f} s  "
+                f"peak {got['peak_rss_gb']} GiB ({under} --max-memory {args.max_memory})  "
+                f"rc {got['rc']}  load {got['load_before']:.2f}-{got['load_after']:.2f}"
+                + (f"  {got['error'][0]}" if got.get("error") else ""),
+                flush=True,
+            )
+            rows.append({**got, "returncode": got["rc"] if peak < budget else 1})
+        same = bench_plan.compare(out, args.same_as) if args.same_as else 0
+    return rows, same
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scales", default="18,19,20,21", help="comma-separated R-MAT scales")
@@ -199,6 +241,26 @@ def main() -> int:
         default=[],
         metavar="GRAPH",
         help="also measure `train GRAPH` serially and at np 2 (1d): setup, peak/held",
+    )
+    ap.add_argument(
+        "--plan",
+        default=None,
+        metavar="STORE",
+        help="also plan STORE (a graph file or a rows store) for 1d, p2p (random and "
+        "--partition-file), 2d, 3d and Plexus at --plan-ranks under --max-memory",
+    )
+    ap.add_argument("--plan-ranks", type=int, default=8192)
+    ap.add_argument("--max-memory", default="8G")
+    ap.add_argument("--partition-file", default=None, help="the p2p plan's partition file")
+    ap.add_argument(
+        "--plan-out", type=Path, default=None, help="where the plans go (default: a temp dir)"
+    )
+    ap.add_argument(
+        "--same-as",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --plan: compare the plans with those of DIR (bench_plan.py --compare)",
     )
     ap.add_argument("--json", action="store_true", help="one JSON object at the end")
     args = ap.parse_args()
@@ -241,11 +303,15 @@ def main() -> int:
             row = measure_train(graph, nprocs)
             rows.append(row)
             print_row(row)
+    same = 0
+    if args.plan:
+        plan_rows, same = measure_plans(args)
+        rows += plan_rows
     after = machine_state()
     print(f"after: load {after['load']:.2f}, memory bandwidth {after['triad_gbs']:.1f} GB/s")
     if args.json:
         print(json.dumps({"before": before, "after": after, "rows": rows}))
-    return 0 if all(r["returncode"] == 0 for r in rows) else 1
+    return 0 if all(r["returncode"] == 0 for r in rows) and same == 0 else 1
 
 
 if __name__ == "__main__":
