@@ -40,6 +40,11 @@ PLANS = {
 RUN_KEYS = ("simulate_seconds", "peak_rss_bytes", "per_rank")
 
 
+def runnable(name: str, part: str | None) -> bool:
+    """Whether plan `name` can run: a plan that reads a partition file needs one."""
+    return part is not None or "{part}" not in " ".join(PLANS[name])
+
+
 def measure(graph: str, name: str, ranks: int, out: Path, part: str | None, extra: list) -> dict:
     """Run one plan under ``/usr/bin/time -v``; its wall time, peak RSS and load."""
     opts = [o.replace("{part}", part or "") for o in PLANS[name]]
@@ -114,7 +119,7 @@ def main(argv=None) -> int:
     for ranks in (int(r) for r in args.ranks.split(",")):
         for name in args.only.split(","):
             part = parts.get(str(ranks))
-            if "{part}" in " ".join(PLANS[name]) and part is None:
+            if not runnable(name, part):
                 continue
             row = measure(args.graph, name, ranks, args.out, part, extra)
             print(json.dumps(row), flush=True)

@@ -201,7 +201,7 @@ def measure_plans(args) -> tuple[list[dict], int]:
         out = args.plan_out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         for name in bench_plan.PLANS:
-            if "{part}" in " ".join(bench_plan.PLANS[name]) and args.partition_file is None:
+            if not bench_plan.runnable(name, args.partition_file):
                 continue
             got = bench_plan.measure(
                 args.plan, name, args.plan_ranks, out, args.partition_file, extra

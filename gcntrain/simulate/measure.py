@@ -99,14 +99,6 @@ def rmat_csr(scale: int, edge_factor: int, seed: int = 0):
     return g.indptr, g.indices, data
 
 
-def spmm_gflops(
-    scale: int = 17, widths=SPMM_WIDTHS, edge_factors=SPMM_EDGE_FACTORS
-) -> dict[int, float]:
-    """{width: GFLOP/s of one thread} on R-MAT adjacencies of 2**scale rows (median over
-    `edge_factors`), rows and entries together (`spmm_fit` separates them)."""
-    return spmm_fit(scale, widths, edge_factors)[0]
-
-
 def spmm_fit(
     scale: int = 17, widths=SPMM_WIDTHS, edge_factors=SPMM_EDGE_FACTORS
 ) -> tuple[dict[int, float], dict[int, float] | None]:

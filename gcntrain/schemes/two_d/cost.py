@@ -189,21 +189,15 @@ class TwoDCost:
             return self._whole_row_bytes(ctx, call)
         if call.method not in ("aggregate", "aggregate_t"):
             return super().stream_bytes(ctx, call)
-        which = "f" if call.method == "aggregate" else "t"
-        tab = self.stage_nnz(ctx, which)  # (Pr, S)
-        _, _, _, c_own, layer = lay.stages
-        I, j = lay.ranks_I(), lay.ranks_j()
-        i, k = I // lay.pz, I % lay.pz
-        mine = layer[None, :] == k[:, None]  # (P, S): the stages of the rank's layer
-        nnz = tab[i] * mine
-        remote = c_own[None, :] != j[:, None]  # (P, S): pieces broadcast by another column
-        active = (nnz > 0).sum(axis=1)
+        nnz = self._rank_stage_nnz(ctx, call)  # (P, S)
+        j = lay.ranks_j()
+        remote = lay.stages[3][None, :] != j[:, None]  # (P, S): pieces from another column
         received = (nnz * remote).sum(axis=1)
         pieces = ((nnz > 0) & remote).sum(axis=1)
         isz = call.itemsize(0)
-        ma = lay.row_sizes[i].astype(np.int64)
+        ma = lay.row_sizes[lay.ranks_I() // lay.pz].astype(np.int64)
         w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))[j]
-        acc = active * ma * w * isz
+        acc = self.spmm_rows(ctx, call) * w * isz
         unpack = received * (ENTRY_ID_BYTES // 2) + pieces * (ma + 1) * 8
         return (acc + unpack).astype(np.int64)
 
@@ -214,13 +208,17 @@ class TwoDCost:
         if call.method not in ("aggregate", "aggregate_t"):
             return super().spmm_rows(ctx, call)
         lay: Layout2D = ctx.layout
-        which = "f" if call.method == "aggregate" else "t"
-        tab = self.stage_nnz(ctx, which)  # (Pr, S)
-        layer = lay.stages[4]
+        active = (self._rank_stage_nnz(ctx, call) > 0).sum(axis=1)
+        return (active * lay.row_sizes[lay.ranks_I() // lay.pz]).astype(np.int64)
+
+    def _rank_stage_nnz(self, ctx, call) -> np.ndarray:
+        """(P, S) entries of each SUMMA stage a rank's product multiplies (`stage_nnz` of
+        its row part, zero outside its layer slice)."""
+        lay: Layout2D = ctx.layout
+        tab = self.stage_nnz(ctx, "f" if call.method == "aggregate" else "t")  # (Pr, S)
         I = lay.ranks_I()
         i, k = I // lay.pz, I % lay.pz
-        active = ((tab[i] > 0) & (layer[None, :] == k[:, None])).sum(axis=1)
-        return (active * lay.row_sizes[i]).astype(np.int64)
+        return tab[i] * (lay.stages[4][None, :] == k[:, None])
 
     def _whole_row_bytes(self, ctx, call) -> np.ndarray:
         """Products with W on split columns copy whole rows once (read and write): the
