@@ -1,7 +1,7 @@
 """The distributed schemes ported to the device (issue 37: 1d, 1.5d, the vertex cut cd-0)
-on the host-emulated device, at np 2 and 3: the results equal the CPU run's bit for
-bit, measured bytes equal the plan (and the CPU run's tally), and between epochs nothing
-moves between host and device but the staged messages (copies made inside
+on the host-emulated device, at np 2, 3 and 4 (np 1: the serial CLI test): the results
+equal the CPU run's bit for bit, measured bytes equal the plan (and the CPU run's tally),
+and between epochs nothing moves between host and device but the staged messages (copies made inside
 `gcntrain.device.staging.StagedComm`) and the scalars the loop reports.
 
 Run as a script under ``mpiexec -n P`` with a JSON list of cases
@@ -42,6 +42,7 @@ CASES = {
     2: [("1d", {}, None), ("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
     3: [("1d", {}, None), ("1.5d", {"replication": 1}, None), ("1.5d", {"replication": 3}, None)]
     + [("vertexcut", {}, "libra")],
+    4: [("1d", {}, None), ("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
 }
 
 
