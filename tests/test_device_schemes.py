@@ -4,8 +4,9 @@ equal the CPU run's bit for bit, measured bytes equal the plan (and the CPU run'
 and between epochs nothing moves between host and device but the staged messages (copies made inside
 `gcntrain.device.staging.StagedComm`) and the scalars the loop reports.
 
-Run as a script under ``mpiexec -n P`` with a JSON list of cases
-``[[scheme, options, partition], ...]`` it is the worker of the MPI test below.
+The cases are generated from the registry (`device_cases`).  Run as a script under
+``mpiexec -n P`` with a JSON list of cases ``[[scheme, options, partition], ...]`` it is
+the worker of the MPI test below (and a porting engineer's check of one case).
 """
 
 from __future__ import annotations
@@ -37,13 +38,29 @@ STAGED_CALLS = (
     "waitany",
 )
 
-#: per rank count, the cases one launch runs: (scheme, options, partition)
-CASES = {
-    2: [("1d", {}, None), ("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
-    3: [("1d", {}, None), ("1.5d", {"replication": 1}, None), ("1.5d", {"replication": 3}, None)]
-    + [("vertexcut", {}, "libra")],
-    4: [("1d", {}, None), ("1.5d", {"replication": 2}, None), ("vertexcut", {}, "libra")],
-}
+#: the rank counts of the MPI test (np 1: the serial CLI test)
+RANKS = (2, 3, 4)
+
+#: cases beyond the registry's: 1.5D with all three ranks in one replication group
+EXTRA = {3: [("1.5d", {"replication": 3}, None)]}
+
+
+def device_cases(size: int) -> list:
+    """(scheme, options, partition) of every scheme whose setup takes a device backend, each
+    of its `Scheme.test_configurations` on `size` ranks that its ``device_unsupported``
+    does not refuse: a scheme ported to the device is tested here by being ported."""
+    from gcntrain.job.device_run import runs_on_device
+    from gcntrain.schemes.registry import SCHEMES
+
+    cases = []
+    for name, scheme in SCHEMES.items():
+        if not runs_on_device(scheme):
+            continue
+        limits = getattr(scheme, "device_unsupported", None)
+        for opts, part in scheme.test_configurations(size):
+            if limits is None or not limits(scheme.configure(size, dict(opts))):
+                cases.append((name, opts, part))
+    return cases + EXTRA.get(size, [])
 
 
 def tag_staging(backend) -> list:
@@ -189,18 +206,20 @@ def test_through_the_cli_the_ported_schemes_run_and_the_rest_is_refused(
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", sorted(CASES))
+@pytest.mark.parametrize("ranks", RANKS)
 def test_schemes_on_the_emulated_device_equal_the_cpu_run_and_their_plan(ranks):
     from tests.mpi.launch import run_mpi
 
-    cases = json.dumps(CASES[ranks])
-    res = run_mpi(ranks, [sys.executable, str(Path(__file__).resolve()), cases], timeout=300)
+    cases = device_cases(ranks)
+    assert {c[0] for c in cases} >= {"1d", "1.5d", "vertexcut"}, cases
+    argv = [sys.executable, str(Path(__file__).resolve()), json.dumps(cases)]
+    res = run_mpi(ranks, argv, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("{")][-1]
     got = json.loads(line)
     assert got["ok"], got
     # every case's messages went through the staging (on some rank)
-    assert len(got["staged"]) == len(CASES[ranks]) and min(got["staged"]) > 0, got
+    assert len(got["staged"]) == len(cases) and min(got["staged"]) > 0, got
 
 
 if __name__ == "__main__":  # pragma: no cover
