@@ -170,10 +170,3 @@ def test_strict_device_arrays_refuse_host_operands_and_implicit_copies():
         float(np.sum(d))
     assert float(backend.fetch(np.sum(d))) == 15.0
     assert backend.copies == {"to_device": 1, "to_host": 1}
-
-
-def test_the_device_path_refuses_what_it_does_not_cover():
-    S, X, labels, masks = problem()
-    ops = SerialOps(S, EmulatedBackend(strict=True))
-    with pytest.raises(NotImplementedError, match="--norm layer"):
-        fit(ops, X, labels, masks, C, TrainConfig(epochs=1, norm="layer"))

@@ -30,10 +30,13 @@ def check_supported(
     chosen, scheme, config, checkpoint=None, resume=None, options=None, size: int = 1
 ) -> None:
     """Refuse, before loading, what a run on the device of `chosen` cannot do: a scheme
-    whose Ops are not ported (`scheme` None: not checked), a scheme option value its device
-    Ops do not cover (with `options`, the scheme's option values on `size` ranks: what its
-    ``device_unsupported(config)`` names), LayerNorm, label propagation, checkpoints and
-    resume (`InputError`; the same on every rank, so no agreement is needed)."""
+    whose Ops are not ported (`scheme` None: not checked) and a scheme option value its
+    device Ops do not cover (with `options`, the scheme's option values on `size` ranks:
+    what its ``device_unsupported(config)`` names); `InputError`, the same on every rank,
+    so no agreement is needed.  LayerNorm, label propagation, `checkpoint` and `resume`
+    run on the device (`gcntrain.model.trainer.fit`: a checkpoint copies the state to the
+    host once, a resume loads it to the device); `config`, `checkpoint` and `resume` are
+    taken for the refusals a later training option may need."""
     if chosen.kind == "cpu":
         return
     what = []
@@ -43,14 +46,6 @@ def check_supported(
         limits = getattr(scheme, "device_unsupported", None)
         if limits is not None:
             what += limits(scheme.configure(size, dict(options)))
-    if config.norm != "none":
-        what.append(f"--norm {config.norm}")
-    if config.label_prop > 0:
-        what.append("--label-prop")
-    if checkpoint is not None:
-        what.append("--checkpoint")
-    if resume is not None:
-        what.append("--resume")
     if what:
         raise InputError(
             f"--device gpu: not on the device yet (issue 37): {', '.join(what)}; use --device cpu"

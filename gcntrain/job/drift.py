@@ -33,12 +33,12 @@ def evaluate_weights(ops, local, config, weights, epoch: int = -1, training: boo
     `epoch` do (``training=True``)."""
     f0 = int(local.num_features)
     classes = int(local.num_classes)
-    X = prepare_features(ops, local.features, config, f0)
+    X = ops.compute.features(prepare_features(ops, local.features, config, f0))  # device: resident
     net = make_network(config, f0, classes, ops)
     for layer, full in zip(net.layers, weights):
         for k, w in layer.params.items():
             shard = ops.shard_param(full[k], layer.spec(k), phase=Phase("param", layer.index))
-            w[...] = np.asarray(shard, dtype=w.dtype).reshape(w.shape)
+            w[...] = ops.compute.xp.asarray(shard, dtype=w.dtype).reshape(w.shape)
     labels = np.asarray(local.labels, dtype=np.int64)
     masks = {k: effective_mask(labels, local.masks.get(k)) for k in ("train", "val", "test")}
     lp_train = masks["train"].copy()

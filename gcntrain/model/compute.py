@@ -17,8 +17,10 @@ Ops are made:
     sums of ``xent``, the weight-decay sums of squares).
 
 The backend is duck-typed (`gcntrain.device.backend`): this module imports no device code.
-The device path does not cover LayerNorm (``--norm layer``) or label propagation
-(``--label-prop``); `ArrayCompute.check` refuses them.
+LayerNorm (``--norm layer``, `gcntrain.model.norm` over ``xp``) and label propagation
+(``--label-prop``: the draw by `ArrayCompute.label_draw`, the embedding on device arrays)
+run on the device too; a checkpoint copies the state to the host once (`to_host`) and a
+resume loads it back into the device arrays (`load_into`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def _identity(a):
     return a
 
 
+def _assign(dst, src) -> None:
+    dst[...] = src
+
+
 def _host_sum_sq(a) -> float:
     return float(np.sum(np.square(a, dtype=np.float64)))
 
@@ -54,6 +60,8 @@ class HostCompute:
     features = staticmethod(_identity)
     param = staticmethod(_identity)
     to_host = staticmethod(_identity)
+    resident = staticmethod(_identity)
+    load_into = staticmethod(_assign)
     sum_sq = staticmethod(_host_sum_sq)
     relu_backward = staticmethod(relu_backward)
     dropout_forward = staticmethod(dropout_forward)
@@ -103,9 +111,8 @@ class ArrayCompute:
 
     # -- placement ------------------------------------------------------------------------
     def check(self, config) -> None:
-        """Refuse what the device path does not cover (`NotImplementedError`)."""
-        if config.norm != "none" or config.label_prop > 0:
-            raise NotImplementedError("--norm layer and --label-prop do not run on the device yet")
+        """Every training configuration runs on the device (LayerNorm and label propagation
+        included); a hook for what a later one may not cover."""
 
     def resident(self, a):
         """The device copy of the host array `a` (copied the first time only)."""
@@ -131,6 +138,11 @@ class ArrayCompute:
     def to_host(self, a):
         """A host copy of a device array (counted by the emulated backend)."""
         return self.backend.fetch(a) if self.backend.is_device(a) else a
+
+    def load_into(self, dst, src) -> None:
+        """Copy the host array `src` into the device array `dst` in place (one copy; same
+        shape and dtype: a checkpoint's state on resume)."""
+        self.backend.to_device(np.ascontiguousarray(src), out=dst)
 
     def sum_sq(self, a) -> float:
         """``sum(a ** 2)`` in float64: one scalar to the host."""
@@ -174,6 +186,15 @@ class ArrayCompute:
     def dropout_backward(self, dH, rows, seed: int, stream: int, p: float, col0: int = 0):
         """The same mask and scale applied to the gradient."""
         return self.dropout_forward(dH, rows, seed, stream, p, col0)
+
+    def label_draw(self, rows, train, rate: float, seed: int, stream: int):
+        """`gcntrain.model.trainer.label_draw` on the device: the `train` rows (a host bool
+        mask, copied once) that the counter hash of (seed, stream, global row, column 0)
+        does not keep at `rate`, as a device bool mask (nothing crosses per epoch)."""
+        thr = self._u(int(keep_threshold(rate)))
+        grows = self.resident(rows).astype(self.xp.uint64)
+        keep = self._hash(grows, self._u(0), seed, stream) >= thr
+        return self.resident(train) & ~keep
 
     # -- products -------------------------------------------------------------------------
     def matmul(self, A, B):
@@ -247,6 +268,8 @@ class ArrayCompute:
     def _mask(self, m, lab):
         if m is None:
             return self.xp.zeros(lab.shape[0], dtype=bool)
+        if self.backend.is_device(m):  # made on the device (label propagation's loss mask)
+            return m.astype(bool, copy=False) & (lab >= 0)
         return self.resident(np.asarray(m, dtype=bool)) & (lab >= 0)
 
     # -- optimiser ------------------------------------------------------------------------

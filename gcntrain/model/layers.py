@@ -116,25 +116,29 @@ class Layer:
                 self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
 
     # LayerNorm of the input ---------------------------------------------------------------
-    def normalize_input(self, H, ctx: Phase = TRAIN) -> np.ndarray:
+    def normalize_input(self, H, ctx: Phase = TRAIN, xp=np) -> np.ndarray:
         """LayerNorm of the input rows (`gcntrain.model.norm`); H itself when `norm` is off.
-        The rows are whole (the schemes that split feature columns refuse --norm layer)."""
+        The rows are whole (the schemes that split feature columns refuse --norm layer).
+        `xp`: the array module of the run (``ops.compute.xp``; device arrays stay there)."""
         if not self.norm:
             return H
         X = _dense(H)
-        mean, rstd = ln.row_stats(ln.row_sums(X), self.f_in)
-        Y, x_hat = ln.forward(X, mean, rstd, self.params["ln_g"], self.params["ln_b"])
+        mean, rstd = ln.row_stats(ln.row_sums(X, xp), self.f_in, xp=xp)
+        Y, x_hat = ln.forward(X, mean, rstd, self.params["ln_g"], self.params["ln_b"], xp)
         self._ln = {"x_hat": x_hat, "rstd": rstd}
-        return np.ascontiguousarray(Y)
+        return xp.ascontiguousarray(Y)
 
     def normalize_backward(self, ops: Ops, dY: np.ndarray, ctx: Phase, grads: dict) -> np.ndarray:
         """dX of the LayerNorm; adds the reduced ``ln_g`` / ``ln_b`` gradients to `grads`."""
+        xp = ops.compute.xp
         g = self.params["ln_g"]
         x_hat, rstd = self._ln["x_hat"], self._ln["rstd"]
-        dX = ln.backward_finish(dY, x_hat, rstd, g, ln.backward_sums(dY, x_hat, g), self.f_in)
+        sums = ln.backward_sums(dY, x_hat, g, xp)
+        dX = ln.backward_finish(dY, x_hat, rstd, g, sums, self.f_in, xp)
         ph = ctx.at("wgrad", self.index)
-        grads["ln_g"] = ops.bias_grad(np.asarray(dY) * x_hat, self.spec("ln_g"), phase=ph)
-        grads["ln_b"] = ops.bias_grad(np.asarray(dY), self.spec("ln_b"), phase=ph)
+        dY = ln.as_array(dY, xp)
+        grads["ln_g"] = ops.bias_grad(dY * x_hat, self.spec("ln_g"), phase=ph)
+        grads["ln_b"] = ops.bias_grad(dY, self.spec("ln_b"), phase=ph)
         self._ln = {}
         return dX
 

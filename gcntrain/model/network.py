@@ -58,10 +58,15 @@ class Network:
                 full, first.spec("E"), phase=Phase("param", first.index)
             )
 
-    def embed_labels(self, X, labels: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    def embed_labels(self, X, labels: np.ndarray, chosen: np.ndarray, compute=None) -> np.ndarray:
         """Masked label propagation: ``X + embed_scale * E[label]`` on the `chosen` rows
-        (dense copy)."""
-        H = np.array(X.toarray() if hasattr(X, "toarray") else X, order="C", copy=True)
+        (dense copy).  On a device (`compute` an ``ArrayCompute``) `X`, `chosen` and ``E``
+        are device arrays and the labels are copied there once (``compute.resident``)."""
+        if compute is not None and compute.device:
+            labels = compute.resident(labels)
+            H = X.toarray() if hasattr(X, "toarray") else X.copy()
+        else:
+            H = np.array(X.toarray() if hasattr(X, "toarray") else X, order="C", copy=True)
         E = self.layers[0].params["E"]
         H[chosen] += E[labels[chosen]] * E.dtype.type(self.embed_scale)
         self._embedded = (labels, chosen)
@@ -80,7 +85,7 @@ class Network:
         rows): the label embedding added to the input rows (`embed_labels`)."""
         self._Z = []
         self._embedded = None
-        H = X if embed is None else self.embed_labels(X, *embed)
+        H = X if embed is None else self.embed_labels(X, *embed, compute=ops.compute)
         last = len(self.layers) - 1
         for layer in self.layers:
             key = (
@@ -88,7 +93,7 @@ class Network:
                 if seed is None or not ctx.training
                 else (seed, dropout_stream(max(ctx.epoch, 0), layer.index))
             )
-            Z = layer.forward(ops, layer.normalize_input(H, ctx), key, ctx)
+            Z = layer.forward(ops, layer.normalize_input(H, ctx, ops.compute.xp), key, ctx)
             if layer.index != last:
                 self._Z.append(Z)
                 H = relu(Z)
@@ -113,8 +118,9 @@ class Network:
         if self._embedded is not None:
             first = self.layers[0]
             labels, chosen = self._embedded
-            dE = np.zeros((first.embed_rows, first.f_in), dtype=dH.dtype)
-            np.add.at(dE, labels[chosen], dH[chosen] * dH.dtype.type(self.embed_scale))
+            xp = ops.compute.xp  # NumPy on the host; on a GPU an atomic add (rounding only)
+            dE = xp.zeros((first.embed_rows, first.f_in), dtype=dH.dtype)
+            xp.add.at(dE, labels[chosen], dH[chosen] * dH.dtype.type(self.embed_scale))
             grads[0]["E"] = ops.reduce_weight_grad(
                 dE, first.spec("E"), phase=ctx.at("wgrad", first.index)
             )

@@ -113,8 +113,13 @@ class TrainState:
         )
 
 
-def restore_into(dst: list[dict[str, np.ndarray]], src: list[dict[str, np.ndarray]]) -> None:
-    """Copy `src` into the arrays of `dst` in place (same layers, names, shapes, dtypes)."""
+def restore_into(
+    dst: list[dict[str, np.ndarray]], src: list[dict[str, np.ndarray]], load=None
+) -> None:
+    """Copy `src` into the arrays of `dst` in place (same layers, names, shapes, dtypes).
+
+    `load(dst_array, src_array)` makes each copy (default: an in-place assignment; on a
+    device, ``ops.compute.load_into``: one host-to-device copy per array)."""
     if len(dst) != len(src):
         raise ValueError(f"checkpoint has {len(src)} layers, the model {len(dst)}")
     for i, (d, s) in enumerate(zip(dst, src)):
@@ -127,4 +132,7 @@ def restore_into(dst: list[dict[str, np.ndarray]], src: list[dict[str, np.ndarra
                     f"checkpoint {k} of layer {i} is {b.dtype}{list(b.shape)}, the model "
                     f"{a.dtype}{list(a.shape)}"
                 )
-            a[...] = b
+            if load is None:
+                a[...] = b
+            else:
+                load(a, b)

@@ -395,9 +395,14 @@ def fit(
     callback : called with each `EpochRecord` after the epoch (progress, fault injection).
     num_features : global feature width (default: the local block's width, a row layout).
     checkpoint : an object with ``due(epochs_done, last) -> bool`` and ``save(TrainState)``,
-        asked after every epoch (`gcntrain.job.checkpoint.Checkpointer`).
+        asked after every epoch (`gcntrain.job.checkpoint.Checkpointer`).  On a device
+        the state it saves is copied to the host once per checkpoint (each parameter shard,
+        Adam moment and scheme array once, ``ops.compute.to_host``): the only transfers a
+        checkpoint adds to the loop's.
     resume : the `TrainState` to continue from (same rank of the same layout): training
-        goes on at its epoch and ends, bit for bit, where the uninterrupted run ends.
+        goes on at its epoch and ends, bit for bit, where the uninterrupted run ends.  On a
+        device its arrays are copied once into the device parameters and moments
+        (``ops.compute.load_into``).
 
     Returns
     -------
@@ -431,8 +436,6 @@ def fit(
     X = prepare_features(ops, X_local, config, f0)
     del X_local  # the raw features: freed here when the caller holds them no more
     if ops.compute.device:  # one copy to the device; the loop then stays there
-        if checkpoint is not None or resume is not None:
-            raise NotImplementedError("checkpoints do not run on the device yet")
         ops.compute.check(config)
         X = ops.compute.features(X)
     net = make_network(config, f0, num_classes, ops)
@@ -442,7 +445,7 @@ def fit(
     opt = Adam(weights, lr=config.lr, decoupled_decay=decay, update=ops.compute.adam_update)
     eval_masks = {k: masks[k] for k in ("val", "test")}
     # evaluation passes embed every training label (the known labels)
-    lp_embed = (labels, lp_train) if config.label_prop > 0 else None
+    lp_embed = (labels, ops.compute.resident(lp_train)) if config.label_prop > 0 else None
 
     def wd_value(ctx: Phase) -> float:
         phase = ctx.at("metrics")
@@ -458,9 +461,8 @@ def fit(
     stopped = False
     first = 0
     if resume is not None:
-        restore_into(weights, resume.weights)
-        restore_into(opt.m, resume.m)
-        restore_into(opt.v, resume.v)
+        for dst, src in ((weights, resume.weights), (opt.m, resume.m), (opt.v, resume.v)):
+            restore_into(dst, src, ops.compute.load_into)
         opt.t = resume.t
         history, val_losses = list(resume.history), list(resume.val_losses)
         first = resume.epoch
@@ -479,6 +481,13 @@ def fit(
             loss_mask = masks["train"] & ~chosen
             loss_count = masked_counts(ops, labels, {"train": loss_mask}, ctx.at("metrics"))
             loss_count = loss_count["train"]
+            if ops.compute.device:  # the same draw made there: no mask crosses per epoch
+                stream = epoch * STREAMS_PER_EPOCH + LP_STREAM
+                chosen = ops.compute.label_draw(
+                    ops.rows, lp_train, config.label_prop, config.seed, stream
+                )
+                embed = (labels, chosen)
+                loss_mask = ops.compute.resident(masks["train"]) & ~chosen
         logits = net.forward(tops, X, seed=config.seed, ctx=ctx, embed=embed)
         xent, train_acc, dlogits = mean_xent(
             tops,
@@ -527,17 +536,22 @@ def fit(
             stopped = epoch < config.epochs - 1
         last = stop or epoch == config.epochs - 1
         if checkpoint is not None and checkpoint.due(epoch + 1, last):
+            host = ops.compute.to_host  # on a device: one copy of each array (docstring)
+            sw, sm, sv = (
+                [{k: host(a) for k, a in lp.items()} for lp in g] for g in (weights, opt.m, opt.v)
+            )
+            scheme = ops.state_dict(phase=ctx.at("control"))
             checkpoint.save(
                 TrainState(
                     epoch + 1,
-                    weights,
-                    opt.m,
-                    opt.v,
+                    sw,
+                    sm,
+                    sv,
                     opt.t,
                     history,
                     val_losses,
                     bool(stop),
-                    ops.state_dict(phase=ctx.at("control")),
+                    {k: host(a) for k, a in scheme.items()},
                 )
             )
         if stop:

@@ -61,6 +61,8 @@ from gcntrain.schemes.base import (
     row_setup,
 )
 from gcntrain.schemes.config import parse_choice
+from gcntrain.schemes.device_rows import DeviceSums
+from gcntrain.schemes.hier_device import HierDevice
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import OVERLAP_CALL, REORDER_OPTION, ConfigValue, SchemeOption
 
@@ -292,6 +294,16 @@ class HierOps(RowOps):
         self.epoch_stats.append(dict(self._stats))
 
 
+class HierDeviceOps(HierDevice, DeviceSums, HierOps):
+    """`HierOps` with every array of the loop on the device of `backend` (docs/gpu.md):
+    the products, the Int2/4/8 quantization and the sums on device arrays
+    (`gcntrain.schemes.hier_device`), every message through ``backend.staged(world)``."""
+
+    def __init__(self, world, layout: HierLayout, fwd, bwd, rows, backend):
+        super().__init__(backend.staged(world), layout, fwd, bwd, rows)
+        self._on_device(backend)
+
+
 # -- the scheme ----------------------------------------------------------------------------
 
 
@@ -395,9 +407,13 @@ class Hier(RowScheme):
             config.seed,
         )
 
-    def setup(self, world, layout: HierLayout, local, kind: str):
+    def setup(self, world, layout: HierLayout, local, kind: str, backend=None):
+        """The row setup, then `HierOps` on the host (`backend` None or the host's) or
+        `HierDeviceOps` on the device of `backend` (every option value)."""
         fwd, bwd = row_setup(world, world, layout, local, kind)
-        return HierOps(world, layout, fwd, bwd, local.orig_ids)
+        if backend is None or getattr(backend, "name", "cpu") == "cpu":
+            return HierOps(world, layout, fwd, bwd, local.orig_ids)
+        return HierDeviceOps(world, layout, fwd, bwd, local.orig_ids, backend)
 
     # -- exchange description ------------------------------------------------------------
     def split(self, ctx, which: str):

@@ -45,11 +45,13 @@ from gcntrain.schemes.base import (
     RowScheme,
     as_dtype,
     csr_apply,
+    row_setup,
     spmm_work,
 )
 from gcntrain.schemes.entries import entry_pair_counts, halo_needed_pairs
 from gcntrain.schemes.halosums import HaloSums, SummedPairs
 from gcntrain.schemes.layout import needed_pairs, owner_of
+from gcntrain.schemes.p2p_device import P2pDeviceOps
 from gcntrain.schemes.protocol import OVERLAP_CALL
 
 #: `plan_notes` values of the backward product
@@ -427,6 +429,21 @@ class P2P(RowScheme):
     summary = "1D sparse point-to-point: each needed row sent once per destination"
 
     ops_class = P2POps
+
+    def setup(self, world, layout: RowLayout, local, kind: str, backend=None):
+        """The row setup, then `P2POps` on the host (`backend` None or the host's) or
+        `P2pDeviceOps` (`gcntrain.schemes.p2p_device`) on the device of `backend`."""
+        if backend is None or getattr(backend, "name", "cpu") == "cpu":
+            return super().setup(world, layout, local, kind)
+        fwd, bwd = row_setup(world, world, layout, local, kind)
+        ex = _Exchange(world, layout.offsets, *fwd)
+        bw = None if bwd is None else _Backward(world, layout.offsets, ex, fwd, bwd)
+        return P2pDeviceOps(world, layout, ex, bw, local.orig_ids, backend)
+
+    def device_unsupported(self, config) -> list[str]:
+        """Nothing: every option value (``--reorder``) and partition runs on the device,
+        where the products go by messages only (no node windows)."""
+        return []
 
     def plan_table_bytes(self, P: int, n: int, nnz: int) -> tuple[int, str]:
         """A bit per pair of ranks and the per-rank sums (`HaloSums`)."""

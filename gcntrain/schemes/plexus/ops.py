@@ -70,8 +70,9 @@ class PlexusOps(Ops):
             out[lo:hi] = comm.allreduce(part, key)
         return out
 
-    def _move(self, X, p: Place, width: int, key: str) -> np.ndarray:
-        """X at p (r, c) to ``agg_out(p)`` (q, c): Allgatherv over the r-axis group."""
+    def _move_plan(self, p: Place) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(local rows this rank sends, where the received rows go, rows per member) of the
+        move from p to ``agg_out(p)``, computed once per placement."""
         lay = self.layout
         if p not in self._moves:
             tgt = agg_out(p)
@@ -84,7 +85,11 @@ class PlexusOps(Ops):
             order = np.argsort(owner, kind="stable")
             counts = np.bincount(owner, minlength=lay.dims[p.row]).astype(np.int64)
             self._moves[p] = (src[mine] - bs[self.c[p.row]], order, counts)
-        local, order, counts = self._moves[p]
+        return self._moves[p]
+
+    def _move(self, X, p: Place, width: int, key: str) -> np.ndarray:
+        """X at p (r, c) to ``agg_out(p)`` (q, c): Allgatherv over the r-axis group."""
+        local, order, counts = self._move_plan(p)
         X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X)
         w = X.shape[1]
         got = self.axis[p.row].allgatherv(np.ascontiguousarray(X[local]), counts, key)

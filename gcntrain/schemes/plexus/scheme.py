@@ -137,6 +137,12 @@ class Plexus(PlexusCost, PlexusSetup, Scheme):
         first = {**self.with_grid({}, grids[0]), "permute": PERMUTES[0]}
         return [(first, None), ({**self.with_grid({}, grids[-1]), "permute": PERMUTES[-1]}, None)]
 
+    def device_unsupported(self, config) -> list[str]:
+        """What of `config` does not run on a device (`gcntrain.job.device_run`): nothing;
+        every grid, ``--permute``, ``--block-rows`` and ``--load-grid`` does
+        (`gcntrain.schemes.plexus.device`)."""
+        return []
+
     def row_parts(self, size: int, config) -> int:
         return config.load_grid[0]
 

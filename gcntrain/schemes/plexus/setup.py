@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.model.normalize import DEGREE_OFFSET, degrees, support_rows
+from gcntrain.schemes.plexus.device import PlexusDeviceOps
 from gcntrain.schemes.plexus.layout import (
     PlexusLayout,
     _copies_to_holders,
@@ -26,7 +27,10 @@ LABEL_BYTES = 32
 class PlexusSetup:
     """`Scheme.setup` of Plexus (mixed into `Plexus`)."""
 
-    def setup(self, world, layout: PlexusLayout, local, kind: str) -> PlexusOps:
+    def setup(self, world, layout: PlexusLayout, local, kind: str, backend=None) -> PlexusOps:
+        """The axis communicators, the shards and the node data routed (module docstring),
+        then `PlexusOps` on the host (`backend` None or the host's) or `PlexusDeviceOps` on
+        the device of `backend` (`gcntrain.device.backend`)."""
         rank = world.rank
         comms = {}
         for ax in range(3):
@@ -53,7 +57,10 @@ class PlexusSetup:
         orow = np.repeat(orig_local, np.diff(ip))
         ocol = load_orig[np.asarray(ix, dtype=np.int64)]
         shards = self._route_entries(world, layout, orow, ocol, np.asarray(dv, np.float64))
-        ops = PlexusOps(world, layout, comms, shards)
+        if backend is None or getattr(backend, "name", "cpu") == "cpu":
+            ops = PlexusOps(world, layout, comms, shards)
+        else:
+            ops = PlexusDeviceOps(world, layout, comms, shards, backend)
         self._route_node_data(world, layout, local, ops)
         return ops
 

@@ -28,8 +28,9 @@ as in the paper) and chunk j of each bias.  n need not be divisible by the grid.
 
 Modules: `layout` (`Layout2D`, the column chunks, the SUMMA stages and who holds each entry
 of S), `ops` (`TwoDOps`, the runtime of one rank, and the setup helpers), `cost` (the
-exchange steps, work and memory the simulator prices) and `scheme` (the `TwoD` scheme, its
-options and setup).  `gcntrain.schemes.three_d` is this scheme with Z layers.
+exchange steps, work and memory the simulator prices), `device` (`TwoDDeviceOps`, the same
+on a device: docs/gpu.md) and `scheme` (the `TwoD` scheme, its options and setup).
+`gcntrain.schemes.three_d` is this scheme with Z layers.
 """
 
 from gcntrain.schemes.two_d.cost import TwoDCost

@@ -8,10 +8,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.kernels import dense
 from gcntrain.kernels.coo import indptr_from_sorted_rows
 from gcntrain.model.functional import row_l1_norms, row_normalize
-from gcntrain.model.loss import local_xent
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import phase_key
 from gcntrain.partition.csr import keep_entries
@@ -27,14 +25,21 @@ from gcntrain.schemes.two_d.layout import (
 )
 
 
-def gather_columns(comm, X, widths: np.ndarray, key: str) -> np.ndarray:
+def gather_columns(comm, X, widths: np.ndarray, key: str, xp=np) -> np.ndarray:
     """Whole rows from column chunks: member k of `comm` holds ``widths[k]`` columns of the
-    same rows (one Allgatherv of the flattened chunks)."""
-    X = np.ascontiguousarray(X)
+    same rows (one Allgatherv of the flattened chunks); `xp` is the array module of `X`
+    (a device's: `comm` a staged communicator, the rows joined on the device)."""
+    X = xp.ascontiguousarray(X)
     m = X.shape[0]
     flat = comm.allgatherv(X.reshape(-1), widths * m, key)
-    parts = np.split(flat, np.cumsum(widths * m)[:-1])
-    return np.ascontiguousarray(np.hstack([a.reshape(m, int(k)) for a, k in zip(parts, widths)]))
+    parts = xp.split(flat, np.cumsum(widths * m)[:-1].tolist())
+    return xp.ascontiguousarray(xp.hstack([a.reshape(m, int(k)) for a, k in zip(parts, widths)]))
+
+
+def _is_sparse(H) -> bool:
+    """Whether `H` is CSR: a SciPy matrix, or features resident on a device (which have
+    ``with_data``, `gcntrain.model.compute.ArrayCompute.features`)."""
+    return sp.issparse(H) or hasattr(H, "with_data")
 
 
 class CSRPiece(NamedTuple):
@@ -121,15 +126,23 @@ class TwoDOps(Ops):
         f = chunk_offsets(width, self.layout.pc)
         return int(f[self.j]), int(f[self.j + 1])
 
+    def _contig(self, a):
+        """`a` C-ordered (the device Ops keep a device array on the device)."""
+        return np.ascontiguousarray(a)
+
+    def _dense(self, a):
+        """A product's result as an array (the device Ops' products are arrays already)."""
+        return np.asarray(a)
+
     # -- hooks: sums over nodes run down a process column (one copy of every row) ----------
     def _sum_nodes(self, a, phase):
-        return self.grid.col.allreduce(np.ascontiguousarray(a), phase_key(phase))
+        return self.grid.col.allreduce(self._contig(a), phase_key(phase))
 
     def _sum_params(self, a, phase):
-        return self.grid.col.allreduce(np.ascontiguousarray(a), phase_key(phase))
+        return self.grid.col.allreduce(self._contig(a), phase_key(phase))
 
     def _sum_elements(self, a, phase):
-        return self.world.allreduce(np.ascontiguousarray(a), phase_key(phase))
+        return self.world.allreduce(self._contig(a), phase_key(phase))
 
     def _decide(self, flag, phase) -> bool:
         return self.world.bcast_flag(bool(flag), 0, phase_key(phase))
@@ -137,30 +150,32 @@ class TwoDOps(Ops):
     # -- rows whose columns are split --------------------------------------------------------
     def _row_gather(self, X, width: int, key: str) -> np.ndarray:
         """Whole rows (m x width) from the column chunks of process row i."""
-        return gather_columns(self.grid.row, X, np.diff(chunk_offsets(width, self.layout.pc)), key)
+        w = np.diff(chunk_offsets(width, self.layout.pc))
+        return gather_columns(self.grid.row, X, w, key, self.compute.xp)
 
     def _row_reduce_scatter(self, part: np.ndarray, width: int, key: str) -> np.ndarray:
         """Chunk j of the sum over process row i of the whole-width partial products."""
         f = chunk_offsets(width, self.layout.pc)
-        send = np.concatenate([part[:, f[c] : f[c + 1]].reshape(-1) for c in range(len(f) - 1)])
+        xp = self.compute.xp
+        send = xp.concatenate([part[:, f[c] : f[c + 1]].reshape(-1) for c in range(len(f) - 1)])
         got = self.grid.row.reduce_scatterv(send, np.diff(f) * self.m, key)
         return got.reshape(self.m, int(f[self.j + 1] - f[self.j]))
 
     # -- parameters: W replicated, biases chunked like the columns of Z ----------------------
     def shard_param(self, full, spec: ParamSpec, *, phase):
         if not spec.is_bias:
-            return full
+            return self.compute.param(full)
         lo, hi = self.col_range(spec.shape[0])
-        return full[lo:hi].copy()
+        return self.compute.param(full[lo:hi].copy())
 
     def gather_param(self, local, spec: ParamSpec, *, phase):
         if not spec.is_bias:
             return local
         w = np.diff(chunk_offsets(spec.shape[0], self.layout.pc))
-        return self.grid.row.allgatherv(np.ascontiguousarray(local), w, phase_key(phase))
+        return self.grid.row.allgatherv(self._contig(local), w, phase_key(phase))
 
     def param_sum_sq(self, local, spec: ParamSpec, *, phase) -> float:
-        s = float(np.sum(np.square(local, dtype=np.float64)))
+        s = self.compute.sum_sq(local)
         if not spec.is_bias:
             return s
         return float(self.grid.row.allreduce(np.array([s]), phase_key(phase))[0])
@@ -236,36 +251,37 @@ class TwoDOps(Ops):
     def matmul(self, H, W, *, phase):
         f_in, f_out = W.shape
         key = phase_key(phase)
-        if use_gather(sp.issparse(H), f_in, f_out):
+        mm = self.compute.matmul
+        if use_gather(_is_sparse(H), f_in, f_out):
             lo, hi = self.col_range(f_out)
-            return dense.matmul(self._row_gather(H, f_in, key), W[:, lo:hi])
+            return mm(self._row_gather(H, f_in, key), W[:, lo:hi])
         lo, hi = self.col_range(f_in)
-        return self._row_reduce_scatter(np.asarray(dense.matmul(H, W[lo:hi, :])), f_out, key)
+        return self._row_reduce_scatter(self._dense(mm(H, W[lo:hi, :])), f_out, key)
 
     def matmul_grads(self, H, W, dZ, *, need_input_grad, phase):
         f_in, f_out = W.shape
         dZi = self._row_gather(dZ, f_out, phase_key(phase))
         lo, hi = self.col_range(f_in)
-        dW = np.asarray(dense.matmul_tn(H, dZi))
-        dH = dense.matmul(dZi, W[lo:hi, :].T) if need_input_grad else None
+        dW = self._dense(self.compute.matmul_tn(H, dZi))
+        dH = self.compute.matmul(dZi, W[lo:hi, :].T) if need_input_grad else None
         return dH, dW
 
     def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase):
         key = phase_key(phase)
-        slab = self.grid.col.allreduce(np.ascontiguousarray(dW), key)
+        slab = self.grid.col.allreduce(self._contig(dW), key)
         w = np.diff(chunk_offsets(spec.shape[0], self.layout.pc))
         return self.grid.row.allgatherv(slab, w, key)
 
     def bias_grad(self, dZ, spec: ParamSpec, *, phase):
-        return self.grid.col.allreduce(np.ascontiguousarray(dZ.sum(axis=0)), phase_key(phase))
+        return self.grid.col.allreduce(self._contig(dZ.sum(axis=0)), phase_key(phase))
 
     # -- whole rows --------------------------------------------------------------------------
     def xent(self, logits, labels, masks, *, width, grad_index=None, grad_divisor=1.0, phase):
         full = self._row_gather(logits, width, phase_key(phase))
-        sums, grad = local_xent(full, labels, masks, grad_index, grad_divisor)
+        sums, grad = self.compute.local_xent(full, labels, masks, grad_index, grad_divisor)
         if grad is not None:
             lo, hi = self.col_range(width)
-            grad = np.ascontiguousarray(grad[:, lo:hi])
+            grad = self._contig(grad[:, lo:hi])
         return self.node_sum(sums, phase=phase), grad
 
     def predict(self, logits, *, width, phase):

@@ -11,6 +11,7 @@ from gcntrain.partition.basic import block_bounds
 from gcntrain.schemes.config import format_grid
 from gcntrain.schemes.protocol import REORDER_OPTION, Scheme, SchemeOption
 from gcntrain.schemes.two_d.cost import TwoDCost
+from gcntrain.schemes.two_d.device import TwoDDeviceOps
 from gcntrain.schemes.two_d.layout import Layout2D, stage_counts
 from gcntrain.schemes.two_d.ops import StagePieces, TwoDOps, _transpose_block, layer_columns
 
@@ -65,7 +66,10 @@ class TwoD(TwoDCost, Scheme):
         cols = np.asarray(cols, dtype=np.int64)
         return Layout2D(numbering, pr, pc, cols, meta.num_features, *layers)
 
-    def setup(self, world, layout: Layout2D, local, kind: str) -> TwoDOps:
+    def setup(self, world, layout: Layout2D, local, kind: str, backend=None) -> TwoDOps:
+        """The blocks of S and S^T, their stage pieces and the stage tables, then `TwoDOps`
+        on the host (`backend` None or the host's) or `TwoDDeviceOps` on the device of
+        `backend` (`gcntrain.device.backend`; split-3D too)."""
         pz, pc = layout.pz, layout.pc
         grid = grid_2d(world, layout.vr, pc)
         I, j = grid.i, grid.j
@@ -96,4 +100,7 @@ class TwoD(TwoDCost, Scheme):
         for which, arrays in mats.items():
             pieces[which] = StagePieces(layout, i, j, k, *arrays)
             nnz[which] = grid.row.allgatherv(pieces[which].nnz(), counts, "setup")
-        return TwoDOps(world, grid, layout, pieces, nnz, local.orig_ids, lcol, fiber)
+        args = (world, grid, layout, pieces, nnz, local.orig_ids, lcol, fiber)
+        if backend is None or getattr(backend, "name", "cpu") == "cpu":
+            return TwoDOps(*args)
+        return TwoDDeviceOps(*args, backend)

@@ -1,13 +1,26 @@
 """One rank of the vertex cut on a device (issue 37, docs/gpu.md): `VertexCutDeviceOps`,
-cd-0 only.
+all three modes: exact (cd-0), delayed (cd-R) and local-only (0c).
 
 The local support S and S^T are made resident once per dtype; a product is one device
 SpMM, and the split vertices' tree synchronisation (`tree_sync`'s steps: the leaves' rows
 gathered and sent to their roots, added there, the roots' rows sent back and written at the
 leaves) runs on device arrays with its two Alltoallv through the backend's staged
 communicator (`backend.staged`: the counters see a host run's messages, so measured bytes
-equal the plan).  The tree's row indices are copied to the device once.  cd-R and 0c
-(``--delay R|none``) are not ported: their setup on a device raises.
+equal the plan).  The tree's row indices, and cd-R's per bucket, are copied to the device
+once.
+
+cd-R runs `VertexCutOps._delayed` as it is (the in-flight queues, the drain before the
+final evaluation, the drift pass's training view) with device rows: its gathers, adds and
+writes are the `ArrayCompute` row functions, and its messages are the staged communicator's
+non-blocking ``ialltoallv`` / ``wait``.  A posted message owns a pinned host copy of its
+rows (`StagedComm.ialltoallv`: a fresh buffer per message, kept by its `Pending` until
+completion, R epochs later), and what arrives is copied to the device when it is waited
+for; a drained message (`_drain`) keeps its rows on the device.  0c exchanges nothing in
+training passes.  Evaluation passes of every mode synchronise exactly (`_sync`).
+
+On a GPU the scatter-add of the roots (``cupy.add.at``) adds a root's repeated rows by
+atomics in no fixed order, so every mode there equals the CPU run to rounding only; on the
+emulation (NumPy's ``add.at``, in order) it is bit for bit.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ from time import perf_counter
 
 import numpy as np
 
+from gcntrain.comm.communicator import Pending
 from gcntrain.model.compute import compute_for
 from gcntrain.model.phase import Phase, phase_key
 from gcntrain.schemes.base import as_dtype
@@ -25,21 +39,45 @@ from gcntrain.schemes.vertexcut.ops import VertexCutOps
 
 
 class VertexCutDeviceOps(DeviceSums, VertexCutOps):
-    """`VertexCutOps` (cd-0) whose arrays stay on the device of `backend` (module
-    docstring).  Parameters as `VertexCutOps`, plus the run's device `backend`."""
+    """`VertexCutOps` (cd-0, cd-R and 0c) whose arrays stay on the device of `backend`
+    (module docstring).  Parameters as `VertexCutOps`, plus the run's device `backend`."""
 
     def __init__(self, world, layout: CutLayout, k: int, S, trees, orig_ids, backend):
-        if layout.delay != 0:
-            raise NotImplementedError(
-                "the vertex cut runs on the device with --delay 0 only (issue 37)"
-            )
         super().__init__(backend.staged(world), layout, k, S, trees, orig_ids)
         self.backend = backend
         self.compute = compute_for(backend)
         leaf_idx, self._leaf_counts, root_idx, self._root_counts = trees.full()
-        self._leaf = backend.to_device(np.ascontiguousarray(leaf_idx, dtype=np.int64))
-        self._root = backend.to_device(np.ascontiguousarray(root_idx, dtype=np.int64))
+        self._leaf = self._on_device(leaf_idx)
+        self._root = self._on_device(root_idx)
+        self._buckets = [  # cd-R: each bucket's rows on the device, its counts on the host
+            (self._on_device(li), lc, self._on_device(ri), rc) for li, lc, ri, rc in trees.buckets
+        ]
         self._resident: dict = {}
+
+    def _on_device(self, idx):
+        return self.backend.to_device(np.ascontiguousarray(idx, dtype=np.int64))
+
+    # the delayed exchange's rows (`VertexCutOps._delayed`) on the device
+    def _bucket(self, b: int):
+        return self._buckets[b]
+
+    def _gather_rows(self, X, idx):
+        return self.compute.gather_rows(X, idx)
+
+    def _add_rows(self, got, idx, X) -> None:
+        self.compute.scatter_add_rows(got, idx, X)
+
+    def _put_rows(self, got, idx, X) -> None:
+        self.compute.scatter_rows(got, idx, X)
+
+    def load_state(self, state, *, phase):
+        """`VertexCutOps.load_state` (a resume), the rows of cd-R's exchanges in flight
+        copied to the device (once each)."""
+        super().load_state(state, phase=phase)
+        for q in self._queues.values():
+            for i, (e, stage, pending) in enumerate(q):
+                rows = self.backend.to_device(pending.out)
+                q[i] = (e, stage, Pending(None, rows, rows))
 
     def _matrix(self, which: str, dtype):
         """S ("f") or S^T ("t") in `dtype`, resident on the device (once)."""

@@ -60,20 +60,37 @@ class VertexCutOps(RowOps):
             self.world, self.trees, X, phase_key(phase), lambda n, t: self._timed(n, t, phase)
         )
 
+    # the rows of the delayed exchange (the device Ops override these four)
+    def _bucket(self, b: int):
+        """Bucket `b`'s (leaf rows, leaf counts, root rows, root counts) (`Trees.buckets`)."""
+        return self.trees.buckets[b]
+
+    def _gather_rows(self, X, idx):
+        """The rows `idx` of X (a new array)."""
+        return _gather(X, idx)
+
+    def _add_rows(self, got, idx, X) -> None:
+        """``X[idx[k]] += got[k]`` in order of k, in place."""
+        scatter_add_rows(got, idx, X)
+
+    def _put_rows(self, got, idx, X) -> None:
+        """``X[idx] = got`` in place."""
+        scatter_rows(got, idx, X)
+
     def _delayed(self, X: np.ndarray, phase: Phase, direction: str) -> None:
         """cd-R in place (Algorithm 4): post bucket e mod R's leaf partials; add those posted
         R epochs ago at the roots and post the roots' totals; write the totals posted R epochs
         ago at the leaves."""
         r, e = self.delay, int(phase.epoch)
         key = phase_key(phase)
-        leaf_idx, leaf_counts, root_idx, root_counts = self.trees.buckets[e % r]
+        leaf_idx, leaf_counts, root_idx, root_counts = self._bucket(e % r)
         qkey = (phase.layer, phase.term, direction)
         waiting = self._queues.get(qkey, deque())
         old = sorted((it for it in waiting if it[0] == e - r), key=lambda it: it[1])
         q = deque(it for it in waiting if it[0] != e - r)
         self._queues[qkey] = q
         t = perf_counter()
-        buf = _gather(X, leaf_idx)
+        buf = self._gather_rows(X, leaf_idx)
         self._timed("t_remote_pre", t, phase)
         t = perf_counter()
         up = self.world.ialltoallv(buf, leaf_counts, root_counts, key)
@@ -84,15 +101,15 @@ class VertexCutOps(RowOps):
             self._timed("t_remote_comm", t, phase)
             t = perf_counter()
             if stage == 1:
-                scatter_add_rows(got, root_idx, X)
-                buf2 = _gather(X, root_idx)
+                self._add_rows(got, root_idx, X)
+                buf2 = self._gather_rows(X, root_idx)
                 self._timed("t_remote_post", t, phase)
                 t = perf_counter()
                 down = self.world.ialltoallv(buf2, root_counts, leaf_counts, key)
                 self._timed("t_remote_comm", t, phase)
                 q.append((e, 2, down))
             else:
-                scatter_rows(got, leaf_idx, X)
+                self._put_rows(got, leaf_idx, X)
                 self._timed("t_remote_post", t, phase)
         q.append((e, 1, up))
 

@@ -104,7 +104,8 @@ class VertexCut(RowScheme):
 
     def setup(self, world, layout: CutLayout, local, kind: str, backend=None):
         """The local support and the trees, then `VertexCutOps` on the host (`backend` None
-        or the host's) or `VertexCutDeviceOps` (cd-0 only) on the device of `backend`."""
+        or the host's) or `VertexCutDeviceOps` (every ``--delay``) on the device of
+        `backend`."""
         layout.keep_offsets()
         ids, k, S, trees, order = local_support(world, layout, local, kind)
         _reorder(local, order, ids)
@@ -113,9 +114,9 @@ class VertexCut(RowScheme):
         return VertexCutDeviceOps(world, layout, k, S, trees, local.orig_ids, backend)
 
     def device_unsupported(self, config) -> list[str]:
-        """What of `config` does not run on a device (`gcntrain.job.device_run`): the
-        delayed and local-only modes (``--delay R|none``; cd-0 does)."""
-        return [] if config.delay == 0 else [f"--delay {show_delay(config.delay)}"]
+        """What of `config` does not run on a device (`gcntrain.job.device_run`): nothing,
+        every mode (cd-0, cd-R, 0c) does (`VertexCutDeviceOps`)."""
+        return []
 
     # -- exchange description ------------------------------------------------------------
     def overlaps(self, ctx, call) -> str:
