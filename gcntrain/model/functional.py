@@ -77,11 +77,24 @@ def glorot_uniform(
     return rng.uniform(-r, r, size=(fan_in, fan_out)).astype(dtype)
 
 
+#: rows per block of the dense row normalisation: its float64 temporaries are one block's,
+#: not the whole matrix's (a multiple of NumPy's 8192-element buffer, so every row is summed
+#: exactly as in one pass over the whole block)
+NORM_BLOCK_ROWS = 1 << 16
+
+
+def _row_blocks(m: int):
+    return ((a, min(a + NORM_BLOCK_ROWS, m)) for a in range(0, m, NORM_BLOCK_ROWS))
+
+
 def row_l1_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
     """L1 norm of every row of a dense or CSR block, accumulated in float64."""
     if sp.issparse(X):
         return np.asarray(abs(sp.csr_matrix(X)).sum(axis=1, dtype=np.float64)).ravel()
-    return np.abs(X).sum(axis=1, dtype=np.float64)
+    out = np.empty(X.shape[0], dtype=np.float64)
+    for a, b in _row_blocks(X.shape[0]):
+        out[a:b] = np.abs(X[a:b]).sum(axis=1, dtype=np.float64)
+    return out
 
 
 def row_normalize(
@@ -90,17 +103,19 @@ def row_normalize(
     """Divide every row by its L1 norm; rows with norm 0 stay 0 (reference preprocessing).
 
     `norms` (float64, one per row) are the full rows' norms when X holds only some of the
-    columns (default: ``row_l1_norms(X)``).  The result keeps X's dtype (and CSR-ness).
+    columns (default: ``row_l1_norms(X)``).  The result keeps X's dtype (and CSR-ness); each
+    entry is the float64 product rounded once to that dtype, computed block by block of rows.
     """
     if norms is None:
         norms = row_l1_norms(X)
+    inv = np.zeros_like(norms)
+    inv[norms > 0] = 1.0 / norms[norms > 0]
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        inv = np.zeros_like(norms)
-        inv[norms > 0] = 1.0 / norms[norms > 0]
         out = sp.csr_matrix(X, copy=True)
         out.data = (out.data * np.repeat(inv, np.diff(out.indptr))).astype(X.dtype)
         return out
-    inv = np.zeros_like(norms)
-    inv[norms > 0] = 1.0 / norms[norms > 0]
-    return (X * inv[:, None]).astype(X.dtype, copy=False)
+    out = np.empty(X.shape, dtype=X.dtype)
+    for a, b in _row_blocks(X.shape[0]):
+        out[a:b] = X[a:b] * inv[a:b, None]
+    return out

@@ -184,6 +184,7 @@ class GCNLayer(Layer):
             self._cache = {"X": Hd, "key": key}
         else:
             A = ops.aggregate(ops.compute.xp.ascontiguousarray(_dense(Hd)), phase=agg)
+            del Hd  # not held through the product (the serial peak is a sum of such blocks)
             Z = ops.matmul(A, W, phase=mm)
             self._cache = {"X": A, "key": key}
         if self.bias:
@@ -199,20 +200,26 @@ class GCNLayer(Layer):
         agg, mm = ctx.at("aggregate", self.index, "bwd"), ctx.at("matmul", self.index, "bwd")
         dZ = ops.compute.xp.ascontiguousarray(dZ)
         dH = None
+        # each block is let go of as soon as the pass is done with it (the cached input once
+        # the weight gradient is formed): the serial peak is in this pass
         if self.order == "mm_first":
             dP = ops.aggregate_t(dZ, phase=agg)
             dXd, dW = ops.matmul_grads(X, W, dP, need_input_grad=need_input_grad, phase=mm)
+            del dP, X
+            self._cache = {}
             if need_input_grad:
                 dH = self._undrop(ops, dXd, key, ctx)
         else:
             dA, dW = ops.matmul_grads(X, W, dZ, need_input_grad=need_input_grad, phase=mm)
+            del X
+            self._cache = {}
             if need_input_grad:
                 dHd = ops.aggregate_t(ops.compute.xp.ascontiguousarray(dA), phase=agg)
+                del dA
                 dH = self._undrop(ops, dHd, key, ctx)
         grads = {"W": self._weight_grad(ops, "W", dW, ctx)}
         if self.bias:
             grads["b"] = self._bias_grad(ops, dZ, ctx)
-        self._cache = {}
         return dH, grads
 
 

@@ -95,7 +95,8 @@ class Network:
             )
             Z = layer.forward(ops, layer.normalize_input(H, ctx, ops.compute.xp), key, ctx)
             if layer.index != last:
-                self._Z.append(Z)
+                if ctx.training:  # kept for ReLU's gradient; an evaluation frees it at once
+                    self._Z.append(Z)
                 H = relu(Z)
             else:
                 H = Z

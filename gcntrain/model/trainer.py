@@ -498,8 +498,10 @@ def fit(
             width=num_classes,
             phase=ctx.at("loss"),
         )
+        del logits  # not held through the backward pass (the serial peak is in it)
         loss = xent + wd_value(ctx)
         grads = net.backward(tops, dlogits, ctx)
+        del dlogits  # nor through the evaluation pass
         add_weight_decay_grads(grads, weights, config.weight_decay, config.weight_decay_all)
         opt.step(grads)
         do_eval = (epoch + 1) % config.eval_every == 0 or epoch == config.epochs - 1
