@@ -22,7 +22,7 @@ from gcntrain.model.normalize import degrees, support_rows
 from gcntrain.model.ops import Ops
 from gcntrain.model.phase import Phase, phase_key
 from gcntrain.schemes.entries import RangedPairs
-from gcntrain.schemes.layout import column_blocks, owner_of
+from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.protocol import (
     REORDER_OPTION,
     LoadRequest,
@@ -30,6 +30,7 @@ from gcntrain.schemes.protocol import (
     PlanContext,
     Scheme,
 )
+from gcntrain.schemes.typed_blocks import TypedBlocks, as_dtype  # noqa: F401  (re-exported)
 
 #: broadcasts a rank of a `BroadcastRowScheme` may be receiving at once (one kept buffer each)
 BCAST_DEPTH = 2
@@ -151,31 +152,6 @@ class Scratch:
         return buf
 
 
-class TypedBlocks:
-    """Column blocks of the local rows of S ("f") and S^T ("t"), cast to each dtype once."""
-
-    def __init__(self, offsets: np.ndarray, fwd, bwd):
-        f = column_blocks(*fwd, offsets)
-        self._blocks = {"f": f, "t": f if bwd is None else column_blocks(*bwd, offsets)}
-        self._typed: dict = {}
-
-    def get(self, which: str, dtype) -> list[sp.csr_matrix]:
-        key = (which, np.dtype(dtype).str)
-        if key not in self._typed:
-            self._typed[key] = as_dtype(self._blocks[which], dtype)
-        return self._typed[key]
-
-    def joined(self, which: str, dtype, qs: tuple) -> sp.csr_matrix:
-        """Blocks `qs` side by side, one matrix over their X blocks stacked in that order."""
-        key = (which, np.dtype(dtype).str, tuple(int(q) for q in qs))
-        if key not in self._typed:
-            blocks = self._blocks[which]
-            M = sp.hstack([blocks[q] for q in key[2]], format="csr")
-            M.sort_indices()
-            self._typed[key] = as_dtype([M], dtype)[0]
-        return self._typed[key]
-
-
 def csr_apply(
     M, X: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
 ) -> np.ndarray:
@@ -188,16 +164,6 @@ def csr_apply(
     if out is None:
         out = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
     return spmm_csr_dense(M.indptr, M.indices, data, X, out)
-
-
-def as_dtype(mats: list[sp.csr_matrix], dtype) -> list[sp.csr_matrix]:
-    out = []
-    for M in mats:
-        M2 = sp.csr_matrix(
-            (M.data.astype(dtype), M.indices.astype(np.int64), M.indptr), shape=M.shape
-        )
-        out.append(M2)
-    return out
 
 
 def transpose_rows(
