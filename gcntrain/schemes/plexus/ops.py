@@ -1,16 +1,22 @@
 """Runtime of Plexus for one rank: the protocol calls over the grid's axis communicators
-(see `gcntrain.schemes.plexus`)."""
+(see `gcntrain.schemes.plexus`).
+
+`PlexusOps` is written once for the host and the device: its products, the loss, dropout
+and the parameters' sums of squares go through ``self.compute`` (`HOST` on the CPU binds
+the very functions the CPU path calls: the Numba kernels, the row-chunked GEMM), its
+arrays are made C-ordered by `_contiguous` and allocated by ``self.compute.xp``, so the CPU
+path's arithmetic is that of the functions it called before, bit for bit.  What differs
+on a device (the staged communicators, the resident blocks of S and their product, the
+index arrays of the moves copied once) is `gcntrain.schemes.plexus.device`'s."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.kernels import dense
 from gcntrain.kernels.spmm import spmm_csr_dense
-from gcntrain.model.functional import dropout_backward, dropout_forward, row_l1_norms
+from gcntrain.model.functional import row_l1_norms
 from gcntrain.model.functional import row_normalize as normalize_rows
-from gcntrain.model.loss import local_xent
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import phase_key
 from gcntrain.partition.basic import block_bounds
@@ -31,12 +37,19 @@ class PlexusOps(Ops):
         self.shards = shards  # key -> CSR (float64), rows chunk q, columns chunk r
         self._typed: dict = {}
         self._moves: dict = {}
+        #: placement -> original ids of its local rows (one array each: the dropout masks
+        #: of a device copy them to the device once)
+        self._place_rows: dict = {}
         self.rank, self.size = world.rank, world.size
         self.n_global = layout.n
         self.rows = layout.rows_of(layout.output, world.rank)
         self.input_rows = layout.rows_of(INPUT, world.rank)
 
     # -- helpers -------------------------------------------------------------------------------
+    def _contiguous(self, a):
+        """`a` C-ordered, on the compute's array module (a device array stays there)."""
+        return self.compute.xp.ascontiguousarray(a)
+
     def _plan(self, phase):
         return self.layout.plans[int(phase.layer)]
 
@@ -56,18 +69,30 @@ class PlexusOps(Ops):
             self._typed[k] = M.astype(dtype) if M.dtype != dtype else M
         return self._typed[k]
 
+    def _blocks(self, p: Place, transpose: bool, dtype) -> list:
+        """[(lo, hi, block)]: the blocks of ``layout.block_rows`` rows of the shard at p (or
+        of its transpose) in `dtype`, as `_block_product` takes them; on the host a block
+        is a window of the row pointer (nothing is copied)."""
+        M = self._matrix(self.layout.shard_key(p), transpose, dtype)
+        blocks = row_blocks(M.shape[0], self.layout.block_rows)
+        return [(lo, hi, (M.indptr[lo : hi + 1], M.indices, M.data)) for lo, hi in blocks]
+
+    def _block_product(self, block, X):
+        """A block of `_blocks` times X (the Numba kernel over the window's rows)."""
+        indptr, indices, data = block
+        out = np.empty((indptr.shape[0] - 1, X.shape[1]), dtype=X.dtype)
+        return spmm_csr_dense(indptr, indices, data, X, out)
+
     def _spmm(self, X, p: Place, transpose: bool, key: str) -> np.ndarray:
         """``S @ X`` (X at p, output at ``agg_out(p)``) or, with `transpose`, ``S^T @ X``
-        (X at ``agg_out(p)``, output at p); blocked by ``layout.block_rows`` (a block is a
-        window of the row pointer, nothing is copied)."""
-        X = np.ascontiguousarray(X)
-        M = self._matrix(self.layout.shard_key(p), transpose, X.dtype)
+        (X at ``agg_out(p)``, output at p): per block of `_blocks`, its product Allreduced
+        into its rows of the output."""
+        X = self._contiguous(X)
+        blocks = self._blocks(p, transpose, X.dtype)
         comm = self.axis[p.rep if transpose else p.row]
-        out = np.empty((M.shape[0], X.shape[1]), dtype=X.dtype)
-        for lo, hi in row_blocks(M.shape[0], self.layout.block_rows):
-            part = np.empty((hi - lo, X.shape[1]), dtype=X.dtype)
-            spmm_csr_dense(M.indptr[lo : hi + 1], M.indices, M.data, X, part)
-            out[lo:hi] = comm.allreduce(part, key)
+        out = self.compute.xp.empty((blocks[-1][1], X.shape[1]), dtype=X.dtype)
+        for lo, hi, M in blocks:
+            comm.allreduce(self._block_product(M, X), key, out=out[lo:hi])
         return out
 
     def _move_plan(self, p: Place) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,13 +112,16 @@ class PlexusOps(Ops):
             self._moves[p] = (src[mine] - bs[self.c[p.row]], order, counts)
         return self._moves[p]
 
+    def _move_index(self, p: Place) -> tuple:
+        """`_move_plan` with its two index arrays where the rows are (the host's here)."""
+        return self._move_plan(p)
+
     def _move(self, X, p: Place, width: int, key: str) -> np.ndarray:
         """X at p (r, c) to ``agg_out(p)`` (q, c): Allgatherv over the r-axis group."""
-        local, order, counts = self._move_plan(p)
-        X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X)
-        w = X.shape[1]
-        got = self.axis[p.row].allgatherv(np.ascontiguousarray(X[local]), counts, key)
-        out = np.empty((order.shape[0], w), dtype=X.dtype)
+        local, order, counts = self._move_index(p)
+        X = self._contiguous(X.toarray() if hasattr(X, "toarray") else X)
+        got = self.axis[p.row].allgatherv(self._contiguous(X[local]), counts, key)
+        out = self.compute.xp.empty((order.shape[0], X.shape[1]), dtype=X.dtype)
         out[order] = got
         return out
 
@@ -102,12 +130,20 @@ class PlexusOps(Ops):
         chunks of the r-axis group."""
         r0, r1, c0, c1 = self.layout.weight_block(spec_shape, p, self.c)
         counts = block_bounds((r1 - r0) * (c1 - c0), self.layout.dims[p.row])
-        flat = self.axis[p.row].allgatherv(np.ascontiguousarray(W), np.diff(counts), key)
+        flat = self.axis[p.row].allgatherv(self._contiguous(W), np.diff(counts), key)
         return flat.reshape(r1 - r0, c1 - c0)
 
     def _gather_cols(self, X, p: Place, width: int, key: str) -> np.ndarray:
-        """Whole rows of X at p (Allgatherv of the column chunks over the column axis)."""
-        return gather_columns(self.axis[p.col], X, np.diff(self.layout.fbounds(width, p.col)), key)
+        """Whole rows of X at p (Allgatherv of the column chunks over the column axis, the
+        rows joined by the compute's array module)."""
+        widths = np.diff(self.layout.fbounds(width, p.col))
+        return gather_columns(self.axis[p.col], X, widths, key, self.compute.xp)
+
+    def _rows_at(self, p: Place) -> np.ndarray:
+        """Original ids of the local rows at p (one array per placement)."""
+        if p not in self._place_rows:
+            self._place_rows[p] = self.layout.rows_of(p, self.rank)
+        return self._place_rows[p]
 
     # -- protocol ------------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -128,30 +164,31 @@ class PlexusOps(Ops):
         pl = self.layout.plans[spec.layer]
         if spec.is_bias:
             lo, hi = self._cols(pl.out, spec.shape[0])
-            return full[lo:hi].copy()
+            return self.compute.param(full[lo:hi].copy())
         p = pl.mm
         r0, r1, c0, c1 = self.layout.weight_block(spec.shape, p, self.c)
         block = np.ascontiguousarray(full[r0:r1, c0:c1]).reshape(-1)
         b = block_bounds(block.size, self.layout.dims[p.row])
         i = self.c[p.row]
-        return block[b[i] : b[i + 1]].copy()
+        return self.compute.param(block[b[i] : b[i + 1]].copy())
 
     def gather_param(self, local, spec: ParamSpec, *, phase):
         lay, key = self.layout, phase_key(phase)
         pl = lay.plans[spec.layer]
         if spec.is_bias:
             w = np.diff(lay.fbounds(spec.shape[0], pl.out.col))
-            return self.axis[pl.out.col].allgatherv(np.ascontiguousarray(local), w, key)
+            return self.axis[pl.out.col].allgatherv(self._contiguous(local), w, key)
         counts = lay.weight_chunks(spec.shape, pl.mm)
-        flat = self.world.allgatherv(np.ascontiguousarray(local), counts, key)
-        return assemble_weight(lay, spec.shape, pl.mm, flat, local.dtype)
+        flat = self.world.allgatherv(self._contiguous(local), counts, key)
+        return assemble_weight(lay, spec.shape, pl.mm, self.compute.to_host(flat), local.dtype)
 
     def param_sum_sq(self, local, spec: ParamSpec, *, phase) -> float:
-        mine = float(np.sum(np.square(local, dtype=np.float64)))
-        if spec.is_bias:
-            out = self.layout.plans[spec.layer].out
-            if self.c[out.row] != 0 or self.c[out.rep] != 0:
-                mine = 0.0
+        """``sum(W ** 2)`` of the whole parameter: a bias is counted on one rank of its
+        replicas only, the others send 0 without reading theirs."""
+        mine = 0.0
+        out = self.layout.plans[spec.layer].out
+        if not spec.is_bias or (self.c[out.row] == 0 and self.c[out.rep] == 0):
+            mine = self.compute.sum_sq(local)
         return float(self.world.allreduce(np.array([mine]), phase_key(phase))[0])
 
     def row_normalize(self, X, *, width, phase):
@@ -160,19 +197,19 @@ class PlexusOps(Ops):
 
     def _dropout_args(self, phase, width):
         p = self._plan(phase).inp
-        return self.layout.rows_of(p, self.rank), self._cols(p, width)[0]
+        return self._rows_at(p), self._cols(p, width)[0]
 
     def dropout(self, H, key, rate, *, width, phase):
         if key is None or rate <= 0.0:
             return H
         rows, lo = self._dropout_args(phase, width)
-        return dropout_forward(H, rows, key[0], key[1], rate, lo)
+        return self.compute.dropout_forward(H, rows, key[0], key[1], rate, lo)
 
     def dropout_backward(self, dH, key, rate, *, width, phase):
         if key is None or rate <= 0.0:
             return dH
         rows, lo = self._dropout_args(phase, width)
-        return dropout_backward(dH, rows, key[0], key[1], rate, lo)
+        return self.compute.dropout_backward(dH, rows, key[0], key[1], rate, lo)
 
     def aggregate(self, X, *, phase):
         return self._spmm(X, self._plan(phase).agg, False, phase_key(phase))
@@ -187,7 +224,7 @@ class PlexusOps(Ops):
         if selfterm and pl.self_first:
             H = self._move(H, pl.inp, spec_shape[0], key)
         Wb = self._weight(W, spec_shape, pl.mm, key)
-        Z = self.axis[pl.mm.col].allreduce(np.asarray(dense.matmul(H, Wb)), key)
+        Z = self.axis[pl.mm.col].allreduce(self._contiguous(self.compute.matmul(H, Wb)), key)
         if selfterm and not pl.self_first:
             Z = self._move(Z, pl.agg, spec_shape[1], key)
         return Z
@@ -200,12 +237,13 @@ class PlexusOps(Ops):
             H = self._move(H, pl.inp, spec_shape[0], key)
         if selfterm and not pl.self_first:
             dZ = self._move(dZ, pl.out, spec_shape[1], key)
-        dZ = np.ascontiguousarray(dZ)
-        dW = np.ascontiguousarray(np.asarray(dense.matmul_tn(H, dZ)))
+        c = self.compute
+        dZ = self._contiguous(dZ)
+        dW = self._contiguous(c.matmul_tn(H, dZ))
         dH = None
         if need_input_grad:
             Wb = self._weight(W, spec_shape, pl.mm, key)
-            dH = self.axis[pl.mm.rep].allreduce(np.ascontiguousarray(dense.matmul(dZ, Wb.T)), key)
+            dH = self.axis[pl.mm.rep].allreduce(self._contiguous(c.matmul(dZ, Wb.T)), key)
             if selfterm and pl.self_first:
                 dH = self._move(dH, pl.mm, spec_shape[0], key)
         return dH, dW
@@ -213,26 +251,30 @@ class PlexusOps(Ops):
     def reduce_weight_grad(self, dW, spec: ParamSpec, *, phase):
         p = self.layout.plans[spec.layer].mm
         counts = np.diff(block_bounds(int(dW.size), self.layout.dims[p.row]))
-        send = np.ascontiguousarray(dW).reshape(-1)
+        send = self._contiguous(dW).reshape(-1)
         return self.axis[p.row].reduce_scatterv(send, counts, phase_key(phase))
 
     def bias_grad(self, dZ, spec: ParamSpec, *, phase):
         out = self.layout.plans[spec.layer].out
-        part = np.ascontiguousarray(dZ.sum(axis=0))
+        part = self._contiguous(dZ.sum(axis=0))
         return self.axis[out.row].allreduce(part, phase_key(phase))
 
     def xent(self, logits, labels, masks, *, width, grad_index=None, grad_divisor=1.0, phase):
         out = self.layout.output
         full = self._gather_cols(logits, out, width, phase_key(phase))
-        sums, grad = local_xent(full, labels, masks, grad_index, grad_divisor)
+        sums, grad = self.compute.local_xent(full, labels, masks, grad_index, grad_divisor)
         if grad is not None:
             lo, hi = self._cols(out, width)
-            grad = np.ascontiguousarray(grad[:, lo:hi])
+            grad = self._contiguous(grad[:, lo:hi])
         return self.node_sum(sums, phase=phase), grad
 
     def predict(self, logits, *, width, phase):
+        """int64 argmax of the whole rows (on the compute's array module)."""
         full = self._gather_cols(logits, self.layout.output, width, phase_key(phase))
-        return super().predict(full, width=width, phase=phase)
+        if not full.size:
+            return np.zeros(full.shape[0], dtype=np.int64)
+        xp = self.compute.xp
+        return xp.argmax(full, axis=1).astype(xp.int64)
 
 
 def row_blocks(m: int, block: int) -> list[tuple[int, int]]:
