@@ -4,6 +4,11 @@ Every call names a *phase* (e.g. ``"L0.fwd"``, ``"L1.wgrad"``, ``"setup"``); byt
 are tallied per phase with the conventions of `gcntrain.comm.volume`, seconds per collective
 kind.  Sub-communicators made with `split` share the tally of their parent, so a rank's tally
 covers everything it sent on any communicator.
+
+Device arrays (CUDA-aware MPI, `gcntrain.device.staging.StagedComm` with ``direct``) pass to
+mpi4py unconverted, which reads buffers exposing ``__cuda_array_interface__`` or DLPack; the
+caller hands them C-contiguous, with the receive buffers allocated on the device (``out``),
+and counts are taken from their shapes and dtypes as for host arrays.
 """
 
 from __future__ import annotations
@@ -17,6 +22,14 @@ import numpy as np
 from gcntrain.comm import volume as V
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.mpi import load_mpi
+
+
+def _contiguous(a):
+    """`a` C-ordered: a host array through NumPy, a device array (one exposing
+    ``__cuda_array_interface__``: CuPy) as it is (`StagedComm` made it contiguous)."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+        return np.ascontiguousarray(a)
+    return a  # pragma: no cover - NEVER RUN on a GPU (docs/gpu.md)
 
 
 @dataclass
@@ -76,7 +89,7 @@ class Comm:
         self, sendbuf: np.ndarray, phase: str, out: np.ndarray | None = None, op: str = "sum"
     ) -> np.ndarray:
         t0 = time.perf_counter()
-        sendbuf = np.ascontiguousarray(sendbuf)
+        sendbuf = _contiguous(sendbuf)
         if out is None:
             out = np.empty_like(sendbuf)
         if self.size > 1:
@@ -93,7 +106,7 @@ class Comm:
     ) -> np.ndarray:
         """Gather variable-size blocks along axis 0 (`counts` = rows per rank)."""
         t0 = time.perf_counter()
-        sendbuf = np.ascontiguousarray(sendbuf)
+        sendbuf = _contiguous(sendbuf)
         counts = np.asarray(counts, dtype=np.int64)
         row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
         if out is None:
@@ -108,15 +121,17 @@ class Comm:
         self._count(phase, "allgather", vol, t0)
         return out
 
-    def gatherv(self, sendbuf: np.ndarray, counts: Sequence[int], root: int, phase: str):
-        """Gather variable-size blocks (rows) at `root`; other ranks get None."""
+    def gatherv(self, sendbuf: np.ndarray, counts: Sequence[int], root: int, phase: str, out=None):
+        """Gather variable-size blocks (rows) at `root` (into `out` where given); other
+        ranks get None."""
         t0 = time.perf_counter()
-        sendbuf = np.ascontiguousarray(sendbuf)
+        sendbuf = _contiguous(sendbuf)
         counts = np.asarray(counts, dtype=np.int64)
         row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
         elems = counts * row
-        out = None
-        if self.rank == root:
+        if self.rank != root:
+            out = None
+        elif out is None:
             out = np.empty((int(counts.sum()),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
         if self.size > 1:
             displ = np.concatenate(([0], np.cumsum(elems)[:-1]))
@@ -138,7 +153,7 @@ class Comm:
     ) -> np.ndarray:
         """Personalised exchange along axis 0 (counts in rows per destination/source)."""
         t0 = time.perf_counter()
-        sendbuf = np.ascontiguousarray(sendbuf)
+        sendbuf = _contiguous(sendbuf)
         row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
         sc = np.asarray(sendcounts, dtype=np.int64) * row
         rc = np.asarray(recvcounts, dtype=np.int64) * row
@@ -160,15 +175,18 @@ class Comm:
         sendcounts: Sequence[int],
         recvcounts: Sequence[int],
         phase: str,
+        out: np.ndarray | None = None,
     ) -> Pending:
-        """Non-blocking `alltoallv` (MPI_Ialltoallv), counted when posted; `wait` on the
-        returned `Pending` before reading its ``out``."""
+        """Non-blocking `alltoallv` (MPI_Ialltoallv), counted when posted, received into
+        `out` where given; `wait` on the returned `Pending` before reading its ``out``."""
         t0 = time.perf_counter()
-        sendbuf = np.ascontiguousarray(sendbuf)
+        sendbuf = _contiguous(sendbuf)
         row = int(np.prod(sendbuf.shape[1:], dtype=np.int64))
         sc = np.asarray(sendcounts, dtype=np.int64) * row
         rc = np.asarray(recvcounts, dtype=np.int64) * row
-        out = np.empty((int(rc.sum()) // max(row, 1),) + sendbuf.shape[1:], dtype=sendbuf.dtype)
+        if out is None:
+            shape = (int(rc.sum()) // max(row, 1),) + sendbuf.shape[1:]
+            out = np.empty(shape, dtype=sendbuf.dtype)
         req = None
         if self.size > 1:
             sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
@@ -190,14 +208,16 @@ class Comm:
         return pending.out
 
     def reduce_scatterv(
-        self, sendbuf: np.ndarray, counts: Sequence[int], phase: str, op: str = "sum"
+        self, sendbuf: np.ndarray, counts: Sequence[int], phase: str, op: str = "sum", out=None
     ) -> np.ndarray:
         """Sum `sendbuf` (1-D, the concatenation of one block per rank, block q of
-        ``counts[q]`` elements) over ranks; return this rank's summed block."""
+        ``counts[q]`` elements) over ranks; return this rank's summed block (in `out`
+        where given)."""
         t0 = time.perf_counter()
-        sendbuf = np.ascontiguousarray(sendbuf).reshape(-1)
+        sendbuf = _contiguous(sendbuf).reshape(-1)
         counts = np.asarray(counts, dtype=np.int64)
-        out = np.empty(int(counts[self.rank]), dtype=sendbuf.dtype)
+        if out is None:
+            out = np.empty(int(counts[self.rank]), dtype=sendbuf.dtype)
         if self.size > 1:
             mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
             self.comm.Reduce_scatter(sendbuf, out, recvcounts=counts, op=mop)

@@ -156,13 +156,17 @@ class EmulatedBackend(Backend):
     test can check that each buffer MPI sees is host memory from the pinned pool.
 
     Every copy is counted: ``copies`` (``to_device`` / ``to_host`` calls) and
-    ``transfers`` (direction and shape of each), and ``calls`` counts the device products
-    (``spmm``, ``spmm_t``, ``gemm``, ``gemm_tn``).  Computes with NumPy and the host
-    kernels (module docstring)."""
+    ``transfers`` (direction and shape of each), ``calls`` counts the device products
+    (``spmm``, ``spmm_t``, ``gemm``, ``gemm_tn``) and ``syncs`` the `synchronize` calls
+    (staging, direct MPI calls, the timers).  Computes with NumPy and the host kernels
+    (module docstring).  ``direct=True`` emulates a CUDA-aware MPI library: its arrays
+    go to MPI unstaged."""
 
     name = "emulated"
 
-    def __init__(self, strict: bool = False) -> None:
+    def __init__(self, strict: bool = False, direct: bool = False) -> None:
+        self.direct = bool(direct)
+        self.syncs = 0
         self.pinned_buffers: list[np.ndarray] = []
         self.copies = {"to_device": 0, "to_host": 0}
         self.transfers: list[tuple[str, tuple]] = []
@@ -194,6 +198,10 @@ class EmulatedBackend(Backend):
     def fetch(self, dev) -> np.ndarray:
         """A host copy of the device array `dev` (counted)."""
         return self.to_host(dev, np.empty(np.shape(dev), dtype=dev.dtype))
+
+    def synchronize(self) -> None:
+        """Nothing is queued on the emulated device; counted."""
+        self.syncs += 1
 
     def pinned(self, nbytes):
         buf = np.empty(int(nbytes), dtype=np.uint8)

@@ -22,6 +22,9 @@ class Backend:
     name = "cpu"
     #: the array module the run computes with
     xp: ModuleType = np
+    #: hand device arrays to MPI as they are (every rank's library CUDA-aware: set once per
+    #: run by `gcntrain.job.device_run.backend_for`); else staged through pinned buffers
+    direct: bool = False
 
     def is_device(self, a) -> bool:
         """Whether `a` lives in device memory (MPI cannot read it without CUDA awareness)."""
@@ -51,17 +54,24 @@ class Backend:
     def synchronize(self) -> None:
         """Wait for the device's queued work (copies before MPI reads a host buffer)."""
 
+    @property
+    def mpi_buffers(self) -> str:
+        """How this backend's arrays reach MPI: ``"host"`` (no device), ``"direct"`` (device
+        buffers handed to a CUDA-aware library) or ``"staged"`` (through pinned host
+        buffers); the summary's ``mpi_buffers``."""
+        if self.name == "cpu":
+            return "host"
+        return "direct" if self.direct else "staged"
+
     def staged(self, comm):
         """`comm` (a counted communicator) made to accept this backend's arrays: a
-        `gcntrain.device.staging.StagedComm` through pinned host buffers (the host backend:
-        `comm` itself).  Device buffers are always staged for now: the counted `Comm`
-        coerces its buffers to NumPy, so a CUDA-aware library cannot be handed them yet
-        (docs/gpu.md)."""
+        `gcntrain.device.staging.StagedComm`, direct where `direct` is set, else through
+        pinned host buffers (the host backend: `comm` itself)."""
         if self.name == "cpu":
             return comm
         from gcntrain.device.staging import StagedComm
 
-        return StagedComm(comm, self, direct=False)
+        return StagedComm(comm, self, direct=self.direct)
 
 
 class DeviceArray(np.ndarray):

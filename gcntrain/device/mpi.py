@@ -12,6 +12,9 @@ What is relied on, in this order:
 4. Cray MPICH's convention: ``MPICH_GPU_SUPPORT_ENABLED=1`` turns GPU support on (only
    read where the library's vendor string names Cray).
 5. Otherwise ``"unknown"``: device buffers are then staged through host memory.
+
+A run takes the verdict once on every rank (`gcntrain.job.device_run.backend_for`): its
+device buffers go to MPI directly only where every rank answers ``"yes"``.
 """
 
 from __future__ import annotations

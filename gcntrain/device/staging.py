@@ -5,8 +5,15 @@ Where the MPI library is not CUDA-aware (`gcntrain.device.mpi`), every device ar
 call is given is copied into a pinned host buffer first, the inner communicator moves and
 counts the host buffer, and what arrives is copied back to the device: the counters see the
 same arrays (shapes, dtypes, counts) as a host run, so measured bytes still equal the plan.
-Host arrays pass through untouched, and with ``direct=True`` (a CUDA-aware library whose
-counted communicator accepts device arrays: not yet the case, docs/gpu.md) everything does.
+Host arrays pass through untouched.
+
+With ``direct=True`` (every rank's MPI library is CUDA-aware, `gcntrain.job.device_run`)
+nothing is staged: device arrays go to the counted communicator as they are (made
+C-contiguous on the device where they are not), results it would allocate are allocated on
+the device first and handed in as ``out``, and the device is synchronised before each call
+(mpi4py does not wait for the stream: a kernel still writing a send buffer would race the
+library).  The counters see the same shapes, dtypes and counts either way.  `route` (setup
+only, never given device arrays by the schemes) stages device arrays in both modes.
 
 Blocking calls reuse one send and one receive buffer per communicator family (grown as
 needed); non-blocking calls get buffers of their own, kept alive by the request.
@@ -111,11 +118,41 @@ class StagedComm:
     def _sync(self) -> None:
         self.backend.synchronize()
 
+    def _direct(self, *arrays) -> bool:
+        """Whether a direct call is handed a device array (then synchronised first)."""
+        if not self.direct or not any(a is not None and self.backend.is_device(a) for a in arrays):
+            return False
+        self._sync()
+        return True
+
+    def _contig(self, a):
+        """The device array `a`, C-contiguous (a device copy where it is not)."""
+        return a if a.flags.c_contiguous else self.backend.xp.ascontiguousarray(a)
+
+    def _into(self, out, shape, dtype):
+        """A C-contiguous device receive buffer: `out` itself where it is one, else a new
+        device array (copied into `out` afterwards by `_back`)."""
+        if out is not None and out.flags.c_contiguous:
+            return out
+        return self.backend.empty(shape, dtype)
+
+    @staticmethod
+    def _back(got, out):
+        """`got` copied into `out` on the device where they differ; the result."""
+        if out is None or got is out:
+            return got
+        out[...] = got
+        return out
+
     # -- blocking collectives --------------------------------------------------------------
     def split(self, color: int, key: int | None = None) -> StagedComm:
         return StagedComm(self.inner.split(color, key), self.backend, self.direct, self.pool)
 
     def bcast(self, buf, root: int, phase: str):
+        if self._direct(buf):
+            b = self._contig(buf)
+            self.inner.bcast(b, root, phase)
+            return self._back(b, buf)
         if not self._staged(buf):
             return self.inner.bcast(buf, root, phase)
         h = self.pool.get("send", buf.shape, buf.dtype)
@@ -128,6 +165,10 @@ class StagedComm:
         return buf
 
     def allreduce(self, sendbuf, phase: str, out=None, op: str = "sum"):
+        if self._direct(sendbuf, out):
+            s = self._contig(sendbuf) if self.backend.is_device(sendbuf) else sendbuf
+            o = self._into(out, s.shape, s.dtype)
+            return self._back(self.inner.allreduce(s, phase, out=o, op=op), out)
         if not self._staged(sendbuf, out):
             return self.inner.allreduce(sendbuf, phase, out=out, op=op)
         hs = self._host(sendbuf, "send")
@@ -137,6 +178,11 @@ class StagedComm:
         return self.backend.to_device(ho, out=out)
 
     def allgatherv(self, sendbuf, counts: Sequence[int], phase: str, out=None):
+        if self._direct(sendbuf, out):
+            s = self._contig(sendbuf) if self.backend.is_device(sendbuf) else sendbuf
+            rows = int(np.sum(np.asarray(counts, dtype=np.int64)))
+            o = self._into(out, (rows,) + s.shape[1:], s.dtype)
+            return self._back(self.inner.allgatherv(s, counts, phase, out=o), out)
         if not self._staged(sendbuf, out):
             return self.inner.allgatherv(sendbuf, counts, phase, out=out)
         hs = self._host(sendbuf, "send")
@@ -147,6 +193,13 @@ class StagedComm:
         return self.backend.to_device(ho, out=out)
 
     def gatherv(self, sendbuf, counts: Sequence[int], root: int, phase: str):
+        if self._direct(sendbuf):
+            s = self._contig(sendbuf)
+            o = None
+            if self.inner.rank == root:
+                rows = int(np.sum(np.asarray(counts, dtype=np.int64)))
+                o = self.backend.empty((rows,) + s.shape[1:], s.dtype)
+            return self.inner.gatherv(s, counts, root, phase, out=o)
         if not self._staged(sendbuf):
             return self.inner.gatherv(sendbuf, counts, root, phase)
         hs = self._host(sendbuf, "send")
@@ -155,6 +208,12 @@ class StagedComm:
         return None if got is None else self.backend.to_device(got)
 
     def alltoallv(self, sendbuf, sendcounts, recvcounts, phase: str, out=None):
+        if self._direct(sendbuf, out):
+            s = self._contig(sendbuf) if self.backend.is_device(sendbuf) else sendbuf
+            rows = int(np.sum(np.asarray(recvcounts, dtype=np.int64)))
+            o = self._into(out, (rows,) + s.shape[1:], s.dtype)
+            got = self.inner.alltoallv(s, sendcounts, recvcounts, phase, out=o)
+            return self._back(got, out)
         if not self._staged(sendbuf, out):
             return self.inner.alltoallv(sendbuf, sendcounts, recvcounts, phase, out=out)
         hs = self._host(sendbuf, "send")
@@ -165,6 +224,10 @@ class StagedComm:
         return self.backend.to_device(ho, out=out)
 
     def reduce_scatterv(self, sendbuf, counts: Sequence[int], phase: str, op: str = "sum"):
+        if self._direct(sendbuf):
+            s = self._contig(sendbuf)
+            o = self.backend.empty(int(counts[self.inner.rank]), s.dtype)
+            return self.inner.reduce_scatterv(s, counts, phase, op=op, out=o)
         if not self._staged(sendbuf):
             return self.inner.reduce_scatterv(sendbuf, counts, phase, op=op)
         hs = self._host(sendbuf, "send")
@@ -186,6 +249,11 @@ class StagedComm:
 
     # -- non-blocking ----------------------------------------------------------------------
     def ialltoallv(self, sendbuf, sendcounts, recvcounts, phase: str):
+        if self._direct(sendbuf):  # the inner `Pending` keeps `s` and `o` alive
+            s = self._contig(sendbuf)
+            rows = int(np.sum(np.asarray(recvcounts, dtype=np.int64)))
+            o = self.backend.empty((rows,) + s.shape[1:], s.dtype)
+            return self.inner.ialltoallv(s, sendcounts, recvcounts, phase, out=o)
         if not self._staged(sendbuf):
             return self.inner.ialltoallv(sendbuf, sendcounts, recvcounts, phase)
         hs = self._fresh_host(sendbuf)
@@ -198,6 +266,9 @@ class StagedComm:
         return self.backend.to_device(self.inner.wait(pending.inner, phase))
 
     def isend(self, buf, dest: int, tag: int, phase: str):
+        if self._direct(buf):
+            b = self._contig(buf)
+            return StagedRequest(self.inner.isend(b, dest, tag, phase), keep=b)
         if not self._staged(buf):
             return self.inner.isend(buf, dest, tag, phase)
         h = self._fresh_host(buf)
@@ -205,6 +276,10 @@ class StagedComm:
         return StagedRequest(self.inner.isend(h, dest, tag, phase), keep=h)
 
     def irecv(self, buf, source: int, tag: int, phase: str):
+        if self._direct(buf):
+            b = self._into(buf, buf.shape, buf.dtype)
+            req = self.inner.irecv(b, source, tag, phase)
+            return StagedRequest(req, None if b is buf else (lambda: self._back(b, buf)), b)
         if not self._staged(buf):
             return self.inner.irecv(buf, source, tag, phase)
         h = self.pool.fresh(buf.shape, buf.dtype)
@@ -212,6 +287,15 @@ class StagedComm:
         return StagedRequest(req, lambda: self.backend.to_device(h, out=buf), keep=h)
 
     def ibcast_flat(self, buf, root: int, tag: int, phase: str) -> list:
+        if self._direct(buf):
+            if self.inner.rank == root:
+                b = self._contig(buf)
+                return [
+                    StagedRequest(r, keep=b) for r in self.inner.ibcast_flat(b, root, tag, phase)
+                ]
+            b = self._into(buf, buf.shape, buf.dtype)
+            after = None if b is buf else (lambda: self._back(b, buf))
+            return [StagedRequest(r, after, b) for r in self.inner.ibcast_flat(b, root, tag, phase)]
         if not self._staged(buf):
             return self.inner.ibcast_flat(buf, root, tag, phase)
         if self.inner.rank == root:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from gcntrain.comm.agree import agree
 from gcntrain.errors import InputError
 
@@ -55,16 +57,33 @@ def check_supported(
 def backend_for(world, chosen, per_node: int):
     """This rank's backend (None on the CPU), made once under one agreement: the
     node-local rank's GPU (`gcntrain.device.choice.gpu_for_rank`), or the strict host
-    emulation under the test hook."""
+    emulation under the test hook; `direct` (device buffers handed to MPI unstaged) where
+    every rank's MPI library is CUDA-aware (`every_rank`)."""
     if chosen.kind == "cpu":
         return None
     from gcntrain.device import choice
     from gcntrain.device.backend import EmulatedBackend, select_backend
+    from gcntrain.device.mpi import cuda_aware
 
     def make():
+        aware = cuda_aware(world.MPI)[0] == "yes"
         if chosen.kind == "emulated":
-            return EmulatedBackend(strict=True)
+            return EmulatedBackend(strict=True), aware
         mine = choice.local_rank(world.rank, per_node)
-        return select_backend("gpu", choice.gpu_for_rank(mine, per_node, chosen.devices))
+        gpu = choice.gpu_for_rank(mine, per_node, chosen.devices)
+        return select_backend("gpu", gpu), aware
 
-    return agree(world, make)
+    backend, aware = agree(world, make)
+    backend.direct = every_rank(world, aware)
+    return backend
+
+
+def every_rank(world, yes: bool) -> bool:
+    """Whether `yes` holds on every rank of `world` (one Allreduce(min), phase
+    ``control``, before training): the CUDA-aware verdict (`gcntrain.device.mpi.cuda_aware`
+    says ``"yes"``, ``GCNTRAIN_CUDA_AWARE_MPI=0|1`` overriding the detection) is direct only
+    where every rank says yes; ``"no"`` or ``"unknown"`` anywhere stages."""
+    if world.size == 1:
+        return bool(yes)
+    every = world.allreduce(np.array([int(yes)], dtype=np.int64), "control", op="min")
+    return bool(every[0])

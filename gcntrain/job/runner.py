@@ -471,6 +471,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
         "num_classes": local.num_classes,
         "held_bytes_max": int(held.max()),
         "held_bytes_mean": float(held.mean()),
+        "mpi_buffers": "host" if backend is None else backend.mpi_buffers,
         **scheme_report,
         **comm_report,
     }

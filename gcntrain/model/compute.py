@@ -102,6 +102,8 @@ class ArrayCompute:
     def __init__(self, backend):
         self.backend = backend
         self.xp = backend.xp
+        #: wait for the device's queued work (the timers call it around what they time)
+        self.synchronize = backend.synchronize
         xp = self.xp
         self._u = xp.uint64
         self._c30, self._c27, self._c31 = (xp.uint64(s) for s in (30, 27, 31))

@@ -470,6 +470,7 @@ def fit(
         stopped = resume.stopped and first < config.epochs
         ops.load_state(resume.scheme, phase=Phase("control"))
     for epoch in range(first, first if stopped else config.epochs):
+        tops.synchronize()  # the epoch clock waits for the device (nothing on the host)
         t0 = perf_counter()
         tops.reset()
         ctx = Phase("epoch", epoch=epoch)
@@ -510,6 +511,7 @@ def fit(
             wd = wd_value(ctx)
             ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd, epoch, lp_embed)
             val_loss, val_acc, test_acc = ev["val_loss"], ev["val_acc"], ev["test_acc"]
+        tops.synchronize()
         secs = perf_counter() - t0
         rec = EpochRecord(
             epoch=epoch + 1,

@@ -47,22 +47,41 @@ for _name in PROTOCOL:
 
 class TimedOps(OpsProxy):
     """Accumulates seconds in graph products (`t_aggregation`) and dense products (`t_dense`)
-    since the last `reset`."""
+    since the last `reset`.
+
+    Where the inner Ops compute on a device (``ops.compute.device``: kernels run
+    asynchronously), the device is synchronised before each clock reading, so a product's
+    seconds are its own work and not the queued work of the calls before it; on the host
+    (`gcntrain.model.compute.HOST`) nothing is called."""
 
     def __init__(self, inner):
         super().__init__(inner)
+        compute = getattr(inner, "compute", None)
+        #: the device's synchronisation (None on the host: the CPU path calls nothing)
+        self._sync = compute.synchronize if getattr(compute, "device", False) else None
         self.reset()
 
     def reset(self) -> None:
         self.t_aggregation = 0.0
         self.t_dense = 0.0
 
+    def synchronize(self) -> None:
+        """Wait for the device's queued work (nothing on the host): the trainer calls it
+        before reading the epoch clock."""
+        if self._sync is not None:
+            self._sync()
+
     def _call(self, name, fn, args, kwargs):
         cat = PROTOCOL[name]
         if cat not in ("graph", "dense"):
             return fn(*args, **kwargs)
+        sync = self._sync
+        if sync is not None:
+            sync()
         t = perf_counter()
         out = fn(*args, **kwargs)
+        if sync is not None:
+            sync()
         dt = perf_counter() - t
         if cat == "graph":
             self.t_aggregation += dt
