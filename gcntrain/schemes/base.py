@@ -329,9 +329,14 @@ class RowScheme(Scheme):
 
     work_matmul_grads = work_matmul
 
+    def output_rows(self, ctx: PlanContext) -> np.ndarray:
+        """Each rank's block's rows."""
+        lay: RowLayout = ctx.layout
+        return lay.sizes[lay.block_of_ranks()]
+
     def footprint(self, ctx: PlanContext) -> dict:
         lay: RowLayout = ctx.layout
-        rows = lay.sizes[lay.block_of_ranks()]
+        rows = self.output_rows(ctx)
         blk = lay.block_of_ranks()
         adj = np.zeros(lay.size, dtype=np.int64)
         for M in [ctx.support] + ([] if ctx.symmetric else [ctx.transpose()]):

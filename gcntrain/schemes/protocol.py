@@ -391,11 +391,17 @@ class Scheme:
         """int64 (P,): rows every rank's SpMM kernels sweep in one call, whatever their
         entries (each row costs the kernel its pointers and its output row: the profile's
         ``spmm_row_ns``).  Default: a product with S sweeps the rank's rows of the output
-        once (`footprint` rows); other calls sweep none.  A scheme that runs a product as
+        once (`output_rows`); other calls sweep none.  A scheme that runs a product as
         several kernels over the same rows (2D's SUMMA stages) says so."""
         if PROTOCOL.get(call.method) != "graph":
             return np.zeros(ctx.P, dtype=np.int64)
-        return np.asarray(self.cached_footprint(ctx)["rows"], dtype=np.int64)
+        return np.asarray(self.output_rows(ctx), dtype=np.int64)
+
+    def output_rows(self, ctx: PlanContext) -> np.ndarray:
+        """(P,) rows of the output every rank's products with S write: `footprint`'s
+        ``rows``.  A scheme whose footprint costs more to build than its rows says them
+        directly, so that a search's bound (`spmm_rows`) need not build the footprint."""
+        return self.cached_footprint(ctx)["rows"]
 
     def cached_footprint(self, ctx: PlanContext) -> dict:
         """`footprint` of a plan, computed once per plan context (the time model, the

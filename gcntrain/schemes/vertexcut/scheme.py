@@ -236,8 +236,11 @@ class VertexCut(RowScheme):
 
     work_matmul_grads = work_matmul
 
+    def output_rows(self, ctx) -> np.ndarray:
+        """Each part's clones (roots and replicas)."""
+        return ctx.layout.cut.clone_counts()
+
     def footprint(self, ctx) -> dict:
-        cut: EdgeCut = ctx.layout.cut
         src, dst, cnt = self._pairs(ctx)
         buf = np.bincount(src, weights=cnt, minlength=ctx.P) + np.bincount(
             dst, weights=cnt, minlength=ctx.P
@@ -245,7 +248,7 @@ class VertexCut(RowScheme):
         if ctx.layout.delay:  # cd-R: every bucket's up and down exchange may be in flight
             buf = 2 * buf
         return {
-            "rows": cut.clone_counts(),
+            "rows": self.output_rows(ctx),
             "adjacency": 2 * self._local_nnz(ctx),
             "buffer_rows": buf.astype(np.int64),
             "col_fraction": np.ones(ctx.P),
