@@ -26,6 +26,7 @@ from gcntrain.partition.csr import (
     is_symmetric_pattern,
     row_ids,
     sorted_unique,
+    unique_ints,
 )
 
 
@@ -273,7 +274,7 @@ def vertex_cut_comm(
     dst = np.concatenate([r, leaf])
     send = np.bincount(src, minlength=P).astype(np.int64)
     recv = np.bincount(dst, minlength=P).astype(np.int64)
-    pairs = np.unique(src * P + dst)
+    pairs = unique_ints(src * P + dst)
     msg_send = np.bincount(pairs // P, minlength=P)
     msg_recv = np.bincount(pairs % P, minlength=P)
     return {
