@@ -114,3 +114,19 @@ def test_on_a_gpu_the_cusparse_product_equals_scipy():  # pragma: no cover - nee
         np.testing.assert_allclose(
             gpu.spmm_csr_dense_gpu(a.indptr, a.indices, a.data, X), a @ X, rtol=tol, atol=tol
         )
+
+
+def test_a_matrix_summed_on_the_host_engine_leaves_the_callers_arrays_as_they_are():
+    """A row that repeats a column is summed (as cuSPARSE requires) in a copy: the caller's
+    int32 arrays, which `csr_int32` passes through uncopied, stay as given."""
+    from gcntrain.kernels.gpu import CsrOnDevice, HostEngine
+
+    ip = np.array([0, 3, 4], np.int32)
+    ix = np.array([1, 1, 0, 2], np.int32)
+    dv = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    given = (ip.copy(), ix.copy(), dv.copy())
+    M = CsrOnDevice(ip, ix, dv, 3, np.float32, engine=HostEngine())
+    assert all(np.array_equal(a, b) for a, b in zip(given, (ip, ix, dv)))
+    X = np.arange(6, dtype=np.float32).reshape(3, 2)
+    want = np.array([[3 * 2 + 3 * 0, 3 * 3 + 3 * 1], [4 * 4, 4 * 5]], np.float32)
+    assert np.array_equal(np.asarray(M @ X), want)

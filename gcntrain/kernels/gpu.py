@@ -113,6 +113,7 @@ class HostEngine:
         self.builds += 1
         m = sp.csr_matrix((data, indices, indptr), shape=shape)
         if not m.has_canonical_format:  # as cupyx.cusparse.spmm requires
+            m = m.copy()  # summed in a copy: the caller's arrays stay as they are
             m.sum_duplicates()
         return m
 
