@@ -119,34 +119,6 @@ def sorted_unique(keys: np.ndarray, return_counts: bool = False):
     return a[first], np.diff(np.append(first, a.size)).astype(np.int64)
 
 
-def unique_ints(
-    keys, return_index: bool = False, return_inverse: bool = False, return_counts=False
-):
-    """``np.unique`` of a 1-D integer array, the same results (sorted unique values in the
-    input's dtype; first indices, inverse and counts as intp) by one stable sort: numpy 2's
-    hash-based unique takes about 20x longer on two million keys."""
-    a = np.asarray(keys).ravel()
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"unique_ints takes integers, not {a.dtype}")
-    order = np.argsort(a, kind="stable") if return_index or return_inverse else None
-    s = a[order] if order is not None else np.sort(a, kind="stable")
-    flag = np.empty(s.size, dtype=bool)
-    if s.size:
-        flag[0] = True
-        np.not_equal(s[1:], s[:-1], out=flag[1:])
-    first = np.flatnonzero(flag)
-    out = [s[first]]
-    if return_index:
-        out.append(order[first].astype(np.intp))
-    if return_inverse:
-        inv = np.empty(a.size, dtype=np.intp)
-        inv[order] = np.cumsum(flag) - 1
-        out.append(inv)
-    if return_counts:
-        out.append(np.diff(np.append(first, s.size)).astype(np.intp))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
 def keep_entries(indptr: np.ndarray, indices: np.ndarray, data, keep: np.ndarray):
     """CSR arrays holding only the entries where `keep` (one flag per entry) is true;
     `data` may be None."""

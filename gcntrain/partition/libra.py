@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from gcntrain.partition.basic import check_parts
-from gcntrain.partition.csr import check_csr, row_ids, unique_ints
+from gcntrain.partition.csr import check_csr, row_ids
 
 #: names of the disjoint-replica-set rule (4)
 RULES = ("libra", "remaining")
@@ -222,7 +222,7 @@ def vertex_edge_parts(
     loop = u == v
     verts = np.concatenate([u, v[~loop]])
     parts = np.concatenate([e, e[~loop]])
-    key, counts = unique_ints(verts * P + parts, return_counts=True)
+    key, counts = np.unique(verts * P + parts, return_counts=True)
     return key // P, key % P, counts.astype(np.int64)
 
 

@@ -26,7 +26,6 @@ from gcntrain.partition.csr import (
     is_symmetric_pattern,
     row_ids,
     sorted_unique,
-    unique_ints,
 )
 
 
@@ -274,7 +273,7 @@ def vertex_cut_comm(
     dst = np.concatenate([r, leaf])
     send = np.bincount(src, minlength=P).astype(np.int64)
     recv = np.bincount(dst, minlength=P).astype(np.int64)
-    pairs = unique_ints(src * P + dst)
+    pairs = np.unique(src * P + dst)
     msg_send = np.bincount(pairs // P, minlength=P)
     msg_recv = np.bincount(pairs % P, minlength=P)
     return {

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.comm.exchange import Pairs
-from gcntrain.partition.csr import unique_ints
 from gcntrain.schemes.layout import block_pair_counts, needed_pairs
 
 #: stored entries per range of row blocks (the last block of a range may exceed it)
@@ -134,7 +133,7 @@ def merge_counts(keys: list, counts: list) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(keys) == 1:
         return np.asarray(keys[0], np.int64), np.asarray(counts[0], np.int64)
-    u, inv = unique_ints(np.concatenate(keys), return_inverse=True)
+    u, inv = np.unique(np.concatenate(keys), return_inverse=True)
     # float64 sums of integer counts below 2**53 are exact
     tot = np.bincount(inv.ravel(), weights=np.concatenate(counts), minlength=u.shape[0])
     return u.astype(np.int64), tot.astype(np.int64)

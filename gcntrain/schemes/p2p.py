@@ -38,7 +38,6 @@ from gcntrain.comm.exchange import Groups, Pairs, Uniform
 from gcntrain.comm.node import ranks_on_node
 from gcntrain.comm.shared import SharedRows
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
-from gcntrain.partition.csr import unique_ints
 from gcntrain.schemes.base import (
     COUNT_BYTES,
     RowLayout,
@@ -90,7 +89,7 @@ def unordered_pairs(src, dst, P: int, keep, block: int = 1 << 22) -> int:
     n = int(np.asarray(src).shape[0])
     if P * P > 16 * max(n, 1):
         s, d = src[keep], dst[keep]
-        return int(unique_ints(np.minimum(s, d) * P + np.maximum(s, d)).size)
+        return int(np.unique(np.minimum(s, d) * P + np.maximum(s, d)).size)
     seen = np.zeros(P * P, dtype=bool)
     for a in range(0, n, block):
         k = keep[a : a + block]
@@ -128,7 +127,7 @@ def backward_exchange(P: int, fwd, fetch):
         return np.minimum(s, d) * P + np.maximum(s, d)
 
     kf, kt = pair_key(fs, fd), pair_key(ts, td)
-    keys = unique_ints(np.concatenate([kf, kt]))
+    keys = np.unique(np.concatenate([kf, kt]))
     jf, jt = np.searchsorted(keys, kf), np.searchsorted(keys, kt)
     fsum = np.bincount(jf, weights=fr, minlength=keys.size)
     tsum = np.bincount(jt, weights=tr, minlength=keys.size)
