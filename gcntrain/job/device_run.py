@@ -28,26 +28,22 @@ def runs_on_device(scheme) -> bool:
     return "backend" in inspect.signature(scheme.setup).parameters
 
 
-def check_supported(
-    chosen, scheme, config, checkpoint=None, resume=None, options=None, size: int = 1
-) -> None:
+def check_supported(chosen, scheme, options: dict, size: int) -> None:
     """Refuse, before loading, what a run on the device of `chosen` cannot do: a scheme
-    whose Ops are not ported (`scheme` None: not checked) and a scheme option value its
-    device Ops do not cover (with `options`, the scheme's option values on `size` ranks:
-    what its ``device_unsupported(config)`` names); `InputError`, the same on every rank,
-    so no agreement is needed.  LayerNorm, label propagation, `checkpoint` and `resume`
-    run on the device (`gcntrain.model.trainer.fit`: a checkpoint copies the state to the
-    host once, a resume loads it to the device); `config`, `checkpoint` and `resume` are
-    taken for the refusals a later training option may need."""
+    whose Ops are not ported, or a scheme option value its device Ops do not cover (the
+    scheme's `options` on `size` ranks: what its ``device_unsupported(config)`` names);
+    `InputError`, the same on every rank, so no agreement is needed.  Every training
+    option runs on the device (`gcntrain.model.trainer.fit`: LayerNorm, label propagation;
+    a checkpoint copies the state to the host once, a resume loads it to the device)."""
     if chosen.kind == "cpu":
         return
     what = []
-    if scheme is not None and not runs_on_device(scheme):
+    if not runs_on_device(scheme):
         what.append(f"--scheme {scheme.name}")
-    elif scheme is not None and options is not None:
+    else:
         limits = getattr(scheme, "device_unsupported", None)
         if limits is not None:
-            what += limits(scheme.configure(size, dict(options)))
+            what += limits(scheme.configure(size, dict(options or {})))
     if what:
         raise InputError(
             f"--device gpu: not on the device yet (issue 37): {', '.join(what)}; use --device cpu"

@@ -396,7 +396,6 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
         chosen = device_run.resolve(world, spec.device)
         if chosen.note and notice is not None and world.rank == 0:
             notice(chosen.note)
-        device_run.check_supported(chosen, None, spec.config, outputs.checkpoint, outputs.resume)
     t_verify = time.perf_counter()
     verify_source(world, spec.source)  # before the auto search: it plans a checked file
     verified = {"verify": time.perf_counter() - t_verify} if world.size > 1 else {}
@@ -404,7 +403,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     spec, sch = job.spec, job.scheme
     backend = None  # the host; a device backend, made once per rank, with --device gpu
     if chosen is not None and chosen.kind != "cpu":
-        device_run.check_supported(chosen, sch, spec.config, options=spec.options, size=size)
+        device_run.check_supported(chosen, sch, spec.options, size)
         backend = device_run.backend_for(world, chosen, per_node)
     # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
     preempt = None

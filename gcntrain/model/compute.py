@@ -71,10 +71,6 @@ class HostCompute:
     local_xent = staticmethod(local_xent)
     adam_update = staticmethod(adam_update)
 
-    @staticmethod
-    def check(config) -> None:
-        """Everything runs on the host."""
-
 
 #: the one host compute every Ops starts with
 HOST = HostCompute()
@@ -112,10 +108,6 @@ class ArrayCompute:
         self._resident: dict[int, tuple] = {}
 
     # -- placement ------------------------------------------------------------------------
-    def check(self, config) -> None:
-        """Every training configuration runs on the device (LayerNorm and label propagation
-        included); a hook for what a later one may not cover."""
-
     def resident(self, a):
         """The device copy of the host array `a` (copied the first time only)."""
         if self.backend.is_device(a):

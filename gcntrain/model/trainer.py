@@ -436,7 +436,6 @@ def fit(
     X = prepare_features(ops, X_local, config, f0)
     del X_local  # the raw features: freed here when the caller holds them no more
     if ops.compute.device:  # one copy to the device; the loop then stays there
-        ops.compute.check(config)
         X = ops.compute.features(X)
     net = make_network(config, f0, num_classes, ops)
     weights = net.weights()
