@@ -274,3 +274,14 @@ def test_cora_at_np4_equals_serial_epoch_by_epoch(worker_batches):
         "vertexcut",
     }
     assert all(d["epochs"] == 20 and d["same_predictions"] for d in verdict["details"])
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", NPROCS)
+@worker_case("planners")
+def test_auto_chooses_alike_whichever_ranks_plan(worker_batches, nprocs):
+    """``--scheme auto`` planned by one rank, two or all of them (one per core of a node
+    with that many cores, `gcntrain.comm.node.working_ranks`) chooses the same."""
+    verdict = _check(worker_batches, nprocs, "planners")
+    said = [d for d in verdict["details"] if "choices" in d]
+    assert len(said) == 1 and said[0]["choices"]["1"]["label"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-from gcntrain.comm.env import available_cores, is_bound
+import numpy as np
+
+from gcntrain.comm.env import available_cores, is_bound, node_cores
 
 
 def ranks_on_node(comm) -> int:
@@ -16,6 +18,33 @@ def ranks_on_node(comm) -> int:
         return local.Get_size()
     finally:
         local.Free()
+
+
+def working_ranks(comm, cores: int | None = None) -> list[int]:
+    """The ranks of `comm` (a counted Comm) that each have a core to work on: on every node,
+    its first c ranks in rank order, c being the cores the node's ranks may run on together
+    (the union of their affinity masks: a rank bound to one core adds that core, an unbound
+    one the node's cores).  Where the launcher placed more ranks on a node than it has
+    cores, work dealt to all of them shares the same cores and multiplies each rank's fixed
+    costs (reading the graph, loading the kernels) for no gain.  `cores` replaces c on every
+    node (tests).  Collective; the same list on every rank."""
+    if comm.size == 1:
+        return [0]
+    local = comm.comm.Split_type(comm.MPI.COMM_TYPE_SHARED)
+    try:
+        if cores is None:
+            width = node_cores()
+            mask = np.zeros(width, dtype=np.uint8)
+            mine = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(width)
+            mask[[c for c in mine if c < width]] = 1
+            local.Allreduce(comm.MPI.IN_PLACE, mask, op=comm.MPI.MAX)
+            cores = int(mask.sum())
+        works = local.Get_rank() < max(1, int(cores))
+    finally:
+        local.Free()
+    flags = np.zeros(comm.size, dtype=np.int64)
+    flags[comm.rank] = works
+    return np.flatnonzero(comm.allreduce(flags, "control")).tolist()
 
 
 def auto_threads(comm, requested: int | None = None, per_node: int | None = None) -> int:

@@ -1,10 +1,12 @@
 """``--scheme auto`` on several ranks: choose the exact configuration with the least predicted
 epoch time, quickly and aloud.
 
-* **Planned by every rank.**  The configurations (`gcntrain.simulate.sweep.candidates`,
-  exact ones only) are dealt to the job's ranks by estimated cost, the configurations of a
-  slow partitioner (METIS, Libra) together (`gcntrain.simulate.deal`); each rank plans its
-  share (`sweep(..., share=(rank, size), prune=True)`): it bounds every configuration's
+* **Planned by the ranks, one per core.**  The configurations
+  (`gcntrain.simulate.sweep.candidates`, exact ones only) are dealt by estimated cost to
+  the job's ranks that have a core each (`gcntrain.comm.node.working_ranks`: on a node
+  with fewer cores than ranks, the first ranks; the others sleep), the configurations of a
+  slow partitioner (METIS, Libra) together (`gcntrain.simulate.deal`); each plans its
+  share (`sweep(..., share=(i, k), prune=True)`): it bounds every configuration's
   epoch from its compute alone (`gcntrain.simulate.bound`) and prices in full, in the
   order of the bounds, only those that could still be its best or runner-up.  The rows are
   gathered on every rank (one Allgatherv of their JSON) and every rank picks the same best
@@ -33,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from gcntrain.comm.agree import agree, idle_barrier, on_root
+from gcntrain.comm.node import working_ranks
 from gcntrain.errors import InputError
 from gcntrain.job.progress import count
 from gcntrain.jsonutil import to_json
@@ -163,10 +166,13 @@ def choose(
     per_node,
     notice,
     max_memory=None,
+    cores=None,
 ):
     """The choice of ``--scheme auto`` on every rank of `world` (module docstring): a dict of
     the best row's `KEEP` keys (``epoch_seconds`` as ``predicted_epoch_seconds``) plus
-    ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``."""
+    ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``.
+    `cores`: the cores of each node the planning ranks are counted by (default: those the
+    node's ranks may run on, `gcntrain.comm.node.working_ranks`)."""
     from gcntrain.job.memory_guard import check_planning
     from gcntrain.schemes.loading import open_source
     from gcntrain.simulate.sweep import merged_ranking, recommend, sweep
@@ -189,8 +195,10 @@ def choose(
         return meta
 
     meta = agree(world, widths)  # before any planning: one refusal on every rank
+    # one planning rank per core of each node (`working_ranks`)
+    planners = working_ranks(world, cores) if shared else [0]
     # every rank planning holds the whole graph: only where the node has room for them all
-    shared = shared and _graphs_fit(meta, per_node, max_memory)
+    shared = shared and _graphs_fit(meta, min(per_node, len(planners)), max_memory)
 
     def lookup():
         if world.rank != 0:
@@ -211,7 +219,7 @@ def choose(
         f"scheme auto: planning the exact configurations of every scheme for "
         f"{count(world.size, 'rank')} ({count(nodes, 'node')} x {per_node}) on profile "
         f"{prof.name if prof is not None else machine}"
-        + (f", shared by the {world.size} ranks" if shared else "")
+        + (f", shared by {_sharers(len(planners), world.size)}" if shared else "")
         + " ..."
     )
     parts = None if partition is None else [partition]
@@ -236,7 +244,9 @@ def choose(
 
     def share():
         try:
-            return plan((world.rank, world.size))
+            if world.rank not in planners:
+                return [], 0, ""
+            return plan((planners.index(world.rank), len(planners)))
         finally:  # a rank done early sleeps: polling, it would take the working ranks' cores
             idle_barrier(world.comm)
 
@@ -249,7 +259,7 @@ def choose(
         got = on_root(world, lambda: to_json(plan((0, 1))).encode(), poll=PROFILE_POLL)
         rows, total, why = json.loads(world.bcast_bytes(got, 0, "control").decode())
         whys = [why] if why else []
-    rows = merged_ranking(rows, world.size, world.size if shared else 1, parts, options)
+    rows = merged_ranking(rows, world.size, len(planners) if shared else 1, parts, options)
 
     def pick():
         from gcntrain.simulate.sweep import SweepResult
@@ -280,6 +290,14 @@ def choose(
     choice["cached"] = False
     say(_chosen_line(choice))
     return choice
+
+
+def _sharers(planners: int, size: int) -> str:
+    """Who plans: "the 4 ranks", or "2 of the 4 ranks (one per core)" on a node with
+    fewer cores than ranks."""
+    if planners == size:
+        return f"the {size} ranks"
+    return f"{planners} of the {size} ranks (one per core)"
 
 
 def _graphs_fit(meta, per_node: int, max_memory) -> bool:

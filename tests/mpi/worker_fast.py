@@ -284,8 +284,57 @@ def case_registry(world):
     return ok, details
 
 
+def case_planners(world):
+    """`working_ranks` on one node: the first `cores` ranks (and, with the node's own cores,
+    a prefix of the ranks); and ``--scheme auto``'s choice (`auto.choose`, R-MAT n = 509,
+    profile abci) the same whether one rank, two or all of them plan, each with its own
+    empty choice cache."""
+    import os
+    import tempfile
+
+    from gcntrain.comm.node import working_ranks
+    from gcntrain.data.store import write_graph
+    from gcntrain.job.auto import choose
+
+    ok, details = True, []
+    for cores in (1, 2, 3, world.size + 1):
+        got = working_ranks(world, cores)
+        want = list(range(min(cores, world.size)))
+        ok &= got == want
+        details.append({"cores": cores, "working": got, "rank": world.rank})
+    own = working_ranks(world)
+    ok &= 1 <= len(own) <= world.size and own == list(range(len(own)))
+    details.append({"cores": None, "working": own, "rank": world.rank})
+    top = tempfile.mkdtemp(prefix="planners-") if world.rank == 0 else None
+    top = world.comm.bcast(top, root=0)
+    path = os.path.join(top, "g.h5")
+    if world.rank == 0:
+        write_graph(path, W.rmat_odd(9, edge_factor=8, seed=5, num_features=16, num_classes=3))
+    world.comm.Barrier()
+    cfg = TrainConfig(epochs=2)
+    keep = ("label", "predicted_epoch_seconds", "runner_up", "configurations", "cached")
+    was = os.environ.get("GCNTRAIN_CACHE_DIR")
+    choices = {}
+    try:
+        for cores in dict.fromkeys((1, 2, world.size)):
+            os.environ["GCNTRAIN_CACHE_DIR"] = os.path.join(top, f"cache-{cores}")
+            c = choose(world, path, cfg, {}, None, 0, "abci", world.size, None, cores=cores)
+            choices[cores] = {k: c[k] for k in keep}
+    finally:
+        if was is None:
+            os.environ.pop("GCNTRAIN_CACHE_DIR", None)
+        else:
+            os.environ["GCNTRAIN_CACHE_DIR"] = was
+    first = choices[1]
+    ok &= first["cached"] is False and all(c == first for c in choices.values())
+    if world.rank == 0:
+        details.append({"choices": {str(k): v for k, v in choices.items()}})
+    return ok, details
+
+
 CASES = {
     **W.CASES,
+    "planners": case_planners,
     "equivfast": case_equivfast,
     "equiv3dfast": case_equiv3dfast,
     "equivplexusfast": case_equivplexusfast,
