@@ -22,6 +22,7 @@ from gcntrain.data.generators.build import GeneratedGraph, csr_from_edges, rando
 from gcntrain.data.generators.rmat import RMAT_BATCH, rmat_edges, rmat_generated
 from gcntrain.data.graph import Graph
 from gcntrain.errors import InputError
+from gcntrain.partition.unique import unique_ints
 
 #: edges generated per R-MAT batch (part of the draw's definition; see generators.rmat)
 _RMAT_BATCH = RMAT_BATCH
@@ -147,16 +148,6 @@ def expected_homophily(sizes: np.ndarray, p_in: float, p_out: float) -> float:
     return intra / (intra + inter) if intra + inter > 0 else 0.0
 
 
-def _sorted_unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique(a)`` by a sort (numpy's hashing unique is many times slower on the
-    millions of keys of a large block pair; the result is the same sorted array)."""
-    a = np.sort(a)
-    keep = np.empty(a.shape[0], dtype=bool)
-    keep[:1] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]
-
-
 def _sample_pairs(
     rng: np.random.Generator, count: int, s_i: int, s_j: int, same: bool
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +167,7 @@ def _sample_pairs(
             ok = u != v
             u, v = np.minimum(u[ok], v[ok]), np.maximum(u[ok], v[ok])
         new = u * s_j + v
-        keys = _sorted_unique(np.concatenate([keys, new]))
+        keys = unique_ints(np.concatenate([keys, new]), overwrite=True)
         if keys.size >= key_space:
             break
     keys = rng.permutation(keys)[: min(count, keys.size)]

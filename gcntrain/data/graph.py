@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.partition.unique import unique_ints
+
 #: the arrays `Graph.content_hash` covers, in its order (also streamed from a file by
 #: `gcntrain.data.store.verify_content_hash`)
 HASHED_ARRAYS = (
@@ -89,7 +91,7 @@ class Graph:
         off = rows != cols
         lo = np.minimum(rows[off], cols[off])
         hi = np.maximum(rows[off], cols[off])
-        return int(np.unique(lo * self.n + hi).size)
+        return int(unique_ints(lo * self.n + hi, overwrite=True).size)
 
     def content_hash(self) -> str:
         """SHA-256 over structure and node data; stored in files, checked by consumers."""

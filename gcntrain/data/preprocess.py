@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.errors import InputError
+from gcntrain.partition.unique import unique_ints
 
 #: how duplicate entries are merged by `coo_to_csr`
 DUPLICATE_MODES = ("max", "sum", "first")
@@ -192,7 +193,7 @@ def relabel_compact(
         present[cols] = True
         original = np.flatnonzero(present).astype(np.int64)
     else:
-        original = np.unique(np.concatenate([rows, cols]))
+        original = unique_ints(np.concatenate([rows, cols]), overwrite=True)
     if original.size == 0 or original[-1] == original.size - 1:  # already compact
         return rows, cols, original
     return np.searchsorted(original, rows), np.searchsorted(original, cols), original

@@ -107,18 +107,6 @@ def transpose_pattern(
     return T.indptr.astype(np.int64), T.indices.astype(np.int64)
 
 
-def sorted_unique(keys: np.ndarray, return_counts: bool = False):
-    """``np.unique`` of an int64 key array by sorting (numpy 2's hash-based unique is several
-    times slower on a million keys); with `return_counts`, (unique keys, counts)."""
-    a = np.sort(np.asarray(keys, dtype=np.int64), kind="stable")
-    if a.size == 0:
-        return (a, np.zeros(0, dtype=np.int64)) if return_counts else a
-    first = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
-    if not return_counts:
-        return a[first]
-    return a[first], np.diff(np.append(first, a.size)).astype(np.int64)
-
-
 def keep_entries(indptr: np.ndarray, indices: np.ndarray, data, keep: np.ndarray):
     """CSR arrays holding only the entries where `keep` (one flag per entry) is true;
     `data` may be None."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gcntrain.partition.csr import row_ids
+from gcntrain.partition.unique import unique_ints
 
 
 def fill_roots(root: np.ndarray, P: int) -> np.ndarray:
@@ -89,7 +90,7 @@ class EdgeCut:
         col = inv[np.asarray(indices, dtype=np.int64)]
         part = np.asarray(edge_part, dtype=np.int64)
         n = int(offsets[-1])
-        _, first, back = np.unique(row * n + col, return_index=True, return_inverse=True)
+        _, first, back = unique_ints(row * n + col, return_index=True, return_inverse=True)
         if first.size != row.size:
             part = part[first][back]
         return EdgeCut(int(offsets.shape[0] - 1), offsets, row, col, part)
@@ -107,7 +108,7 @@ class EdgeCut:
             roots = np.arange(n, dtype=np.int64)
             parts = np.concatenate([self.part, self.part, root_of(roots, self.offsets)])
             verts = np.concatenate([self.row, self.col, roots])
-            key = np.unique(parts * n + verts)
+            key = unique_ints(parts * n + verts, overwrite=True)
             return key // max(n, 1), key % max(n, 1)
 
         return self._cached("replicas", make)
@@ -147,7 +148,7 @@ class EdgeCut:
         leaf = parts != roots
         src, dst, v = parts[leaf], roots[leaf], verts[leaf]
         key = src * self.P + dst
-        uniq, inverse = np.unique(key, return_inverse=True)
+        uniq, inverse = unique_ints(key, return_inverse=True)
         if delay is None:
             cnt = np.bincount(inverse, minlength=uniq.size).astype(np.int64)
         else:

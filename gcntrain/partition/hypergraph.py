@@ -57,6 +57,7 @@ from gcntrain.partition.csr import (
     pattern_matrix,
     transpose_pattern,
 )
+from gcntrain.partition.unique import unique_ints
 
 _MTK = None
 _MTK_THREADS = 0
@@ -118,7 +119,7 @@ def km1(net_ptr: np.ndarray, pins: np.ndarray, part: np.ndarray) -> int:
     P = int(part.max()) + 1 if part.size else 1
     sizes = np.diff(net_ptr)
     net_of_pin = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
-    distinct = np.unique(net_of_pin * P + part[pins]).size
+    distinct = unique_ints(net_of_pin * P + part[pins], overwrite=True).size
     return int(distinct - np.count_nonzero(sizes))
 
 
@@ -551,7 +552,7 @@ def stochastic_column_nets(
     pin_parts: list[np.ndarray] = []
     offset = 0
     for batch in batches:
-        V = np.unique(np.asarray(batch, dtype=np.int64))
+        V = unique_ints(np.asarray(batch, dtype=np.int64).ravel())
         if V.size and (V[0] < 0 or V[-1] >= n):
             raise InputError(f"mini-batch vertex ids must lie in [0, {n})")
         sub = A[V][:, V]

@@ -37,6 +37,7 @@ from numba import njit
 
 from gcntrain.partition.basic import check_parts
 from gcntrain.partition.csr import check_csr, row_ids
+from gcntrain.partition.unique import unique_ints
 
 #: names of the disjoint-replica-set rule (4)
 RULES = ("libra", "remaining")
@@ -222,7 +223,7 @@ def vertex_edge_parts(
     loop = u == v
     verts = np.concatenate([u, v[~loop]])
     parts = np.concatenate([e, e[~loop]])
-    key, counts = np.unique(verts * P + parts, return_counts=True)
+    key, counts = unique_ints(verts * P + parts, return_counts=True, overwrite=True)
     return key // P, key % P, counts.astype(np.int64)
 
 

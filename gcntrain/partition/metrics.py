@@ -25,8 +25,8 @@ from gcntrain.partition.csr import (
     check_part,
     is_symmetric_pattern,
     row_ids,
-    sorted_unique,
 )
+from gcntrain.partition.unique import unique_ints
 
 
 def needed_pairs(
@@ -58,7 +58,7 @@ def needed_pairs(
     m = max(int(n), 1)
     # key (dst, src, col) with col < n: unique keys are the needed rows, already grouped
     P = int(max(dst.max(initial=0), src.max(initial=0))) + 1
-    key = sorted_unique((dst[remote] * P + src[remote]) * m + cols[remote])
+    key = unique_ints((dst[remote] * P + src[remote]) * m + cols[remote], overwrite=True)
     ids = key % m
     pk = key // m
     starts = np.flatnonzero(np.r_[True, pk[1:] != pk[:-1]]) if pk.size else pk[:0]
@@ -98,7 +98,7 @@ def edge_cut(
     r, c = rows[cut], cols[cut]
     if symmetric:
         r, c = np.minimum(r, c), np.maximum(r, c)
-    return int(sorted_unique(r * n + c).size)
+    return int(unique_ints(r * n + c, overwrite=True).size)
 
 
 def comm_volume(
@@ -273,7 +273,7 @@ def vertex_cut_comm(
     dst = np.concatenate([r, leaf])
     send = np.bincount(src, minlength=P).astype(np.int64)
     recv = np.bincount(dst, minlength=P).astype(np.int64)
-    pairs = np.unique(src * P + dst)
+    pairs = unique_ints(src * P + dst, overwrite=True)
     msg_send = np.bincount(pairs // P, minlength=P)
     msg_recv = np.bincount(pairs % P, minlength=P)
     return {

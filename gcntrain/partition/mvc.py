@@ -30,6 +30,7 @@ from numba import njit
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from gcntrain.partition.csr import check_csr, check_part, row_ids
+from gcntrain.partition.unique import unique_ints
 
 #: codes of `MvcSplit.edge_mode`
 LOCAL, PRE, POST = -1, 0, 1
@@ -186,8 +187,8 @@ def mvc_split(
     p, q = dst_part[cut], src_part[cut]
     edge_mode = np.full(len(cols), LOCAL, dtype=np.int8)
     # left vertex = (source j, receiving part p); right vertex = (destination i, sending q)
-    lkey, left = np.unique(j * P + p, return_inverse=True)
-    rkey, right = np.unique(i * P + q, return_inverse=True)
+    lkey, left = unique_ints(j * P + p, return_inverse=True)
+    rkey, right = unique_ints(i * P + q, return_inverse=True)
     B = sp.csr_matrix(
         (np.ones(cut.size, dtype=np.int8), (left, right)), shape=(lkey.size, rkey.size)
     )
@@ -197,7 +198,7 @@ def mvc_split(
     # pair of every left / right vertex
     l_pair = part[lkey // P] * P + lkey % P  # q * P + p
     r_pair = (rkey % P) * P + part[rkey // P]  # q * P + p
-    pkey = np.unique(l_pair)
+    pkey = unique_ints(l_pair)
     m = pkey.size
     li = np.searchsorted(pkey, l_pair)
     ri = np.searchsorted(pkey, r_pair)
@@ -247,8 +248,8 @@ def cover_modes(
         raise ValueError(f"aggr must be one of {AGGR}, got {aggr!r}")
     if aggr != "hybrid" or dst.size == 0:
         return np.full(dst.size, PRE if aggr == "pre" else POST, dtype=np.int8)
-    _, left = np.unique(src, return_inverse=True)
-    _, right = np.unique(dst * int(P) + np.asarray(src_part, dtype=np.int64), return_inverse=True)
+    _, left = unique_ints(src, return_inverse=True)
+    _, right = unique_ints(dst * int(P) + np.asarray(src_part, dtype=np.int64), return_inverse=True)
     B = sp.csr_matrix(
         (np.ones(dst.size, dtype=np.int8), (left, right)),
         shape=(int(left.max()) + 1, int(right.max()) + 1),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.comm.exchange import Pairs
+from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.layout import block_pair_counts, needed_pairs
 
 #: stored entries per range of row blocks (the last block of a range may exceed it)
@@ -128,12 +129,12 @@ def entry_chunks(M, limit: int | None = None, offsets: np.ndarray | None = None)
 
 def merge_counts(keys: list, counts: list) -> tuple[np.ndarray, np.ndarray]:
     """(sorted unique keys, summed counts) of several (keys, counts) parts: what one
-    ``sorted_unique(all keys, return_counts=True)`` gives (int64)."""
+    ``unique_ints(all keys, return_counts=True)`` gives (int64)."""
     if not keys:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(keys) == 1:
         return np.asarray(keys[0], np.int64), np.asarray(counts[0], np.int64)
-    u, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    u, inv = unique_ints(np.concatenate(keys), return_inverse=True)
     # float64 sums of integer counts below 2**53 are exact
     tot = np.bincount(inv.ravel(), weights=np.concatenate(counts), minlength=u.shape[0])
     return u.astype(np.int64), tot.astype(np.int64)

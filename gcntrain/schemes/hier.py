@@ -49,6 +49,7 @@ from gcntrain.kernels.quant import BITS, block_bytes, dequantize_blocks, quantiz
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
 from gcntrain.model.phase import Phase, phase_key
 from gcntrain.partition.mvc import AGGR, PRE, cover_modes
+from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.base import (
     COUNT_BYTES,
     PAIR_BYTES,
@@ -107,8 +108,8 @@ def pair_keys(peer, rows, cols, mode, n: int):
     order both ends of a pair use for their buffers."""
     n = int(n)
     pre = mode == PRE
-    kpre, ipre = np.unique(peer[pre] * n + rows[pre], return_inverse=True)
-    kpost, ipost = np.unique(peer[~pre] * n + cols[~pre], return_inverse=True)
+    kpre, ipre = unique_ints(peer[pre] * n + rows[pre], return_inverse=True)
+    kpost, ipost = unique_ints(peer[~pre] * n + cols[~pre], return_inverse=True)
     return pre, kpre, ipre.reshape(-1), kpost, ipost.reshape(-1)
 
 

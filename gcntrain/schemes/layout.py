@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from gcntrain.partition.csr import sorted_unique
+from gcntrain.partition.unique import unique_ints
 
 
 def renumber(part: np.ndarray, nparts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -99,5 +99,5 @@ def block_pair_counts(
     cols = np.asarray(cols, dtype=np.int64)
     src = np.broadcast_to(np.asarray(row_block, dtype=np.int64), cols.shape)
     dst = owner_of(cols, offsets)
-    key, cnt = sorted_unique(src * B + dst, return_counts=True)
+    key, cnt = unique_ints(src * B + dst, return_counts=True, overwrite=True)
     return key // B, key % B, cnt

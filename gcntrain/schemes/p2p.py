@@ -38,6 +38,7 @@ from gcntrain.comm.exchange import Groups, Pairs, Uniform
 from gcntrain.comm.node import ranks_on_node
 from gcntrain.comm.shared import SharedRows
 from gcntrain.kernels.rows import gather_rows, scatter_add_rows
+from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.base import (
     COUNT_BYTES,
     RowLayout,
@@ -89,7 +90,7 @@ def unordered_pairs(src, dst, P: int, keep, block: int = 1 << 22) -> int:
     n = int(np.asarray(src).shape[0])
     if P * P > 16 * max(n, 1):
         s, d = src[keep], dst[keep]
-        return int(np.unique(np.minimum(s, d) * P + np.maximum(s, d)).size)
+        return int(unique_ints(np.minimum(s, d) * P + np.maximum(s, d), overwrite=True).size)
     seen = np.zeros(P * P, dtype=bool)
     for a in range(0, n, block):
         k = keep[a : a + block]
@@ -127,7 +128,7 @@ def backward_exchange(P: int, fwd, fetch):
         return np.minimum(s, d) * P + np.maximum(s, d)
 
     kf, kt = pair_key(fs, fd), pair_key(ts, td)
-    keys = np.unique(np.concatenate([kf, kt]))
+    keys = unique_ints(np.concatenate([kf, kt]), overwrite=True)
     jf, jt = np.searchsorted(keys, kf), np.searchsorted(keys, kt)
     fsum = np.bincount(jf, weights=fr, minlength=keys.size)
     tsum = np.bincount(jt, weights=tr, minlength=keys.size)

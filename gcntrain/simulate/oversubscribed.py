@@ -35,6 +35,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from gcntrain.partition.unique import unique_ints
+
 #: wake-up rounds of the synchronisations `gcntrain bench` fits the floor on (p2p on 2C
 #: ranks of a C-core node, every step over all of them: ceil(2C / C))
 FIT_ROUNDS = 2.0
@@ -50,7 +52,7 @@ def wake_rounds(members, cores: int) -> np.ndarray:
 def members_on_node(gid: np.ndarray, node: np.ndarray) -> np.ndarray:
     """(P,) how many ranks share each rank's group and its node (`gid`, `node`: (P,))."""
     key = gid.astype(np.int64) * (int(node.max(initial=0)) + 1) + node.astype(np.int64)
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    _, inverse, counts = unique_ints(key, return_inverse=True, return_counts=True)
     return counts[inverse.reshape(-1)]
 
 

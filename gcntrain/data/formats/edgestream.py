@@ -29,6 +29,7 @@ from gcntrain.data.graph import Graph
 from gcntrain.data.memory import check_fits
 from gcntrain.data.preprocess import index_dtype
 from gcntrain.errors import FormatError
+from gcntrain.partition.unique import unique_ints
 
 #: ids per batch when the compact relabelling needs a sort (ids far apart)
 _UNIQUE_BATCH = 1 << 24
@@ -189,14 +190,18 @@ def _distinct(blocks: list[np.ndarray]) -> np.ndarray:
     pending: list[np.ndarray] = []
     size = 0
     for a in blocks:
-        u = np.unique(a)
+        u = unique_ints(np.asarray(a).ravel())
         pending.append(u)
         size += u.size
         if size >= max(_UNIQUE_BATCH, done.size):
-            done = np.unique(np.concatenate([done, *pending]).astype(np.int64, copy=False))
+            done = unique_ints(
+                np.concatenate([done, *pending]).astype(np.int64, copy=False), overwrite=True
+            )
             pending, size = [], 0
     if pending:
-        done = np.unique(np.concatenate([done, *pending]).astype(np.int64, copy=False))
+        done = unique_ints(
+            np.concatenate([done, *pending]).astype(np.int64, copy=False), overwrite=True
+        )
     return done
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
+from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.base import spmm_work
 from gcntrain.schemes.entries import entry_chunks, merge_counts
 from gcntrain.schemes.labeltables import label_counts
@@ -93,7 +94,7 @@ def spmm_steps(lay: PlexusLayout, p: Place, transpose: bool, width: int, itemsiz
 
 def _pair_sum(P: int, src, dst, cnt):
     key = src * P + dst
-    u, inv = np.unique(key, return_inverse=True)
+    u, inv = unique_ints(key, return_inverse=True)
     tot = np.bincount(inv, weights=cnt, minlength=u.shape[0]).astype(np.int64)
     return u // P, u % P, tot
 
@@ -122,7 +123,7 @@ class PlexusCost:
                 u, q, r = key
                 qi, ri = _chunks(ctx, 1 - u, q)[rows], _chunks(ctx, u, r)[cols]
                 code = (src * lay.dims[q] + qi) * lay.dims[r] + ri
-                code, cnt = np.unique(code, return_counts=True)
+                code, cnt = unique_ints(code, return_counts=True)
                 codes[key][0].append(code)
                 codes[key][1].append(cnt)
         srcs, dsts, cnts = [], [], []

@@ -12,6 +12,7 @@ import numpy as np
 from gcntrain.comm.exchange import Groups
 from gcntrain.partition.basic import block_bounds
 from gcntrain.partition.permute import inverse_permutation
+from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.plexus.placement import INPUT, LayerPlan, Place, agg_out, layer_plans
 from gcntrain.schemes.protocol import LoadRequest, Numbering
@@ -267,7 +268,7 @@ def holder_pairs(layout: PlexusLayout, place: Place, orig: np.ndarray, load: np.
     `load`) sent to the holders of their rows at `place`: nodes of one (source, row chunk)
     share their destinations, so the pairs are counted per chunk before expanding."""
     g = layout.dims[place.row]
-    code, cnt = np.unique(load * g + layout.row_chunk(place, orig), return_counts=True)
+    code, cnt = unique_ints(load * g + layout.row_chunk(place, orig), return_counts=True)
     src, chunk = np.divmod(code, g)
     dst = layout.chunk_holders(place, chunk)
     k = dst.shape[1]

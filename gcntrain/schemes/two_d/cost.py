@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
-from gcntrain.partition.csr import sorted_unique
+from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.base import spmm_work
 from gcntrain.schemes.entries import entry_chunks, merge_counts
 from gcntrain.schemes.labeltables import label_counts
@@ -143,7 +143,7 @@ class TwoDCost:
         keys, cnts = [], []
         for rows, cols in entry_chunks(ctx.support):
             src, dst = transpose_pairs(lay, rows, cols)
-            k, c = sorted_unique(src * P + dst, return_counts=True)
+            k, c = unique_ints(src * P + dst, return_counts=True, overwrite=True)
             keys.append(k)
             cnts.append(c)
         key, cnt = merge_counts(keys, cnts)
