@@ -93,14 +93,14 @@ def compare(cpu, dev, tol: float) -> tuple[dict, list[str]]:
 def run_case(world, W, g, cfg, scheme, opts, part, mode):
     """One case: the CPU run, the device run, their comparison and the byte counts."""
     from gcntrain.job.runner import train_with
-    from gcntrain.schemes.registry import SCHEMES
+    from gcntrain.job.spec import JobSpec
 
     t0 = time.perf_counter()
     cpu = W.run_scheme(world, g, scheme, opts, part, cfg)
     t1 = time.perf_counter()
     world.tally = W.Tally()
     backend = make_backend(mode, world.rank, world.size)
-    dev = train_with(world, SCHEMES[scheme], W.source_of(g), cfg, opts, part, backend=backend)
+    dev = train_with(world, JobSpec(W.source_of(g), cfg, scheme, opts, part), backend=backend)
     t2 = time.perf_counter()
     figures, problems = compare(cpu, dev, TOL[cfg.dtype])
     if not type(dev.ops).__name__.endswith("DeviceOps") and scheme != "serial":

@@ -32,6 +32,7 @@ from gcntrain.model.trainer import TrainConfig
 from gcntrain.simulate.local import load_machine
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.summary import epoch_median
+from gcntrain.simulate.target import PlanTarget
 from gcntrain.simulate.timing import placement, time_summary
 
 #: name -> (nodes, stored entries, features, classes)
@@ -91,9 +92,7 @@ def paper_graph(name: str, scale: float = 1.0, seed: int = 0) -> tuple[Graph, in
 def plan(g, f, c, scheme, P, options=None, partition=None, epochs=EPOCHS):
     cfg = TrainConfig(epochs=epochs, hidden=(HIDDEN,))
     t0 = time.perf_counter()
-    sim = plan_training(
-        g, cfg, scheme, P, options or {}, partition, 0, num_features=f, num_classes=c
-    )
+    sim = plan_training(PlanTarget(g, cfg, scheme, P, options, partition, 0, f, c))
     return sim, cfg, time.perf_counter() - t0
 
 

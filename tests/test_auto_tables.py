@@ -18,6 +18,7 @@ from gcntrain.schemes.labeltables import label_counts
 from gcntrain.schemes.layout import owner_of
 from gcntrain.schemes.plexus import cost as plexus_cost
 from gcntrain.simulate.run import prepare_training
+from gcntrain.simulate.target import PlanTarget
 
 CONFIG = TrainConfig(epochs=1)
 
@@ -70,7 +71,7 @@ def _plexus_reference(sim) -> np.ndarray:
 def test_plexus_shard_tables_equal_the_per_entry_counts(graph, monkeypatch, grid, permute):
     monkeypatch.setattr(entries, "BLOCK_ENTRIES", 50)  # many ranges of rows
     opts = {"grid": grid, "permute": permute}
-    sim = prepare_training(graph, CONFIG, "plexus", 4, opts, "block")
+    sim = prepare_training(PlanTarget(graph, CONFIG, "plexus", 4, opts, "block"))
     assert len(sim.ctx.layout.shard_keys) >= 1
     got = sim.scheme.shard_nnz(sim.ctx)
     assert got.sum() > 0
@@ -92,7 +93,7 @@ def test_stage_tables_and_blocks_equal_the_per_entry_counts(graph, monkeypatch, 
     from gcntrain.schemes.two_d.layout import block_of
 
     monkeypatch.setattr(entries, "BLOCK_ENTRIES", 50)
-    sim = prepare_training(graph, CONFIG, scheme, 4, {"grid": grid}, part)
+    sim = prepare_training(PlanTarget(graph, CONFIG, scheme, 4, {"grid": grid}, part))
     ctx, sch, lay = sim.ctx, sim.scheme, sim.ctx.layout
     assert not ctx.symmetric  # a directed graph: the table of S^T is its own
     for which, M in (("f", ctx.support), ("t", ctx.transpose())):

@@ -99,7 +99,7 @@ def check_case(world, W, g, cfg, scheme: str, opts: dict, part) -> tuple[list[st
     """(problems, staged copies) of one scheme: the CPU run, then the emulated device run."""
     from gcntrain.device.emulated import EmulatedBackend
     from gcntrain.job.runner import train_with
-    from gcntrain.schemes.registry import SCHEMES
+    from gcntrain.job.spec import JobSpec
 
     problems: list[str] = []
     cpu = W.run_scheme(world, g, scheme, opts, part, cfg)
@@ -109,11 +109,7 @@ def check_case(world, W, g, cfg, scheme: str, opts: dict, part) -> tuple[list[st
     world.tally = W.Tally()
     dev = train_with(
         world,
-        SCHEMES[scheme],
-        W.source_of(g),
-        cfg,
-        opts,
-        part,
+        JobSpec(W.source_of(g), cfg, scheme, opts, part),
         callback=lambda rec: ends.append(len(marks)),
         backend=backend,
     )

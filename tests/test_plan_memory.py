@@ -24,6 +24,7 @@ from gcntrain.model.normalize import support_matrix
 from gcntrain.model.trainer import TrainConfig
 from gcntrain.simulate.run import is_symmetric, plan_training, simulation_summary
 from gcntrain.simulate.run import support_in_numbering as scipy_renumbered
+from gcntrain.simulate.target import PlanTarget
 
 PLANS = [
     ("1d", 6, {}, None),
@@ -92,7 +93,7 @@ def test_bounded_memory_plans_equal_the_in_memory_plans(
     g = graph if model == "gcn" else _directed(graph)  # sage: S not symmetric
 
     def plan():
-        sim = plan_training(g, config, scheme, P, dict(opts), partition)
+        sim = plan_training(PlanTarget(g, config, scheme, P, dict(opts), partition))
         return sim, _figures(sim, config), sim.table.phases()
 
     with monkeypatch.context() as m:
@@ -142,8 +143,8 @@ def test_file_summary_equals_the_whole_graph(graph, tmp_path, monkeypatch):
     assert np.array_equal(a.labels, b.labels)
     config = TrainConfig(epochs=2, early_stopping=0)
     for scheme, P, opts in (("p2p", 5, {}), ("2d", 6, {"grid": "2x3"})):
-        one = plan_training(str(path), config, scheme, P, dict(opts))
-        two = plan_training(read_graph(path), config, scheme, P, dict(opts))
+        one = plan_training(PlanTarget(str(path), config, scheme, P, dict(opts)))
+        two = plan_training(PlanTarget(read_graph(path), config, scheme, P, dict(opts)))
         assert _figures(one, config) == _figures(two, config)
 
 

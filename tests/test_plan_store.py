@@ -21,6 +21,7 @@ from gcntrain.model.trainer import TrainConfig
 from gcntrain.partition.basic import random_partition
 from gcntrain.partition.result import PartitionResult
 from gcntrain.simulate.run import plan_training, simulation_summary
+from gcntrain.simulate.target import PlanTarget
 
 P = 6
 #: the acceptance list: (scheme, options, partition: None, "random" or "file")
@@ -51,7 +52,8 @@ def inputs(tmp_path_factory):
 
 def _plan(source, scheme, opts, partition, max_memory=None):
     config = TrainConfig(epochs=3, early_stopping=0)
-    sim = plan_training(source, config, scheme, P, dict(opts), partition, max_memory=max_memory)
+    target = PlanTarget(source, config, scheme, P, dict(opts), partition)
+    sim = plan_training(target, max_memory=max_memory)
     out = simulation_summary(sim, config, partition, 0.0)
     del out["simulate_seconds"], out["peak_rss_bytes"]
     return out, sim.table.phases(), sim.table.epoch_totals("work")

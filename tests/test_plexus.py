@@ -13,6 +13,7 @@ from gcntrain.model.trainer import TrainConfig
 from gcntrain.schemes.plexus import INPUT, Place, agg_out, layer_plans, mm_out
 from gcntrain.schemes.registry import SCHEMES
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 X, Y, Z = 0, 1, 2
@@ -80,15 +81,8 @@ def test_double_permutation_balances_slashdot_on_2x2x2(capsys):
     cfg = TrainConfig(epochs=1, dtype="float32", hidden=[16, 16])
     rows = []
     for permute in ("none", "double"):
-        sim = plan_training(
-            g,
-            cfg,
-            "plexus",
-            8,
-            {"grid": "2x2x2", "permute": permute},
-            num_features=128,
-            num_classes=16,
-        )
+        opts = {"grid": "2x2x2", "permute": permute}
+        sim = plan_training(PlanTarget(g, cfg, "plexus", 8, opts, num_features=128, num_classes=16))
         per_shard = sim.scheme.shard_nnz(sim.ctx)
         total = per_shard.sum(axis=0)
         ratios = [float(s.max() / s.mean()) for s in per_shard]

@@ -212,6 +212,7 @@ def test_early_stopping_shows_the_last_epoch_serially(graph, capsys):
 def _serial_eval(graph, weights, argv_cfg) -> dict:
     from gcntrain.job.drift import evaluate_weights
     from gcntrain.job.runner import load_rank
+    from gcntrain.job.spec import JobSpec
     from gcntrain.model.normalize import support_kind
     from gcntrain.model.trainer import TrainConfig
     from gcntrain.schemes import registry
@@ -219,7 +220,7 @@ def _serial_eval(graph, weights, argv_cfg) -> dict:
     cfg = TrainConfig(**argv_cfg)
     sch = registry.get("serial", 1)
     world = sch.world(None)
-    sc, src, layout, local = load_rank(world, sch, str(graph), cfg)
+    sc, src, layout, local = load_rank(world, JobSpec(str(graph), cfg, "serial"))
     ops = sch.setup(world, layout, local, support_kind(cfg.model, cfg.aggregator))
     return evaluate_weights(ops, local, cfg, weights)
 

@@ -19,6 +19,7 @@ from gcntrain.schemes.config import SchemeConfig
 from gcntrain.schemes.one_d import OneD
 from gcntrain.schemes.protocol import SchemeOption
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 
 
 def parse_fanout(value, size: int, scheme) -> int:
@@ -78,7 +79,8 @@ def test_a_plan_parses_the_grid_once_and_lays_out_its_tuple(monkeypatch):
     real = two_d_scheme.parse_dims
     monkeypatch.setattr(two_d_scheme, "parse_dims", lambda *a: parsed.append(a) or real(*a))
     g = rmat(6, edge_factor=4, seed=1, num_features=4, num_classes=3)
-    sim = plan_training(g, TrainConfig(epochs=1, hidden=[4]), "3d", 4, {"grid": "2x1x2"})
+    target = PlanTarget(g, TrainConfig(epochs=1, hidden=[4]), "3d", 4, {"grid": "2x1x2"})
+    sim = plan_training(target)
     assert len(parsed) == 1
     assert isinstance(sim.config, SchemeConfig) and sim.config.grid == (2, 1, 2)
     lay = sim.ctx.layout

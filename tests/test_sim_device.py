@@ -19,6 +19,7 @@ from gcntrain.simulate.machine import on_device, parse_machine
 from gcntrain.simulate.placement import Placement
 from gcntrain.simulate.profile_text import device_text
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 from gcntrain.simulate.timing import TimeModel, epoch_calls, step_timing
 from tests.test_machine import GOOD
 
@@ -109,7 +110,7 @@ def test_compute_is_the_device_rates_arithmetic():
 
 def _plan(scheme: str, ranks: int):
     cfg = TrainConfig(hidden=[16], epochs=2, seed=0)
-    return plan_training(None, cfg, scheme, ranks)
+    return plan_training(PlanTarget(None, cfg, scheme, ranks))
 
 
 def test_a_gpu_plan_computes_at_the_device_rates():

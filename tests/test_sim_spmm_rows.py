@@ -19,6 +19,7 @@ from gcntrain.simulate.machine import parse_machine
 from gcntrain.simulate.measure import split_row_cost
 from gcntrain.simulate.placement import Placement
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 from gcntrain.simulate.timing import compute_seconds
 from tests.mpi.launch import REPO, run_mpi
 from tests.test_machine import GOOD
@@ -98,7 +99,7 @@ def test_2d_rows_swept_per_product_are_the_runtimes(cora_like, grid):
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got["rc"] == 0
-    sim = plan_training(cora_like, TrainConfig(epochs=1), "2d", 2, {"grid": grid})
+    sim = plan_training(PlanTarget(cora_like, TrainConfig(epochs=1), "2d", 2, {"grid": grid}))
     for method in ("aggregate", "aggregate_t"):
         call = next(c for c in sim.calls if c.method == method)
         want = sim.scheme.spmm_rows(sim.ctx, call)
@@ -111,7 +112,7 @@ def test_a_2d_product_costs_its_swept_rows_more(cora_like):
     the cost per row more in SpMM than without, per rank."""
     from gcntrain.simulate.timing import call_compute
 
-    sim = plan_training(cora_like, TrainConfig(epochs=1), "2d", 2, {"grid": "1x2"})
+    sim = plan_training(PlanTarget(cora_like, TrainConfig(epochs=1), "2d", 2, {"grid": "1x2"}))
     call = next(c for c in sim.calls if c.method == "aggregate")
     old = Placement(2, 1, parse_machine(GOOD, "old"))
     new = Placement(2, 1, parse_machine(_with_rows(), "new"))

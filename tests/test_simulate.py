@@ -21,6 +21,7 @@ from gcntrain.simulate.autogrid import rank_grids
 from gcntrain.simulate.run import plan_training
 from gcntrain.simulate.summary import TRAFFIC_KEYS
 from gcntrain.simulate.table import read_table
+from gcntrain.simulate.target import PlanTarget
 from tests.mpi.batch import CliBatches
 
 ARGS = ["--epochs", "3", "--early-stopping", "0", "--seed", "2", "--dtype", "float64"]
@@ -177,10 +178,10 @@ def test_dense_words_follow_cagnet_leading_terms_at_4096(big_graph):
     (aggregation + partial SUMMA) 2 n f / sqrt(P); within 5 %."""
     n, f, P = big_graph.n, 128, 4096
     cfg = TrainConfig(epochs=1, dtype="float64")
-    one = plan_training(big_graph, cfg, "1d", P)
+    one = plan_training(PlanTarget(big_graph, cfg, "1d", P))
     words = one.scheme.steps(one.ctx, _aggregate(f))[0].volumes()[:, 1] / 8
     assert np.all(np.abs(words / (n * f) - 1) < 0.05), (words.min(), words.max(), n * f)
-    two = plan_training(big_graph, cfg, "2d", P, {"grid": "64x64"})
+    two = plan_training(PlanTarget(big_graph, cfg, "2d", P, {"grid": "64x64"}))
     lay = two.ctx.layout
     sparse, dense = two.scheme.steps(two.ctx, _aggregate(f))
     assert np.array_equal(dense.groups.gid, lay.cols.gid) and sparse.groups is lay.rows
@@ -206,7 +207,7 @@ def test_split_3d_words_follow_cagnet_leading_terms(big_graph, capsys):
     rows = []
     per_p = {}
     for P, q in ((512, 8), (4096, 16)):
-        sim = plan_training(big_graph, cfg, "3d", P, {"grid": f"{q}x{q}x{q}"})
+        sim = plan_training(PlanTarget(big_graph, cfg, "3d", P, {"grid": f"{q}x{q}x{q}"}))
         sparse, dense, fiber = sim.scheme.steps(sim.ctx, _aggregate(f))
         lay = sim.ctx.layout
         assert sparse.groups is lay.rows and dense.groups is lay.layer_cols
@@ -232,15 +233,14 @@ def test_grid_auto_chooses_the_least_planned_volume(big_graph, scheme, P):
     """Every ordered factorisation is planned on its own; the search's choice has the least
     max-per-rank volume (bytes sent + received in a steady epoch) of them all."""
     cfg = TrainConfig(epochs=2, dtype="float32")
-    ranked = rank_grids(big_graph, cfg, scheme, P)
+    ranked = rank_grids(PlanTarget(big_graph, cfg, scheme, P))
     ndim = 2 if scheme == "2d" else 3  # 3d and plexus
     every = ["x".join(map(str, f)) for f in factorizations(P, ndim)]
     assert sorted(r["grid"] for r in ranked) == sorted(every)
     volume = {}
     for grid in every:
-        med = np.median(
-            plan_training(big_graph, cfg, scheme, P, {"grid": grid}).table.epoch_totals(), axis=0
-        )
+        sim = plan_training(PlanTarget(big_graph, cfg, scheme, P, {"grid": grid}))
+        med = np.median(sim.table.epoch_totals(), axis=0)
         volume[grid] = (med[:, 0] + med[:, 1]).max()
     assert volume[ranked[0]["grid"]] == min(volume.values())
     assert [r["volume_max"] for r in ranked] == sorted(volume.values())
@@ -285,7 +285,7 @@ def test_every_registered_scheme_plans_at_512_ranks(big_graph):
     for name, scheme in registry.SCHEMES.items():
         if not scheme.uses_mpi:
             continue
-        sim = plan_training(big_graph, cfg, name, 512, opts.get(name), None)
+        sim = plan_training(PlanTarget(big_graph, cfg, name, 512, opts.get(name), None))
         tot = sim.table.epoch_totals()
         assert tot.shape == (2, 512, 4) and tot[:, :, 0].sum() == tot[:, :, 1].sum() > 0
         assert tot[:, :, 2].sum() == tot[:, :, 3].sum()
@@ -328,7 +328,7 @@ def test_plexus_layer_volume_follows_its_section_4_model_at_4096(capsys):
     rows = []
     for grid in ("16x16x16", "8x32x16", "64x8x8"):
         dims = tuple(int(d) for d in grid.split("x"))
-        sim = plan_training(g, cfg, "plexus", 4096, {"grid": grid})
+        sim = plan_training(PlanTarget(g, cfg, "plexus", 4096, {"grid": grid}))
         phases = sim.table.epoch_phases(0)
         model = plexus_section4_words(g.n, widths, dims)
         for layer, want in enumerate(model):

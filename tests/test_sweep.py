@@ -19,6 +19,7 @@ from gcntrain.schemes.layout import owner_of
 from gcntrain.simulate import sweep as S
 from gcntrain.simulate.machine import parse_machine
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 from gcntrain.simulate.timing import Placement, _peers, time_summary
 from tests.test_machine import GOOD
 
@@ -80,7 +81,8 @@ def test_rows_equal_single_plans_and_are_ranked(result, graph_file, machine):
     place = Placement(P, 2, machine)
     cfg = TrainConfig(epochs=8)
     for r in (rows[0], rows[len(rows) // 2], rows[-1]):
-        sim = plan_training(graph_file, cfg, r["scheme"], P, r["values"], r["partition"])
+        target = PlanTarget(graph_file, cfg, r["scheme"], P, r["values"], r["partition"])
+        sim = plan_training(target)
         t = time_summary(sim, cfg, place)
         assert r["epoch_seconds"] == pytest.approx(t["epoch_seconds"], rel=1e-12)
         assert r["options"] == sim.config.to_dict()
@@ -165,13 +167,13 @@ def test_peer_counts_equal_distinct_partners():
 def test_numbering_cache_computes_each_partition_once(graph_file):
     cache: dict = {}
     cfg = TrainConfig(epochs=2)
-    a = plan_training(graph_file, cfg, "1d", 3, {}, "metis", numberings=cache)
-    b = plan_training(graph_file, cfg, "p2p", 3, {}, "metis", numberings=cache)
+    a = plan_training(PlanTarget(graph_file, cfg, "1d", 3, {}, "metis"), numberings=cache)
+    b = plan_training(PlanTarget(graph_file, cfg, "p2p", 3, {}, "metis"), numberings=cache)
     assert len(cache) == 1
     ((numbering, seconds),) = cache.values()
     assert seconds > 0
     np.testing.assert_array_equal(a.ctx.layout.offsets, b.ctx.layout.offsets)
-    fresh = plan_training(graph_file, cfg, "1d", 3, {}, "metis")
+    fresh = plan_training(PlanTarget(graph_file, cfg, "1d", 3, {}, "metis"))
     assert a.table.epoch_totals().tolist() == fresh.table.epoch_totals().tolist()
 
 

@@ -21,6 +21,7 @@ from gcntrain.simulate import fits as F
 from gcntrain.simulate.local import load_machine
 from gcntrain.simulate.machine import parse_machine
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 from gcntrain.simulate.timing import (
     COMPUTE_KINDS,
     Placement,
@@ -147,7 +148,7 @@ def test_oversubscribed_cost_grows_with_the_compute_since_the_last_sync_up_to_th
 
 def test_an_oversubscribed_epoch_pays_more_for_more_compute_between_syncs(graph_file):
     cfg = TrainConfig(epochs=3)
-    sim = plan_training(str(graph_file), cfg, "1d", 4)  # no overlap to hide the cost
+    sim = plan_training(PlanTarget(str(graph_file), cfg, "1d", 4))  # no overlap to hide the cost
     widths = [sim.num_features, *cfg.hidden, sim.num_classes]
     fast = "spmm_gflops = { 16 = 2.0, 4 = 1.0, 64 = 4.0 }"
     slow = "spmm_gflops = { 16 = 0.02, 4 = 0.01, 64 = 0.04 }"  # 100 x the product time
@@ -167,7 +168,7 @@ def test_an_oversubscribed_epoch_pays_more_for_more_compute_between_syncs(graph_
 
 def test_epoch_replay_is_compute_plus_comm_plus_wait(graph_file, machine):
     cfg = TrainConfig(epochs=3)
-    sim = plan_training(graph_file, cfg, "1d", 3)
+    sim = plan_training(PlanTarget(graph_file, cfg, "1d", 3))
     widths = [sim.num_features, *cfg.hidden, sim.num_classes]
     place = Placement(3, 3, machine)
     got = predict(sim, place, widths)
@@ -201,7 +202,7 @@ def _slow_network_epoch(graph_file, scheme, options, nodes, only=None):
         )
     )
     cfg = TrainConfig(epochs=3)
-    sim = plan_training(graph_file, cfg, scheme, 2, options)
+    sim = plan_training(PlanTarget(graph_file, cfg, scheme, 2, options))
     widths = [sim.num_features, *cfg.hidden, sim.num_classes]
     model = TimeModel(sim, Placement(2, 2 // nodes, slow), widths)
     if only is None:
@@ -236,7 +237,8 @@ def test_node_windows_cost_a_fence_not_the_bytes(graph_file, machine, monkeypatc
     # barrier of intra-node latencies whatever the network's bandwidth; two nodes: messages
     ep, r = _slow_network_epoch(graph_file, scheme, None, nodes=1, only="aggregate")
     kind = "p2p" if scheme == "p2p" else "bcast"
-    calls = [c for c in epoch_calls(plan_training(graph_file, TrainConfig(epochs=3), scheme, 2))[1]]
+    sim = plan_training(PlanTarget(graph_file, TrainConfig(epochs=3), scheme, 2))
+    calls = [c for c in epoch_calls(sim)[1]]
     n_agg = sum(c.method == "aggregate" for c in calls)
     alpha = parse_machine(GOOD).intra.alpha  # the slow network changed bandwidths only
     # a fence of log2(2) = 1 latency each, counted as wait (as the runtime counts it); the
@@ -293,7 +295,7 @@ def test_an_oversubscribed_wait_is_not_hidden_by_the_overlapped_compute(graph_fi
     # is time the rank's CPU does not compute, so every aggregation pays it on top
     slow = GOOD.replace("{ 16 = 2.0, 4 = 1.0, 64 = 4.0 }", "{ 16 = 0.002, 4 = 0.001, 64 = 0.004 }")
     cfg = TrainConfig(epochs=3)
-    sim = plan_training(graph_file, cfg, "p2p", 32)
+    sim = plan_training(PlanTarget(graph_file, cfg, "p2p", 32))
     widths = [sim.num_features, *cfg.hidden, sim.num_classes]
     calls = [c for c in epoch_calls(sim)[1] if c.method == "aggregate"]
     assert calls

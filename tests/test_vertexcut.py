@@ -17,6 +17,7 @@ from gcntrain.model.trainer import TrainConfig
 from gcntrain.partition.cut_layout import EdgeCut, bucket_of, fill_roots, root_numbering, root_of
 from gcntrain.partition.libra import libra_partition
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def _agg(table, e) -> np.ndarray:
 def test_plans_of_the_three_modes(graph):
     cfg = TrainConfig(epochs=10, early_stopping=0, model="sage")
     plans = {
-        d: plan_training(graph, cfg, "vertexcut", 4, {"delay": d}, "libra").table
+        d: plan_training(PlanTarget(graph, cfg, "vertexcut", 4, {"delay": d}, "libra")).table
         for d in ("0", "3", "none")
     }
     one = _agg(plans["0"], 5)

@@ -305,8 +305,7 @@ def memory_estimate(run: TrainRun, ranks: int) -> tuple[int | None, str]:
     config = dataclasses.replace(run.config, epochs=1)
     spec = JobSpec(run.graph, config, run.scheme, run.options, part, run.partition_seed)
     spec, _ = resolve_grid(spec, ranks)
-    args = (spec.source, config, spec.scheme, ranks, dict(spec.options))
-    sim = plan_training(*args, part, run.partition_seed)
+    sim = plan_training(spec.plan_target(ranks))
     return int(simulation_summary(sim, config, part, 0.0)["memory_bytes_max"]), ""
 
 

@@ -85,17 +85,7 @@ def plan_job(
         return said(sweep_summary(spec, place, quiet))
     t0 = time.perf_counter()
     spec, search = resolve_grid(spec, ranks)
-    sim = plan_training(
-        spec.source,
-        spec.config,
-        spec.scheme,
-        ranks,
-        dict(spec.options),
-        spec.partition,
-        spec.partition_seed,
-        **spec.widths,
-        max_memory=spec.max_memory,
-    )
+    sim = plan_training(spec.plan_target(ranks), max_memory=spec.max_memory)
     if per_rank is not None:
         from gcntrain.simulate.table import write_table
 

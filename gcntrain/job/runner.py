@@ -104,40 +104,32 @@ class Run:
         return t.merged(self.tally_final)
 
 
-def load_rank(
-    world,
-    scheme,
-    source,
-    config,
-    options: dict | None = None,
-    partition=None,
-    partition_seed: int = 0,
-    max_memory: float | None = None,
-):
-    """Validate the configuration, check that this rank's share fits in its memory
-    (`gcntrain.job.memory_guard`, or `max_memory` bytes) and load this rank's data,
-    under one collective verdict: a failure on any rank raises the same `AgreedError` on
-    every rank.
+def load_rank(world, spec: JobSpec):
+    """Validate the configuration of the resolved job `spec` (its scheme named: ``auto`` is
+    the registry's default for the ranks, no search), check that this rank's share fits
+    in its memory (`gcntrain.job.memory_guard`, or ``spec.max_memory`` bytes) and load this
+    rank's data, under one collective verdict: a failure on any rank raises the same
+    `AgreedError` on every rank.
 
     Returns (the scheme's configuration, the source, the layout, this rank's `LocalGraph`).
     """
-    options = dict(options or {})
     from gcntrain.comm.node import ranks_on_node
     from gcntrain.job.memory_guard import check_rank
 
+    scheme, config, options = spec.scheme_of(world.size), spec.config, dict(spec.options)
     per_node = ranks_on_node(world)  # collective: before the agreement, never inside
 
     def load():
         sc = registry.configured(scheme, world.size, options, config)
-        src = open_source(source)
+        src = open_source(spec.source)
         meta = src.meta()
         check_widths(meta, src.label)
         with setup_phases.phase("partition"):
             numbering = scheme.numbering(
                 src,
                 scheme.row_parts(world.size, sc),
-                partition,
-                partition_seed,
+                spec.partition,
+                spec.partition_seed,
                 scheme.col_parts(world.size, sc),
                 scheme.locality_order(sc),
             )
@@ -151,7 +143,7 @@ def load_rank(
         req = layout.request(world.rank)
         widths = [meta.num_features, *config.hidden, meta.num_classes or 2]
         itemsize = np.dtype(config.dtype).itemsize
-        check_rank(meta, req, widths, itemsize, per_node, max_memory)
+        check_rank(meta, req, widths, itemsize, per_node, spec.max_memory)
         return sc, src, layout, numbering, req
 
     # every rank measures its memory before any rank loads (one verdict), then all load
@@ -205,27 +197,22 @@ def verify_source(world, source) -> None:
 
 def train_with(
     world,
-    scheme,
-    source,
-    config,
-    options: dict | None = None,
-    partition=None,
-    partition_seed: int = 0,
+    spec: JobSpec,
+    *,
     callback=None,
     agreements: int = 0,
     checkpoint=None,
     checkpoint_every: int = 1,
     resume=None,
     preempt=None,
-    max_memory: float | None = None,
     on_start=None,
     before: dict | None = None,
     backend=None,
 ) -> Run:
-    """Configure and load (`load_rank`), set up and train `scheme` on `world`; with
-    `checkpoint` (a directory) save the training state every `checkpoint_every` epochs and
-    at the last; with `resume` (a directory) continue from its newest checkpoint
-    (`gcntrain.job.checkpoint`).
+    """Configure and load (`load_rank`), set up and train the resolved job `spec` on `world`
+    (its scheme: ``spec.scheme_of(world.size)``); with `checkpoint` (a directory) save the
+    training state every `checkpoint_every` epochs and at the last; with `resume` (a
+    directory) continue from its newest checkpoint (`gcntrain.job.checkpoint`).
 
     The setup is timed by phase (`gcntrain.data.setup_phases`) into ``Run.setup_phases``;
     `before` holds phases the caller timed before this call (the content hash check of
@@ -236,13 +223,12 @@ def train_with(
     from gcntrain.job import checkpoint as ck
     from gcntrain.model.trainer import fit
 
+    scheme, config, partition = spec.scheme_of(world.size), spec.config, spec.partition
     t0 = perf_counter()
     setup_phases.start()
     start = world.tally.snapshot()
     try:
-        sc, src, layout, local = load_rank(
-            world, scheme, source, config, options, partition, partition_seed, max_memory
-        )
+        sc, src, layout, local = load_rank(world, spec)
         with setup_phases.phase("ops"):
             kind = support_kind(config.model, config.aggregator)
             local.values_dtype = np.dtype(config.dtype).name
@@ -269,7 +255,7 @@ def train_with(
             _partition_label(partition, src, scheme),
             config,
             src.meta().content_hash,
-            partition_seed,
+            spec.partition_seed,
             ck.partition_digest(partition),
         )
         if resume is not None:
@@ -415,19 +401,13 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     try:
         run = train_with(
             world,
-            sch,
-            spec.source,
-            spec.config,
-            dict(spec.options),
-            spec.partition,
-            spec.partition_seed,
-            callback,
-            checks,
+            spec,
+            callback=callback,
+            agreements=checks,
             checkpoint=outputs.checkpoint,
             checkpoint_every=outputs.checkpoint_every,
             resume=outputs.resume,
             preempt=preempt,
-            max_memory=spec.max_memory,
             on_start=None if on_start is None else (lambda s: on_start({**node, **s})),
             before=verified,
             backend=backend,

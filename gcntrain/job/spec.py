@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gcntrain.schemes import registry
+from gcntrain.simulate.target import PlanTarget
 
 
 def _frozen(d: Mapping | None) -> Mapping:
@@ -79,6 +80,21 @@ class JobSpec:
         """``num_features`` and ``num_classes`` to assume (None: the graph's)."""
         return {"num_features": self.num_features, "num_classes": self.num_classes}
 
+    def plan_target(self, ranks: int) -> PlanTarget:
+        """What to plan of this job on `ranks` ranks (`gcntrain.simulate.target.PlanTarget`:
+        its source, configuration, scheme, options, partition and assumed widths)."""
+        return PlanTarget(
+            self.source,
+            self.config,
+            self.scheme,
+            ranks,
+            self.options,
+            self.partition,
+            self.partition_seed,
+            self.num_features,
+            self.num_classes,
+        )
+
     def scheme_of(self, ranks: int | None = None):
         """The registered scheme object (``auto``: the registry's default for the ranks)."""
         return registry.get(self.scheme, ranks or self.ranks or 1)
@@ -110,10 +126,10 @@ def resolve_grid(spec: JobSpec, ranks: int, world=None) -> tuple[JobSpec, list |
     sch = spec.scheme_of(ranks)
     if not sch.wants_grid_search(spec.options):
         return spec, None
-    args = (spec.source, spec.config, sch.name, ranks, dict(spec.options), spec.partition)
+    target = spec.plan_target(ranks)  # a named scheme here: ``auto`` has no grid
 
     def search() -> list:
-        return rank_grids(*args, spec.partition_seed, **spec.widths)
+        return rank_grids(target)
 
     if world is None:
         ranked = search()

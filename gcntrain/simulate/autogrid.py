@@ -10,11 +10,14 @@ with the reason and never chosen.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gcntrain.errors import InputError
 from gcntrain.schemes import registry
 from gcntrain.simulate.summary import epoch_median
+from gcntrain.simulate.target import PlanTarget
 
 
 def reusable_source(source, config):
@@ -35,41 +38,26 @@ def reusable_source(source, config):
     return source, None
 
 
-def rank_grids(
-    source,
-    config,
-    scheme: str,
-    ranks: int,
-    options: dict | None = None,
-    partition=None,
-    partition_seed: int = 0,
-    num_features: int | None = None,
-    num_classes: int | None = None,
-) -> list[dict]:
-    """Every candidate grid of `scheme` on `ranks`, best first: ``{"grid", "volume_max",
+def rank_grids(target: PlanTarget) -> list[dict]:
+    """Every candidate grid of ``target.scheme`` on ``target.ranks`` (the run `target`
+    names, its grid option set to each candidate), best first: ``{"grid", "volume_max",
     "bytes_sent_max", "messages_max"}``, then the impossible ones with ``"error"``."""
     from gcntrain.simulate.run import plan_training
 
-    sch = registry.get(scheme, ranks)
+    ranks = target.ranks
+    sch = registry.get(target.scheme, ranks)
     cands = sch.grid_candidates(ranks)
     if not cands:
         raise InputError(f"--grid auto: the {sch.name} scheme has no process grid")
-    source, support = reusable_source(source, config)
+    source, support = reusable_source(target.source, target.config)
+    target = replace(target, source=source)
     good, bad = [], []
     numberings: dict = {}  # grids of the same row parts share a partition, a support, ...
     derived: dict = {}
     for grid in cands:
         try:
             sim = plan_training(
-                source,
-                config,
-                scheme,
-                ranks,
-                sch.with_grid(options, grid),
-                partition,
-                partition_seed,
-                num_features=num_features,
-                num_classes=num_classes,
+                target.with_options(sch.with_grid(target.options, grid)),
                 support=support,
                 numberings=numberings,
                 derived=derived,

@@ -14,6 +14,7 @@ from gcntrain.model.trainer import TrainConfig
 from gcntrain.schemes.loading import DEFAULT_SOURCE
 from gcntrain.simulate.autogrid import reusable_source
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 from gcntrain.simulate.timing import placement, time_summary
 
 
@@ -28,7 +29,9 @@ def _planned(source, config, scheme, ranks, machine, options=None, partition=Non
     configuration is `configuration`'s dict."""
     place = placement(machine, ranks, kw.pop("nodes", None), kw.pop("ranks_per_node", None))
     seed = kw.pop("partition_seed", 0)
-    sim = plan_training(source, config, scheme, ranks, options or {}, partition, seed, **kw)
+    widths = {k: kw.pop(k, None) for k in ("num_features", "num_classes")}
+    target = PlanTarget(source, config, scheme, ranks, options, partition, seed, **widths)
+    sim = plan_training(target, **kw)
     return time_summary(sim, config, place), configuration(sim, ranks, partition)
 
 

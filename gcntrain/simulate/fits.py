@@ -51,12 +51,13 @@ def _plan(figs: dict, graph: str, scheme: str, P: int, epochs: int = 3):
     again with other figures)."""
     from gcntrain.model.trainer import TrainConfig
     from gcntrain.simulate.run import plan_training
+    from gcntrain.simulate.target import PlanTarget
 
     plans = figs.setdefault("plans", {})
     key = (graph, scheme, P, epochs)
     if key not in plans:
         cfg = TrainConfig(epochs=epochs)
-        sim = plan_training(graph, cfg, scheme, P)
+        sim = plan_training(PlanTarget(graph, cfg, scheme, P))
         plans[key] = (sim, [sim.num_features, *cfg.hidden, sim.num_classes])
     return plans[key]
 

@@ -30,6 +30,7 @@ from gcntrain.simulate.planmemory import plan_block
 from gcntrain.simulate.schedule import record_schedule
 from gcntrain.simulate.support import SYMMETRY_RTOL, plan_support, renumbered_pattern
 from gcntrain.simulate.support import is_symmetric as support_symmetric
+from gcntrain.simulate.target import PlanTarget
 
 #: the trainer stores the first layer's input as CSR below this density (auto)
 SPARSE_DENSITY = 0.2
@@ -98,52 +99,23 @@ def numbering_seconds(cache: dict) -> float:
 
 
 def plan_training(
-    source,
-    config,
-    scheme: str,
-    ranks: int,
-    options: dict | None = None,
-    partition=None,
-    partition_seed: int = 0,
+    target: PlanTarget,
+    *,
     agreements: int = LOAD_AGREEMENTS,
-    num_features: int | None = None,
-    num_classes: int | None = None,
-    support: sp.csr_matrix | None = None,
-    numberings: dict | None = None,
-    derived: dict | None = None,
     setup: bool = True,
-    max_memory: float | None = None,
+    **prepare,
 ) -> Simulation:
-    """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping) on `ranks`.
+    """Plan a `gcntrain train` run of `config.epochs` epochs (no early stopping): the run
+    `target` names (`gcntrain.simulate.target.PlanTarget`), prepared (`prepare_training`,
+    which takes `prepare`: support, numberings, derived, max_memory) and priced.
 
-    `num_features` / `num_classes` stand in for a graph without node data (a structure-only
-    SNAP graph): the plan then assumes dense features of that width and train/val/test masks.
-    `support`: the graph's support matrix for this model in its original numbering, when the
-    caller already has it (the grid search plans one graph many times).  `numberings`: a
-    cache of numberings (partitions) shared by the plans of one graph; each entry also records
-    the seconds its partitioner took (`numbering_seconds`).  `derived`: a cache, shared by
-    the plans of one graph with one `support`, of what depends only on the numbering and the
-    model (the renumbered support matrix, its symmetry, the feature counts, the recorded
-    schedule), so that a sweep builds them once per permutation rather than per
-    configuration.  `setup`: price the setup exchanges (`gcntrain.simulate.plan.plan_run`;
-    a sweep, which ranks by the epochs, does not).  `max_memory`: bytes the planner may use
-    (its block size follows; `gcntrain.simulate.planmemory`).
+    `target.num_features` / `target.num_classes` stand in for a graph without node data (a
+    structure-only SNAP graph): the plan then assumes dense features of that width and
+    train/val/test masks.  `agreements`: the load agreements of the run.  `setup`: price the
+    setup exchanges (`gcntrain.simulate.plan.plan_run`; a sweep, which ranks by the epochs,
+    does not).
     """
-    sim = prepare_training(
-        source,
-        config,
-        scheme,
-        ranks,
-        options,
-        partition,
-        partition_seed,
-        num_features,
-        num_classes,
-        support,
-        numberings,
-        derived,
-        max_memory,
-    )
+    sim = prepare_training(target, **prepare)
     return price_training(sim, agreements, setup)
 
 
@@ -167,28 +139,37 @@ def _numbering_key(sch, parts, spec, seed, col_parts, order) -> tuple:
 
 
 def prepare_training(
-    source,
-    config,
-    scheme: str,
-    ranks: int,
-    options: dict | None = None,
-    partition=None,
-    partition_seed: int = 0,
-    num_features: int | None = None,
-    num_classes: int | None = None,
+    target: PlanTarget,
+    *,
     support: sp.csr_matrix | None = None,
     numberings: dict | None = None,
     derived: dict | None = None,
     max_memory: float | None = None,
 ) -> Simulation:
     """Everything of `plan_training` but the pricing: the configuration, numbering, layout,
-    support pattern and recorded schedule, in a `Simulation` whose `table` is None
-    (`price_training` adds it; a configuration search bounds a configuration's time from
-    its compute first, `gcntrain.simulate.bound`)."""
-    sch = registry.get(scheme, ranks)
-    options = dict(options or {})
+    support pattern and recorded schedule of the run `target` names, in a `Simulation`
+    whose `table` is None (`price_training` adds it; a configuration search bounds a
+    configuration's time from its compute first, `gcntrain.simulate.bound`).
+
+    Parameters
+    ----------
+    target : the run (`gcntrain.simulate.target.PlanTarget`).
+    support : the graph's support matrix for this model in its original numbering, when the
+        caller already has it (the grid search plans one graph many times).
+    numberings : a cache of numberings (partitions) shared by the plans of one graph; each
+        entry also records the seconds its partitioner took (`numbering_seconds`).
+    derived : a cache, shared by the plans of one graph with one `support`, of what depends
+        only on the numbering and the model (the renumbered support matrix, its symmetry,
+        the feature counts, the recorded schedule), so that a sweep builds them once per
+        permutation rather than per configuration.
+    max_memory : bytes the planner may use (its block size follows;
+        `gcntrain.simulate.planmemory`).
+    """
+    config, ranks, partition = target.config, target.ranks, target.partition
+    sch = registry.get(target.scheme, ranks)
+    options = dict(target.options)
     sc = registry.configured(sch, ranks, options, config)
-    src = held_source(open_source(source))
+    src = held_source(open_source(target.source))
     meta = src.meta()
     limit = plan_block(src, meta, max_memory, sch, ranks)  # refused before reading
     numbering = cached_numbering(
@@ -197,13 +178,14 @@ def prepare_training(
         src,
         sch.row_parts(ranks, sc),
         partition,
-        partition_seed,
+        target.partition_seed,
         sch.col_parts(ranks, sc),
         sch.locality_order(sc),
     )
     graph, numbering = plan_graph(src, numbering)
     graph.block_limit = limit
-    f0, classes = node_widths(graph, meta, num_features, num_classes, getattr(src, "path", None))
+    where = getattr(src, "path", None)
+    f0, classes = node_widths(graph, meta, target.num_features, target.num_classes, where)
     layout = sch.layout(numbering, meta, ranks, sc, model_layers(config, f0, classes))
     if support is None:
         derived = None  # built for this plan only: nothing to share

@@ -33,6 +33,7 @@ from gcntrain.simulate.run import (
     price_training,
     simulation_summary,
 )
+from gcntrain.simulate.target import PlanTarget
 
 #: partitions that assign edges rather than vertices (taken only by a vertex-cut scheme)
 EDGE_PARTITIONS = ("libra",)
@@ -145,19 +146,10 @@ def evaluate(
 def _prepare(cand, source, config, ranks, support, numberings, widths, seed, derived):
     """`prepare_training` of one configuration, or its refused row."""
     try:
-        return prepare_training(
-            source,
-            config,
-            cand.scheme,
-            ranks,
-            cand.option_dict,
-            cand.partition,
-            seed,
-            support=support,
-            numberings=numberings,
-            derived=derived,
-            **widths,
+        target = PlanTarget(
+            source, config, cand.scheme, ranks, cand.option_dict, cand.partition, seed, **widths
         )
+        return prepare_training(target, support=support, numberings=numberings, derived=derived)
     except InputError as e:
         return {**_row(cand), "error": str(e)}
 

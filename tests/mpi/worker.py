@@ -21,6 +21,7 @@ from gcntrain.comm.shared import windows_set
 from gcntrain.data.convert import convert_source
 from gcntrain.data.generate import rmat
 from gcntrain.job.runner import load_rank, train_with
+from gcntrain.job.spec import JobSpec
 from gcntrain.model.normalize import support_kind, support_matrix
 from gcntrain.model.ops import ParamSpec, SerialOps
 from gcntrain.model.phase import Phase
@@ -31,6 +32,7 @@ from gcntrain.partition.metis import metis_partition
 from gcntrain.schemes.loading import GraphSource
 from gcntrain.schemes.registry import SCHEMES
 from gcntrain.simulate.run import plan_training
+from gcntrain.simulate.target import PlanTarget
 
 
 def shared_dir() -> Path:
@@ -122,7 +124,7 @@ def node_windows(on: bool):
 
 def run_scheme(world, g, scheme, opts, part, cfg):
     world.tally = Tally()
-    return train_with(world, SCHEMES[scheme], source_of(g), cfg, opts, part)
+    return train_with(world, JobSpec(source_of(g), cfg, scheme, opts, part))
 
 
 def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
@@ -130,9 +132,8 @@ def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
     # one rank plans (the plan covers every rank) and shares it: the ranks share the cores
     planned = None
     if rank == 0:
-        planned = plan_training(
-            source_of(g), cfg, scheme, run.layout.size, opts, part
-        ).table.phases()
+        target = PlanTarget(source_of(g), cfg, scheme, run.layout.size, opts, part)
+        planned = plan_training(target).table.phases()
     planned = bcast_object(planned)
     measured = run.phases().phases
     out = []
@@ -367,7 +368,7 @@ def case_equivvertexcut(world):
         run = run_scheme(world, g, "vertexcut", {}, "libra", cfg)
         nnz = None
         if world.rank == 0:
-            sim = plan_training(source_of(g), cfg, "vertexcut", world.size, {}, "libra")
+            sim = plan_training(PlanTarget(source_of(g), cfg, "vertexcut", world.size, {}, "libra"))
             nnz = SCHEMES["vertexcut"]._local_nnz(sim.ctx).tolist()
         nnz = bcast_object(nnz)
         if nnz[world.rank] != run.ops._S.nnz:
@@ -468,9 +469,8 @@ def case_delayed(world):
     run = run_scheme(world, g, "vertexcut", {"delay": str(r)}, "libra", cfg)
     planned = None
     if world.rank == 0:
-        t = plan_training(
-            source_of(g), cfg, "vertexcut", world.size, {"delay": str(r)}, "libra"
-        ).table
+        target = PlanTarget(source_of(g), cfg, "vertexcut", world.size, {"delay": str(r)}, "libra")
+        t = plan_training(target).table
         planned = [t.epoch_phases(e) for e in range(cfg.epochs)]
     planned = bcast_object(planned)
     for e in range(cfg.epochs):
@@ -568,7 +568,7 @@ def case_volume(world):
         for scheme in ("1d", "p2p"):
             world.tally = Tally()
             sch = SCHEMES[scheme]
-            _, _, layout, local = load_rank(world, sch, g, cfg, {}, part)
+            _, _, layout, local = load_rank(world, JobSpec(g, cfg, scheme, {}, part))
             ops = sch.setup(world, layout, local, "gcn")
             X = rng.random((local.orig_ids.size, f))
             got = ops.aggregate(X, phase=Phase("aggregate", 0, "fwd"))
@@ -659,7 +659,7 @@ def case_windowbits(world):
             part = random_partition(
                 g.n, sch.row_parts(world.size, sch.configure(world.size, opts)), seed=4
             )
-            _, _, layout, local = load_rank(world, sch, g, cfg, opts, part)
+            _, _, layout, local = load_rank(world, JobSpec(g, cfg, scheme, opts, part))
             for fault, patch in faults.items():
                 if patch is not None:
                     setattr(shm, *patch)
@@ -1011,7 +1011,7 @@ def case_ops(world):
                 )
                 if scheme == "vertexcut":
                     part = "libra"
-                _, _, layout, local = load_rank(world, sch, g, mcfg, opts, part)
+                _, _, layout, local = load_rank(world, JobSpec(g, mcfg, scheme, opts, part))
                 ops = sch.setup(world, layout, local, kind)
                 # windows on one node wherever a product has more than one member
                 windowed = ops.broadcasts if hasattr(ops, "broadcasts") else ops
@@ -1099,11 +1099,7 @@ def case_resume(world):
         try:
             train_with(
                 sub,
-                SCHEMES[scheme],
-                source_of(g),
-                cfg,
-                opts,
-                part,
+                JobSpec(source_of(g), cfg, scheme, opts, part),
                 callback=stop_after_5,
                 checkpoint=ck,
                 checkpoint_every=2,
@@ -1112,7 +1108,7 @@ def case_resume(world):
         except Interrupted:
             interrupted = True
         world.tally = Tally()
-        again = train_with(world, SCHEMES[scheme], source_of(g), cfg, opts, part, resume=ck)
+        again = train_with(world, JobSpec(source_of(g), cfg, scheme, opts, part), resume=ck)
         same = all(
             np.array_equal(a[k], b[k])
             for a, b in zip(again.result.weights, full.result.weights)

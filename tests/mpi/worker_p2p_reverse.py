@@ -26,12 +26,14 @@ from gcntrain.data.convert import convert_source  # noqa: E402
 from gcntrain.data.generate import random_node_data, rmat  # noqa: E402
 from gcntrain.data.graph import Graph  # noqa: E402
 from gcntrain.job.runner import load_rank, train_with  # noqa: E402
+from gcntrain.job.spec import JobSpec  # noqa: E402
 from gcntrain.model.normalize import support_kind  # noqa: E402
 from gcntrain.model.phase import Phase  # noqa: E402
 from gcntrain.model.trainer import TrainConfig  # noqa: E402
 from gcntrain.partition.basic import block_partition, random_partition  # noqa: E402
 from gcntrain.schemes.registry import SCHEMES  # noqa: E402
 from gcntrain.simulate.run import plan_training  # noqa: E402
+from gcntrain.simulate.target import PlanTarget  # noqa: E402
 from tests.mpi.worker import bcast_object, rel_err, serial_fit, shared_dir  # noqa: E402
 
 #: width of the probe products (rows = bytes / (WIDTH * 8))
@@ -97,7 +99,7 @@ def probe(world, g, part, model: str) -> dict:
     kind = support_kind(cfg.model, cfg.aggregator)
     sch = SCHEMES["p2p"]
     world.tally = Tally()
-    _, _, layout, local = load_rank(world, sch, g, cfg, {}, part)
+    _, _, layout, local = load_rank(world, JobSpec(g, cfg, "p2p", {}, part))
     ops = sch.setup(world, layout, local, kind)
     X = np.random.default_rng(world.rank).random((local.orig_ids.size, WIDTH))
     first = (
@@ -135,11 +137,11 @@ def train_check(world, g, part, model: str, epochs: int = 5) -> tuple[bool, dict
     plan (whole run, setup included), and the plan's notes."""
     cfg = TrainConfig(epochs=epochs, seed=3, dtype="float64", early_stopping=0, model=model)
     world.tally = Tally()
-    run = train_with(world, SCHEMES["p2p"], g, cfg, {}, part)
+    run = train_with(world, JobSpec(g, cfg, "p2p", {}, part))
     err = rel_err(run.result.weights, serial_fit(g, cfg).weights)
     planned = None
     if world.rank == 0:
-        sim = plan_training(g, cfg, "p2p", world.size, {}, part)
+        sim = plan_training(PlanTarget(g, cfg, "p2p", world.size, {}, part))
         planned = (sim.table.phases(), sim.scheme.plan_notes(sim.ctx))
     phases, notes = bcast_object(planned)
     measured = run.phases().phases
