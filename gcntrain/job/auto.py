@@ -19,6 +19,9 @@ epoch time, quickly and aloud.
   options and partition given, the profile's figures and the gcntrain version.  A partition
   file enters by its path, size and modification time.  A graph without a content hash (an
   in-memory graph whose hash is empty) is not cached.
+* **Partitioned once.**  The rank whose search computed the chosen configuration's
+  numbering (its METIS partition, say) sends it to the others, and the job trains with it
+  (`gcntrain.job.runner.load_rank`) instead of partitioning the graph again on every rank.
 * **Said aloud.**  One line when the search starts and one with the choice, its predicted
   epoch, the runner-up and the search's time (rank 0, stderr, through `notice`).
 """
@@ -168,9 +171,10 @@ def choose(
     max_memory=None,
     cores=None,
 ):
-    """The choice of ``--scheme auto`` on every rank of `world` (module docstring): a dict of
-    the best row's `KEEP` keys (``epoch_seconds`` as ``predicted_epoch_seconds``) plus
-    ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``.
+    """The choice of ``--scheme auto`` on every rank of `world` (module docstring): (a dict
+    of the best row's `KEEP` keys (``epoch_seconds`` as ``predicted_epoch_seconds``) plus
+    ``machine``, ``configurations``, ``sweep_seconds``, ``runner_up`` and ``cached``; the
+    chosen configuration's numbering as the search computed it, `_hand_over`, or None).
     `cores`: the cores of each node the planning ranks are counted by (default: those the
     node's ranks may run on, `gcntrain.comm.node.working_ranks`)."""
     from gcntrain.job.memory_guard import check_planning
@@ -213,7 +217,7 @@ def choose(
     if hit is not None:
         hit.update(cached=True, sweep_seconds=time.perf_counter() - t0)
         say(_chosen_line(hit))
-        return hit
+        return hit, None
     nodes = -(-world.size // per_node)
     say(
         f"scheme auto: planning the exact configurations of every scheme for "
@@ -223,6 +227,7 @@ def choose(
         + " ..."
     )
     parts = None if partition is None else [partition]
+    held: dict = {}  # this rank's numberings, by numbering key (`_hand_over`)
 
     def plan(share):
         place = placement(prof, world.size, None, per_node)
@@ -240,6 +245,7 @@ def choose(
             prune=True,
         )
         why = res.refused[0]["error"] if res.refused else ""
+        held.update(res.numberings)
         return res.ranking, len(res.ranking) + len(res.refused) + res.pruned, why
 
     def share():
@@ -289,7 +295,41 @@ def choose(
     choice = json.loads(world.bcast_bytes(mine, 0, "control").decode())
     choice["cached"] = False
     say(_chosen_line(choice))
-    return choice
+    return choice, _hand_over(world, choice, held, config, partition_seed)
+
+
+def _hand_over(world, choice: dict, held: dict, config, partition_seed: int):
+    """(numbering key, `Numbering`) of the chosen configuration on every rank, sent by the
+    lowest rank whose search computed it, or None where none did (or it is no plain vertex
+    numbering: a vertex cut's carries its edges); the job then trains with it instead of
+    partitioning the graph again on every rank (`gcntrain.job.runner.load_rank`)."""
+    from gcntrain.schemes import registry
+    from gcntrain.schemes.graphs import Numbering
+    from gcntrain.simulate.run import numbering_key
+
+    sch = registry.get(choice["scheme"], world.size)
+    sc = registry.configured(sch, world.size, choice["values"], config)
+    key = numbering_key(sch, world.size, sc, choice["partition"], partition_seed)
+    got = held.get(key, (None,))[0] if key is not None else None
+    plain = got is not None and got.perm is not None and got.cut is None
+    mine = np.array([world.rank if plain else world.size], dtype=np.int64)
+    root = int(world.allreduce(mine, "control", op="min")[0])
+    if root == world.size:
+        return None
+    sizes = np.zeros(3, dtype=np.int64)  # rows, parts + 1, column parts + 1 (0: none)
+    if world.rank == root:
+        cols = got.col_offsets
+        sizes[:] = got.perm.size, got.offsets.size, 0 if cols is None else cols.size
+    world.bcast(sizes, root, "control")
+    arrays = []
+    for size, name in zip(sizes.tolist(), ("perm", "offsets", "col_offsets")):
+        a = getattr(got, name) if world.rank == root else None
+        a = np.empty(size, dtype=np.int64) if a is None else a
+        arrays.append(world.bcast(np.ascontiguousarray(a, dtype=np.int64), root, "control"))
+    perm, offsets, cols = arrays
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size, dtype=np.int64)
+    return key, Numbering(perm, inv, offsets, cols if sizes[2] else None)
 
 
 def _sharers(planners: int, size: int) -> str:

@@ -104,12 +104,14 @@ class Run:
         return t.merged(self.tally_final)
 
 
-def load_rank(world, spec: JobSpec):
+def load_rank(world, spec: JobSpec, handed=None):
     """Validate the configuration of the resolved job `spec` (its scheme named: ``auto`` is
     the registry's default for the ranks, no search), check that this rank's share fits
     in its memory (`gcntrain.job.memory_guard`, or ``spec.max_memory`` bytes) and load this
     rank's data, under one collective verdict: a failure on any rank raises the same
-    `AgreedError` on every rank.
+    `AgreedError` on every rank.  `handed`: (numbering key, `Numbering`) that a search
+    computed for this job (`Resolved.numbering`), taken where its key is the job's own
+    instead of partitioning the graph again.
 
     Returns (the scheme's configuration, the source, the layout, this rank's `LocalGraph`).
     """
@@ -125,7 +127,7 @@ def load_rank(world, spec: JobSpec):
         meta = src.meta()
         check_widths(meta, src.label)
         with setup_phases.phase("partition"):
-            numbering = scheme.numbering(
+            numbering = _handed(handed, scheme, world.size, sc, spec) or scheme.numbering(
                 src,
                 scheme.row_parts(world.size, sc),
                 spec.partition,
@@ -155,6 +157,17 @@ def load_rank(world, spec: JobSpec):
 
     local = agree(world, read)
     return sc, src, layout, local
+
+
+def _handed(handed, scheme, size: int, sc, spec: JobSpec):
+    """The `Numbering` of `handed` (numbering key, numbering) where its key is the one this
+    job's configuration numbers by (`gcntrain.simulate.run.numbering_key`), else None."""
+    if handed is None:
+        return None
+    from gcntrain.simulate.run import numbering_key
+
+    key = numbering_key(scheme, size, sc, spec.partition, spec.partition_seed)
+    return handed[1] if key is not None and key == handed[0] else None
 
 
 def check_job(out_dir, per_rank, machine, source, partition) -> None:
@@ -208,8 +221,10 @@ def train_with(
     on_start=None,
     before: dict | None = None,
     backend=None,
+    numbering=None,
 ) -> Run:
-    """Configure and load (`load_rank`), set up and train the resolved job `spec` on `world`
+    """Configure and load (`load_rank`, with the `numbering` a search handed over), set up
+    and train the resolved job `spec` on `world`
     (its scheme: ``spec.scheme_of(world.size)``); with `checkpoint` (a directory) save the
     training state every `checkpoint_every` epochs and at the last; with `resume` (a
     directory) continue from its newest checkpoint (`gcntrain.job.checkpoint`).
@@ -228,7 +243,7 @@ def train_with(
     setup_phases.start()
     start = world.tally.snapshot()
     try:
-        sc, src, layout, local = load_rank(world, spec)
+        sc, src, layout, local = load_rank(world, spec, numbering)
         with setup_phases.phase("ops"):
             kind = support_kind(config.model, config.aggregator)
             local.values_dtype = np.dtype(config.dtype).name
@@ -411,6 +426,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
             on_start=None if on_start is None else (lambda s: on_start({**node, **s})),
             before=verified,
             backend=backend,
+            numbering=job.numbering,
         )
     finally:
         if preempt is not None:

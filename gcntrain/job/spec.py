@@ -108,12 +108,15 @@ class JobSpec:
 class Resolved:
     """A job whose searches are answered: `spec` names the scheme, its options (the grid
     chosen) and the partition it runs with; `recommendation` and `grid_search` are what
-    the searches found (None where none ran), for the summary."""
+    the searches found (None where none ran), for the summary; `numbering`: (numbering
+    key, `Numbering`) of the chosen configuration as ``--scheme auto``'s search computed
+    it, for the job to train with (None: the job partitions the graph itself)."""
 
     spec: JobSpec
     scheme: Any
     recommendation: dict | None = None
     grid_search: list | None = None
+    numbering: Any = None
 
 
 def resolve_grid(spec: JobSpec, ranks: int, world=None) -> tuple[JobSpec, list | None]:
@@ -148,11 +151,11 @@ def resolve(
     ``--scheme auto`` where `world` holds the job's ranks (several of them), then
     ``--grid auto``.  `per_node`: the job's ranks per node; `notice`: rank 0's progress
     lines; `machine`: the profile ``auto`` prices with when the spec names none."""
-    recommendation = None
+    recommendation = numbering = None
     if spec.scheme == registry.AUTO_NAME and ranks > 1 and world is not None:
         from gcntrain.job.auto import choose
 
-        recommendation = choose(
+        recommendation, numbering = choose(
             world,
             spec.source,
             spec.config,
@@ -168,7 +171,7 @@ def resolve(
             recommendation["scheme"], recommendation["values"], recommendation["partition"]
         )
     spec, search = resolve_grid(spec, ranks, world)
-    return Resolved(spec, spec.scheme_of(ranks), recommendation, search)
+    return Resolved(spec, spec.scheme_of(ranks), recommendation, search, numbering)
 
 
 @dataclass(frozen=True)

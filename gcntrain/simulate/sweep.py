@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gcntrain.errors import InputError
 from gcntrain.schemes import registry
@@ -204,6 +204,10 @@ class SweepResult:
     #: configurations not priced in full: their compute alone (`prune`) exceeds the second
     #: best price found, so neither the best nor the runner-up could be theirs
     pruned: int = 0
+    #: the numberings (partitions) the plans computed, by `numbering_key`: (the
+    #: `Numbering`, the seconds it took); a job that trains the chosen configuration
+    #: can take its numbering from here (`gcntrain.job.auto`)
+    numberings: dict = field(default_factory=dict)
 
     @property
     def plan_seconds(self) -> float:
@@ -271,7 +275,8 @@ def sweep(
         raise InputError(f"--sweep: no configuration fits: {why}")
     good.sort(key=rank_key)
     seconds = time.perf_counter() - t0
-    return SweepResult(good, meta, bad, numbering_seconds(numberings), seconds, pruned)
+    part_seconds = numbering_seconds(numberings)
+    return SweepResult(good, meta, bad, part_seconds, seconds, pruned, numberings)
 
 
 def _progress(total: int):

@@ -284,6 +284,37 @@ def case_registry(world):
     return ok, details
 
 
+def _handed_as_computed(world, path, cfg, choice, handed, details) -> bool:
+    """Whether the numbering ``--scheme auto`` handed over (where it did) is the chosen
+    configuration's own: its key, and every array of the numbering the scheme computes."""
+    from gcntrain.schemes.loading import open_source
+    from gcntrain.schemes.registry import configured, get
+    from gcntrain.simulate.run import numbering_key
+
+    sch = get(choice["scheme"], world.size)
+    sc = configured(sch, world.size, choice["values"], cfg)
+    key = numbering_key(sch, world.size, sc, choice["partition"], 0)
+    if handed is None:
+        details.append({"handed": None, "label": choice["label"], "rank": world.rank})
+        return True
+    own = sch.numbering(
+        open_source(path),
+        sch.row_parts(world.size, sc),
+        choice["partition"],
+        0,
+        sch.col_parts(world.size, sc),
+        sch.locality_order(sc),
+    )
+    same = handed[0] == key
+    for name in ("perm", "inv", "offsets", "col_offsets"):
+        a, b = getattr(handed[1], name), getattr(own, name)
+        same &= (a is None and b is None) or (
+            a is not None and b is not None and np.array_equal(a, b)
+        )
+    details.append({"handed": choice["label"], "same": bool(same), "rank": world.rank})
+    return bool(same)
+
+
 def case_planners(world):
     """`working_ranks` on one node: the first `cores` ranks (and, with the node's own cores,
     a prefix of the ranks); and ``--scheme auto``'s choice (`auto.choose`, R-MAT n = 509,
@@ -318,8 +349,9 @@ def case_planners(world):
     try:
         for cores in dict.fromkeys((1, 2, world.size)):
             os.environ["GCNTRAIN_CACHE_DIR"] = os.path.join(top, f"cache-{cores}")
-            c = choose(world, path, cfg, {}, None, 0, "abci", world.size, None, cores=cores)
+            c, handed = choose(world, path, cfg, {}, None, 0, "abci", world.size, None, cores=cores)
             choices[cores] = {k: c[k] for k in keep}
+            ok &= _handed_as_computed(world, path, cfg, c, handed, details)
     finally:
         if was is None:
             os.environ.pop("GCNTRAIN_CACHE_DIR", None)
