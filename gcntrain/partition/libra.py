@@ -79,7 +79,9 @@ def libra_stream_coo(
 
     Parameters
     ----------
-    src, dst : int64 (m,) edge endpoints
+    src, dst : int64 (m,) the endpoints of the edges in visiting order: the t-th edge
+        visited, edge ``order[t]``, is ``(src[t], dst[t])`` (read in sequence, not
+        gathered edge by edge: each gather was a cache miss)
     order : int64 (m,) visiting order of the edges
     P : number of parts
     degree : int64 (n,) static degrees (rule 0 = "libra")
@@ -107,8 +109,8 @@ def libra_stream_coo(
     used = 0
     for t in range(order.shape[0]):
         e = order[t]
-        u = src[e]
-        v = dst[e]
+        u = src[t]
+        v = dst[t]
         hu = rcnt[u] > 0
         hv = rcnt[v] > 0
         add_u = False
@@ -287,6 +289,8 @@ def libra_partition(
     deg += np.bincount(v[u != v], minlength=n).astype(np.int64)
     if order == "random":
         visit = np.random.default_rng(seed).permutation(m).astype(np.int64)
+        u = u[visit]  # the endpoints in visiting order (`libra_stream_coo`), one at a time
+        v = v[visit]
     else:
         visit = np.arange(m, dtype=np.int64)
     edge_part = np.empty(m, dtype=np.int64)
