@@ -25,7 +25,13 @@ still leaves the others' figures; the JSON file is rewritten after every part:
 5. ``graph``, ``epoch``: the 200k/4M graph; interleaved rounds of gcntrain ``--device gpu``
    (hidden 16 and 256), PyG on CUDA and gcntrain on the node's cores; ratios and the goal;
 6. ``cli``: ``gcntrain train --device gpu`` against ``--device cpu`` through the CLI, np 1 and 2;
-7. ``schemes_np2_all``: every other test configuration at np 2, as the time left allows.
+7. ``auto16`` (issue 34, CPU only): ``--scheme auto``'s cold and warm choice on as many
+   ranks as the node has cores (at most 16) for a 325,000-node planted-partition graph
+   (``gcntrain generate sbm --n 325000 --classes 16 --features 128 --degree 16 --seed 1``),
+   by ``scripts/check_auto_speed.py --runs 2 --limit 5`` after ``gcntrain bench --quick``
+   measured the node's profile and one uncounted ``--scheme auto`` job on a small graph
+   compiled the planners' kernels;
+8. ``schemes_np2_all``: every other test configuration at np 2, as the time left allows.
 
 ``--emulated`` is the dry run on a machine without a GPU: ``GCNTRAIN_DEVICE=emulated`` (the
 strict host emulation in place of CuPy), the host engine for the K1 kernel, torch on the CPU
@@ -68,6 +74,7 @@ PARTS = [
     ("graph", 90),
     ("epoch", 200),
     ("cli", 90),
+    ("auto16", 170),
     ("schemes_np2_all", 240),
 ]
 
@@ -253,6 +260,53 @@ def cli_pairs(mode: str, work: str) -> dict:
     return {"ok": ok, "mode": mode, "runs": out}
 
 
+def auto_choice(work: str, small: int) -> dict:
+    """The ``auto16`` part (module docstring): the graph, the node's profile, then
+    check_auto_speed's medians with its printed load and memory bandwidth."""
+    import re
+
+    sys.path.insert(0, str(HERE))
+    from gpu_check_timing import gcntrain_cmd
+
+    from gcntrain.simulate.launch import find_mpiexec
+    from gcntrain.simulate.local import cache_path
+
+    g = os.path.join(work, "sbm325k.h5")
+    n, ranks = small or 325_000, min(16, os.cpu_count() or 1)
+    gen = ["generate", "sbm", "-o", g, "--n", str(n), "--classes", "16", "--features", "128"]
+    subprocess.run(
+        [*gcntrain_cmd(), *gen, "--degree", "16", "--seed", "1"], check=True, capture_output=True
+    )
+    t0 = time.monotonic()
+    if not cache_path().exists():
+        subprocess.run([*gcntrain_cmd(), "bench", "--quick"], check=True, capture_output=True)
+    bench = round(time.monotonic() - t0, 1)
+    # uncounted: the planners' kernels compiled (this check's Numba cache starts empty)
+    tiny = os.path.join(work, "auto_tiny.h5")
+    subprocess.run(
+        [*gcntrain_cmd(), "generate", "rmat", "-o", tiny, "--scale", "9"],
+        check=True,
+        capture_output=True,
+    )
+    mpi = [find_mpiexec() or "mpiexec", "-n", "2", *gcntrain_cmd(), "train", tiny]
+    subprocess.run([*mpi, "--epochs", "1", "--quiet"], check=True, capture_output=True)
+    cmd = [sys.executable, str(HERE / "check_auto_speed.py"), "--graph", g]
+    cmd += ["--ranks", str(ranks), "--runs", "1" if small else "2", "--limit", "5"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    med = dict(re.findall(r"^(cold|warm)\s+choice median ([\d.]+) s", res.stdout, re.M))
+    return {
+        "ok": res.returncode == 0,
+        "nodes": n,
+        "ranks": ranks,
+        "bench_seconds": bench,
+        "cold_median_s": float(med["cold"]) if "cold" in med else None,
+        "warm_median_s": float(med["warm"]) if "warm" in med else None,
+        "goal_s": 5.0,
+        "output": res.stdout[-3000:],
+        "stderr_tail": res.stderr[-1500:],
+    }
+
+
 def run_part(name: str, spec: dict, timeout: float, argv: list[str] | None = None) -> dict:
     """A part in a child (its own process group, killed at `timeout`): the last JSON line
     it printed, with the seconds it took; what it printed before a kill is kept."""
@@ -321,6 +375,8 @@ def part_child(name: str, spec: dict) -> None:
         got = T.k1_spmm(spec["rows"], mode, repeat, rounds)
     elif name == "cli":
         got = cli_pairs(mode, spec["work"])
+    elif name == "auto16":
+        got = auto_choice(spec["work"], spec.get("small", 0))
     else:
         raise SystemExit(f"unknown part {name!r}")
     print(json.dumps(got, default=str), flush=True)
@@ -383,6 +439,8 @@ def main_run(a) -> int:
             spec.update(epochs=6 if a.small else 12, rounds=1 if a.small else 3, budget=limit - 10)
         elif name == "k1":
             spec.update(rows=a.k1_rows or (100_000 if a.small else 1_000_000))
+        elif name == "auto16":
+            spec.update(small=20000 if a.small else 0)
         say(f"== {name} (limit {limit:.0f} s, load {os.getloadavg()[0]:.2f})")
         got = run_part(name, spec, limit, argv)
         if name == "graph" and "h5" in got:
@@ -422,6 +480,8 @@ def summarize(report: dict) -> dict:
     s["k1 mean ms"], s["k1 ratio"] = k.get("mean_ms"), k.get("ratio_gcntrain_over_torch")
     s["k1 goal met"] = k.get("goal_met")
     s["graph"] = {x: p.get("graph", {}).get(x) for x in ("nodes", "nnz", "warning")}
+    a = p.get("auto16", {})
+    s["auto16"] = {x: a.get(x) for x in ("ranks", "nodes", "cold_median_s", "warm_median_s")}
     m = p.get("machine", {})
     s["machine"] = {x: m.get(x) for x in ("gpu_name", "cupy", "torch", "load_1min", "triad_gbs")}
     return s
