@@ -307,9 +307,12 @@ def _hand_over(world, choice: dict, held: dict, config, partition_seed: int):
     from gcntrain.schemes.graphs import Numbering
     from gcntrain.simulate.run import numbering_key
 
-    sch = registry.get(choice["scheme"], world.size)
-    sc = registry.configured(sch, world.size, choice["values"], config)
-    key = numbering_key(sch, world.size, sc, choice["partition"], partition_seed)
+    def chosen_key():
+        sch = registry.get(choice["scheme"], world.size)
+        sc = registry.configured(sch, world.size, choice["values"], config)
+        return numbering_key(sch, world.size, sc, choice["partition"], partition_seed)
+
+    key = agree(world, chosen_key)  # one verdict: no rank left waiting in the broadcasts
     got = held.get(key, (None,))[0] if key is not None else None
     plain = got is not None and got.perm is not None and got.cut is None
     mine = np.array([world.rank if plain else world.size], dtype=np.int64)
