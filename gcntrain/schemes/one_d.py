@@ -104,6 +104,7 @@ class OneDDeviceOps(DeviceSums, RowOps):
 
 class OneD(BroadcastRowScheme):
     name = "1d"
+    plan_cost = 0.4  # measured: 11 ms
     summary = "CAGNET 1D block rows: every block broadcast in turn (Algorithm 1)"
 
     ops_class = OneDOps

@@ -189,6 +189,17 @@ class Scheme:
     #: whether every rank holds whole rows of the node-wise matrices (all feature columns);
     #: LayerNorm and the label embedding (`TrainConfig.norm`, ``label_prop``) need it
     whole_rows: bool = True
+    #: the work of planning one configuration in a configuration search (its bound, and its
+    #: full price where the bound does not prune it), in the units of
+    #: `gcntrain.simulate.deal` (about 30 ms on soc-Slashdot0902 at P = 4 on the 2-core
+    #: development VM; each scheme's figure measured there, docs/simulator.md): what the
+    #: deal balances the searching processes' shares by
+    plan_cost: float = 1.0
+
+    def plan_weight(self, config: SchemeConfig) -> float:
+        """`plan_cost` of configuration `config` (a scheme whose options change its plan's
+        work says so here)."""
+        return float(self.plan_cost)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -39,6 +39,7 @@ GRID_OPTION = SchemeOption(
 
 class TwoD(TwoDCost, Scheme):
     name = "2d"
+    plan_cost = 0.6  # measured: 12 ms bounded, 20 ms priced (3D alike)
     grid_option = "grid"
     whole_rows = False  # feature columns split over the grid
     sweep_partitions = ("block", "random")  # SUMMA's volume ignores locality; random balances
