@@ -86,10 +86,12 @@ def symmetrized_without_loops(
     """
     A = pattern_matrix(indptr, indices, n).astype(np.int32)
     S = (A + A.T).tocsr()
-    S.setdiag(0)
-    S.eliminate_zeros()
     S.sort_indices()
-    return S.indptr.astype(np.int64), S.indices.astype(np.int64)
+    # the diagonal dropped by a mask over the entries (scipy's setdiag(0) and
+    # eliminate_zeros took 0.3 s on 7.6 million entries)
+    keep = (row_ids(S.indptr) != S.indices) & (S.data != 0)
+    ptr, cols, _ = keep_entries(S.indptr, S.indices, None, keep)
+    return ptr.astype(np.int64), cols.astype(np.int64)
 
 
 def transpose_pattern(
