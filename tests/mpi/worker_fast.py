@@ -321,6 +321,7 @@ def case_planners(world):
     profile abci) the same whether one rank, two or all of them plan, each with its own
     empty choice cache."""
     import os
+    import shutil
     import tempfile
 
     from gcntrain.comm.node import working_ranks
@@ -359,8 +360,10 @@ def case_planners(world):
             os.environ["GCNTRAIN_CACHE_DIR"] = was
     first = choices[1]
     ok &= first["cached"] is False and all(c == first for c in choices.values())
+    world.comm.Barrier()  # every rank done with the files
     if world.rank == 0:
         details.append({"choices": {str(k): v for k, v in choices.items()}})
+        shutil.rmtree(top, ignore_errors=True)
     return ok, details
 
 
