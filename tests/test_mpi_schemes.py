@@ -282,9 +282,12 @@ def test_cora_at_np4_equals_serial_epoch_by_epoch(worker_batches):
 def test_auto_chooses_alike_whichever_ranks_plan(worker_batches, nprocs):
     """``--scheme auto`` planned by one rank, two or all of them (one per core of a node
     with that many cores, `gcntrain.comm.node.working_ranks`) chooses the same, and hands
-    over the chosen configuration's numbering as the scheme computes it."""
+    over the chosen configuration's numbering as the scheme computes it; a METIS numbering
+    computed by rank 0 and sent (`gcntrain.job.numbering`) is every rank's own."""
     verdict = _check(worker_batches, nprocs, "planners")
     said = [d for d in verdict["details"] if "choices" in d]
     assert len(said) == 1 and said[0]["choices"]["1"]["label"]
     handed = [d for d in verdict["details"] if d.get("handed")]
     assert handed and all(d["same"] for d in handed)
+    once = [d for d in verdict["details"] if "once" in d]  # METIS by rank 0, sent
+    assert len(once) >= 3 * nprocs and all(d["same"] for d in once)

@@ -303,8 +303,8 @@ def _hand_over(world, choice: dict, held: dict, config, partition_seed: int):
     lowest rank whose search computed it, or None where none did (or it is no plain vertex
     numbering: a vertex cut's carries its edges); the job then trains with it instead of
     partitioning the graph again on every rank (`gcntrain.job.runner.load_rank`)."""
+    from gcntrain.job.numbering import is_plain, send_numbering
     from gcntrain.schemes import registry
-    from gcntrain.schemes.graphs import Numbering
     from gcntrain.simulate.run import numbering_key
 
     def chosen_key():
@@ -314,25 +314,11 @@ def _hand_over(world, choice: dict, held: dict, config, partition_seed: int):
 
     key = agree(world, chosen_key)  # one verdict: no rank left waiting in the broadcasts
     got = held.get(key, (None,))[0] if key is not None else None
-    plain = got is not None and got.perm is not None and got.cut is None
-    mine = np.array([world.rank if plain else world.size], dtype=np.int64)
+    mine = np.array([world.rank if is_plain(got) else world.size], dtype=np.int64)
     root = int(world.allreduce(mine, "control", op="min")[0])
     if root == world.size:
         return None
-    sizes = np.zeros(3, dtype=np.int64)  # rows, parts + 1, column parts + 1 (0: none)
-    if world.rank == root:
-        cols = got.col_offsets
-        sizes[:] = got.perm.size, got.offsets.size, 0 if cols is None else cols.size
-    world.bcast(sizes, root, "control")
-    arrays = []
-    for size, name in zip(sizes.tolist(), ("perm", "offsets", "col_offsets")):
-        a = getattr(got, name) if world.rank == root else None
-        a = np.empty(size, dtype=np.int64) if a is None else a
-        arrays.append(world.bcast(np.ascontiguousarray(a, dtype=np.int64), root, "control"))
-    perm, offsets, cols = arrays
-    inv = np.empty_like(perm)
-    inv[perm] = np.arange(perm.size, dtype=np.int64)
-    return key, Numbering(perm, inv, offsets, cols if sizes[2] else None)
+    return key, send_numbering(world, got, root)
 
 
 def _sharers(planners: int, size: int) -> str:

@@ -22,6 +22,7 @@ from gcntrain.comm.node import auto_threads, ranks_on_node
 from gcntrain.data import setup_phases
 from gcntrain.job.drift import measure_drift
 from gcntrain.job.features import counted_bytes, keeps_raw, raw_features
+from gcntrain.job.numbering import handed_numbering, numbering_once
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.job.spec import JobOutputs, JobSpec, resolve
 from gcntrain.kernels.warm import start_numba
@@ -109,9 +110,10 @@ def load_rank(world, spec: JobSpec, handed=None):
     the registry's default for the ranks, no search), check that this rank's share fits
     in its memory (`gcntrain.job.memory_guard`, or ``spec.max_memory`` bytes) and load this
     rank's data, under one collective verdict: a failure on any rank raises the same
-    `AgreedError` on every rank.  `handed`: (numbering key, `Numbering`) that a search
-    computed for this job (`Resolved.numbering`), taken where its key is the job's own
-    instead of partitioning the graph again.
+    `AgreedError` on every rank.  The numbering: `handed` (numbering key, `Numbering`) that
+    a search computed for this job (`Resolved.numbering`), where its key is the job's own;
+    else, for a slow partitioner, rank 0's, sent to all (`gcntrain.job.numbering`); else
+    each rank's own.
 
     Returns (the scheme's configuration, the source, the layout, this rank's `LocalGraph`).
     """
@@ -120,6 +122,10 @@ def load_rank(world, spec: JobSpec, handed=None):
 
     scheme, config, options = spec.scheme_of(world.size), spec.config, dict(spec.options)
     per_node = ranks_on_node(world)  # collective: before the agreement, never inside
+    once = None  # a slow partition: rank 0 computes it, every rank takes it
+    if handed is None:
+        with setup_phases.phase("partition"):
+            once = numbering_once(world, spec, scheme)
 
     def load():
         sc = registry.configured(scheme, world.size, options, config)
@@ -127,7 +133,8 @@ def load_rank(world, spec: JobSpec, handed=None):
         meta = src.meta()
         check_widths(meta, src.label)
         with setup_phases.phase("partition"):
-            numbering = _handed(handed, scheme, world.size, sc, spec) or scheme.numbering(
+            numbering = once or handed_numbering(handed, scheme, world.size, sc, spec)
+            numbering = numbering or scheme.numbering(
                 src,
                 scheme.row_parts(world.size, sc),
                 spec.partition,
@@ -157,17 +164,6 @@ def load_rank(world, spec: JobSpec, handed=None):
 
     local = agree(world, read)
     return sc, src, layout, local
-
-
-def _handed(handed, scheme, size: int, sc, spec: JobSpec):
-    """The `Numbering` of `handed` (numbering key, numbering) where its key is the one this
-    job's configuration numbers by (`gcntrain.simulate.run.numbering_key`), else None."""
-    if handed is None:
-        return None
-    from gcntrain.simulate.run import numbering_key
-
-    key = numbering_key(scheme, size, sc, spec.partition, spec.partition_seed)
-    return handed[1] if key is not None and key == handed[0] else None
 
 
 def check_job(out_dir, per_rank, machine, source, partition) -> None:

@@ -284,6 +284,34 @@ def case_registry(world):
     return ok, details
 
 
+def _numbering_once_as_computed(world, path, cfg, details) -> bool:
+    """Whether the METIS numbering rank 0 computes and sends (`job.numbering.numbering_once`,
+    p2p and 1.5d) is, on every rank, the one the rank computes itself; a block partition, or
+    one rank, sends none."""
+    from gcntrain.job.numbering import numbering_once
+    from gcntrain.job.spec import JobSpec
+    from gcntrain.schemes.registry import configured
+    from gcntrain.simulate.run import numbering_key
+
+    ok = True
+    reps = [1] + ([2] if world.size % 2 == 0 else [])
+    cases = [("p2p", {}, "metis")] + [("1.5d", {"replication": c}, "metis") for c in reps]
+    for scheme, opts, part in [*cases, ("p2p", {}, "block")]:
+        spec = JobSpec(source=path, config=cfg, scheme=scheme, options=opts, partition=part)
+        got = numbering_once(world, spec, spec.scheme_of(world.size))
+        if part == "block" or world.size == 1:  # nothing to send
+            good = got is None
+        else:
+            sch = spec.scheme_of(world.size)
+            sc = configured(sch, world.size, opts, cfg)
+            key = numbering_key(sch, world.size, sc, part, 0)
+            choice = {"scheme": scheme, "values": opts, "partition": part, "label": scheme}
+            good = got is not None and _handed_as_computed(world, path, cfg, choice, (key, got), [])
+        ok &= good
+        details.append({"once": f"{scheme} {opts} [{part}]", "same": good, "rank": world.rank})
+    return ok
+
+
 def _handed_as_computed(world, path, cfg, choice, handed, details) -> bool:
     """Whether the numbering ``--scheme auto`` handed over (where it did) is the chosen
     configuration's own: its key, and every array of the numbering the scheme computes."""
@@ -360,6 +388,7 @@ def case_planners(world):
             os.environ["GCNTRAIN_CACHE_DIR"] = was
     first = choices[1]
     ok &= first["cached"] is False and all(c == first for c in choices.values())
+    ok &= _numbering_once_as_computed(world, path, cfg, details)
     world.comm.Barrier()  # every rank done with the files
     if world.rank == 0:
         details.append({"choices": {str(k): v for k, v in choices.items()}})
