@@ -10,6 +10,10 @@ of the partitioner's working memory at once.  Instead:
 * otherwise, where the partition is a slow method (METIS, the hypergraph partitioner), rank
   0 computes it while the others sleep, and sends it (`numbering_once`).
 
+Both run before the run's counters start (the reported traffic is the training run's, as
+`gcntrain simulate` plans it), and the job's `load_rank` takes the numbering where its key
+is the job's own (`handed_numbering`).
+
 Only plain vertex numberings travel (`send_numbering`: the permutation and the part
 offsets); a vertex cut's numbering, which carries its edges, and a shard store's, which has
 no permutation, are computed by every rank as before.
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcntrain.comm.agree import on_root
+from gcntrain.comm.agree import agree, on_root
 
 #: partitions computed once per job and sent (the slow vertex partitioners; Libra's edge
 #: numbering carries its edges and is not sent)
@@ -68,10 +72,12 @@ def handed_numbering(handed, scheme, size: int, sc, spec):
 
 
 def numbering_once(world, spec, scheme):
-    """The `Numbering` of the job `spec` (its configuration of `scheme`) computed by rank 0
-    alone (the others asleep, `on_root`: its error, if any, raised on every rank) and sent
-    to every rank, where the partition is one of `ONCE` on several ranks; else None (each
-    rank numbers its rows itself)."""
+    """(numbering key, `Numbering`) of the job `spec` (its configuration of `scheme`)
+    computed by rank 0 alone (the others asleep, `on_root`: its error, if any, raised on
+    every rank) and sent to every rank, where the partition is one of `ONCE` on several
+    ranks; else None (each rank numbers its rows itself).  The job's runner calls it before
+    the run's counters start, as ``--scheme auto``'s search and its hand-over run: the
+    reported traffic is the training run's (and `gcntrain simulate`'s plan)."""
     if world.size == 1 or not isinstance(spec.partition, str) or spec.partition not in ONCE:
         return None
     from gcntrain.model.run import check_widths
@@ -93,4 +99,13 @@ def numbering_once(world, spec, scheme):
             scheme.locality_order(sc),
         )
 
-    return send_numbering(world, on_root(world, number), 0)
+    sent = send_numbering(world, on_root(world, number), 0)
+    if sent is None:
+        return None
+    from gcntrain.simulate.run import numbering_key
+
+    def key():
+        sc = registry.configured(scheme, size, dict(spec.options), spec.config)
+        return numbering_key(scheme, size, sc, spec.partition, spec.partition_seed)
+
+    return agree(world, key), sent

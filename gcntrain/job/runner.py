@@ -110,10 +110,10 @@ def load_rank(world, spec: JobSpec, handed=None):
     the registry's default for the ranks, no search), check that this rank's share fits
     in its memory (`gcntrain.job.memory_guard`, or ``spec.max_memory`` bytes) and load this
     rank's data, under one collective verdict: a failure on any rank raises the same
-    `AgreedError` on every rank.  The numbering: `handed` (numbering key, `Numbering`) that
-    a search computed for this job (`Resolved.numbering`), where its key is the job's own;
-    else, for a slow partitioner, rank 0's, sent to all (`gcntrain.job.numbering`); else
-    each rank's own.
+    `AgreedError` on every rank.  `handed`: (numbering key, `Numbering`) sent to every rank
+    before the run's counters started (`gcntrain.job.numbering`: the one ``--scheme auto``'s
+    search computed, or a slow partitioner's run by rank 0), taken where its key is the
+    job's own instead of partitioning the graph again.
 
     Returns (the scheme's configuration, the source, the layout, this rank's `LocalGraph`).
     """
@@ -122,10 +122,6 @@ def load_rank(world, spec: JobSpec, handed=None):
 
     scheme, config, options = spec.scheme_of(world.size), spec.config, dict(spec.options)
     per_node = ranks_on_node(world)  # collective: before the agreement, never inside
-    once = None  # a slow partition: rank 0 computes it, every rank takes it
-    if handed is None:
-        with setup_phases.phase("partition"):
-            once = numbering_once(world, spec, scheme)
 
     def load():
         sc = registry.configured(scheme, world.size, options, config)
@@ -133,7 +129,7 @@ def load_rank(world, spec: JobSpec, handed=None):
         meta = src.meta()
         check_widths(meta, src.label)
         with setup_phases.phase("partition"):
-            numbering = once or handed_numbering(handed, scheme, world.size, sc, spec)
+            numbering = handed_numbering(handed, scheme, world.size, sc, spec)
             numbering = numbering or scheme.numbering(
                 src,
                 scheme.row_parts(world.size, sc),
@@ -398,6 +394,11 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     verified = {"verify": time.perf_counter() - t_verify} if world.size > 1 else {}
     job = resolve(spec, size, world, per_node, notice, DEFAULT_MACHINE)
     spec, sch = job.spec, job.scheme
+    handed, t_part = job.numbering, time.perf_counter()
+    if handed is None:  # a slow partitioner: rank 0 alone, before the counters start
+        handed = numbering_once(world, spec, sch)
+        if handed is not None:
+            verified["partition"] = time.perf_counter() - t_part
     backend = None  # the host; a device backend, made once per rank, with --device gpu
     if chosen is not None and chosen.kind != "cpu":
         device_run.check_supported(chosen, sch, spec.options, size)
@@ -422,7 +423,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
             on_start=None if on_start is None else (lambda s: on_start({**node, **s})),
             before=verified,
             backend=backend,
-            numbering=job.numbering,
+            numbering=handed,
         )
     finally:
         if preempt is not None:

@@ -286,12 +286,10 @@ def case_registry(world):
 
 def _numbering_once_as_computed(world, path, cfg, details) -> bool:
     """Whether the METIS numbering rank 0 computes and sends (`job.numbering.numbering_once`,
-    p2p and 1.5d) is, on every rank, the one the rank computes itself; a block partition, or
-    one rank, sends none."""
+    p2p and 1.5d) is, on every rank, the one the rank computes itself, under the job's own
+    numbering key; a block partition, or one rank, sends none."""
     from gcntrain.job.numbering import numbering_once
     from gcntrain.job.spec import JobSpec
-    from gcntrain.schemes.registry import configured
-    from gcntrain.simulate.run import numbering_key
 
     ok = True
     reps = [1] + ([2] if world.size % 2 == 0 else [])
@@ -302,11 +300,8 @@ def _numbering_once_as_computed(world, path, cfg, details) -> bool:
         if part == "block" or world.size == 1:  # nothing to send
             good = got is None
         else:
-            sch = spec.scheme_of(world.size)
-            sc = configured(sch, world.size, opts, cfg)
-            key = numbering_key(sch, world.size, sc, part, 0)
             choice = {"scheme": scheme, "values": opts, "partition": part, "label": scheme}
-            good = got is not None and _handed_as_computed(world, path, cfg, choice, (key, got), [])
+            good = got is not None and _handed_as_computed(world, path, cfg, choice, got, [])
         ok &= good
         details.append({"once": f"{scheme} {opts} [{part}]", "same": good, "rank": world.rank})
     return ok
