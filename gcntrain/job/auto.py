@@ -199,10 +199,6 @@ def choose(
         return meta
 
     meta = agree(world, widths)  # before any planning: one refusal on every rank
-    # one planning rank per core of each node (`working_ranks`)
-    planners = working_ranks(world, cores) if shared else [0]
-    # every rank planning holds the whole graph: only where the node has room for them all
-    shared = shared and _graphs_fit(meta, min(per_node, len(planners)), max_memory)
 
     def lookup():
         if world.rank != 0:
@@ -218,6 +214,10 @@ def choose(
         hit.update(cached=True, sweep_seconds=time.perf_counter() - t0)
         say(_chosen_line(hit))
         return hit, None
+    # one planning rank per core of each node (`working_ranks`)
+    planners = working_ranks(world, cores) if shared else [0]
+    # every rank planning holds the whole graph: only where the node has room for them all
+    shared = shared and _graphs_fit(meta, min(per_node, len(planners)), max_memory)
     nodes = -(-world.size // per_node)
     say(
         f"scheme auto: planning the exact configurations of every scheme for "

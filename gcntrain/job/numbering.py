@@ -60,6 +60,20 @@ def send_numbering(world, numbering, root: int):
     return Numbering(perm, inv, offsets, cols if sizes[2] else None)
 
 
+def own_numbering(scheme, size: int, sc, spec, source):
+    """The numbering the job `spec` (configuration `sc` of `scheme` on `size` ranks) has on
+    `source` when a rank computes it itself: its partition, renumbered part by part, in the
+    scheme's locality order."""
+    return scheme.numbering(
+        source,
+        scheme.row_parts(size, sc),
+        spec.partition,
+        spec.partition_seed,
+        scheme.col_parts(size, sc),
+        scheme.locality_order(sc),
+    )
+
+
 def handed_numbering(handed, scheme, size: int, sc, spec):
     """The `Numbering` of `handed` (numbering key, numbering) where its key is the one the
     job's configuration `sc` of `scheme` numbers by on `size` ranks, else None."""
@@ -83,29 +97,17 @@ def numbering_once(world, spec, scheme):
     from gcntrain.model.run import check_widths
     from gcntrain.schemes import registry
     from gcntrain.schemes.loading import open_source
+    from gcntrain.simulate.run import numbering_key
 
     size = world.size
+    sc = agree(world, lambda: registry.configured(scheme, size, dict(spec.options), spec.config))
 
     def number():
-        sc = registry.configured(scheme, size, dict(spec.options), spec.config)
         src = open_source(spec.source)
-        check_widths(src.meta(), src.label)  # the same first refusal as `load_rank`'s
-        return scheme.numbering(
-            src,
-            scheme.row_parts(size, sc),
-            spec.partition,
-            spec.partition_seed,
-            scheme.col_parts(size, sc),
-            scheme.locality_order(sc),
-        )
+        check_widths(src.meta(), src.label)  # the same first refusals as `load_rank`'s
+        return own_numbering(scheme, size, sc, spec, src)
 
     sent = send_numbering(world, on_root(world, number), 0)
     if sent is None:
         return None
-    from gcntrain.simulate.run import numbering_key
-
-    def key():
-        sc = registry.configured(scheme, size, dict(spec.options), spec.config)
-        return numbering_key(scheme, size, sc, spec.partition, spec.partition_seed)
-
-    return agree(world, key), sent
+    return numbering_key(scheme, size, sc, spec.partition, spec.partition_seed), sent

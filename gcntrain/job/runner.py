@@ -22,7 +22,7 @@ from gcntrain.comm.node import auto_threads, ranks_on_node
 from gcntrain.data import setup_phases
 from gcntrain.job.drift import measure_drift
 from gcntrain.job.features import counted_bytes, keeps_raw, raw_features
-from gcntrain.job.numbering import handed_numbering, numbering_once
+from gcntrain.job.numbering import handed_numbering, numbering_once, own_numbering
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.job.spec import JobOutputs, JobSpec, resolve
 from gcntrain.kernels.warm import start_numba
@@ -130,14 +130,7 @@ def load_rank(world, spec: JobSpec, handed=None):
         check_widths(meta, src.label)
         with setup_phases.phase("partition"):
             numbering = handed_numbering(handed, scheme, world.size, sc, spec)
-            numbering = numbering or scheme.numbering(
-                src,
-                scheme.row_parts(world.size, sc),
-                spec.partition,
-                spec.partition_seed,
-                scheme.col_parts(world.size, sc),
-                scheme.locality_order(sc),
-            )
+            numbering = numbering or own_numbering(scheme, world.size, sc, spec, src)
             layout = scheme.layout(
                 numbering,
                 meta,
@@ -215,8 +208,8 @@ def train_with(
     backend=None,
     numbering=None,
 ) -> Run:
-    """Configure and load (`load_rank`, with the `numbering` a search handed over), set up
-    and train the resolved job `spec` on `world`
+    """Configure and load (`load_rank`, with the `numbering` sent before the counters:
+    `gcntrain.job.numbering`), set up and train the resolved job `spec` on `world`
     (its scheme: ``spec.scheme_of(world.size)``); with `checkpoint` (a directory) save the
     training state every `checkpoint_every` epochs and at the last; with `resume` (a
     directory) continue from its newest checkpoint (`gcntrain.job.checkpoint`).
