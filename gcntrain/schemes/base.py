@@ -127,11 +127,12 @@ class RowOps(Ops):
                 window.free()
                 owner.shared = None
 
+    # the operand contiguous where it lives: NumPy on the host, the device's module there
     def aggregate(self, X, *, phase):
-        return self._product("f", np.ascontiguousarray(X), phase_key(phase))
+        return self._product("f", self.compute.xp.ascontiguousarray(X), phase_key(phase))
 
     def aggregate_t(self, X, *, phase):
-        return self._product("t", np.ascontiguousarray(X), phase_key(phase))
+        return self._product("t", self.compute.xp.ascontiguousarray(X), phase_key(phase))
 
 
 class Scratch:

@@ -282,11 +282,12 @@ class HierOps(RowOps):
         self._note(phase, "pre", ex.pre_send, f, X.itemsize, t_pre)
         return out
 
+    # the operand contiguous where it lives: NumPy on the host, the device's module there
     def aggregate(self, X, *, phase):
-        return self._run("f", np.ascontiguousarray(X), phase)
+        return self._run("f", self.compute.xp.ascontiguousarray(X), phase)
 
     def aggregate_t(self, X, *, phase):
-        return self._run("t", np.ascontiguousarray(X), phase)
+        return self._run("t", self.compute.xp.ascontiguousarray(X), phase)
 
     def begin_epoch(self, *, phase):
         self._stats = {}

@@ -178,9 +178,3 @@ class HierDevice:
         self._note(phase, "post", ex.post_send, f, X.itemsize, t_post)
         self._note(phase, "pre", ex.pre_send, f, X.itemsize, t_pre)
         return out
-
-    def aggregate(self, X, *, phase):
-        return self._run("f", self.compute.xp.ascontiguousarray(X), phase)
-
-    def aggregate_t(self, X, *, phase):
-        return self._run("t", self.compute.xp.ascontiguousarray(X), phase)

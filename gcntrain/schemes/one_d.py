@@ -16,7 +16,6 @@ import numpy as np
 
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.model.compute import compute_for
-from gcntrain.model.phase import phase_key
 from gcntrain.schemes.base import (
     BlockBroadcasts,
     BroadcastRowScheme,
@@ -93,13 +92,8 @@ class OneDDeviceOps(DeviceSums, RowOps):
             self.compute.xp,
         )
 
-    def aggregate(self, X, *, phase):
-        X = self.compute.xp.ascontiguousarray(X)
-        return self.products.product("f", X, phase_key(phase))
-
-    def aggregate_t(self, X, *, phase):
-        X = self.compute.xp.ascontiguousarray(X)
-        return self.products.product("t", X, phase_key(phase))
+    def _product(self, which: str, X, phase: str):
+        return self.products.product(which, X, phase)
 
 
 class OneD(BroadcastRowScheme):

@@ -19,7 +19,6 @@ from gcntrain.comm.exchange import Allreduce, BcastStages, Groups
 from gcntrain.comm.grid import check_grid, grid_2d
 from gcntrain.errors import InputError
 from gcntrain.model.compute import compute_for
-from gcntrain.model.phase import phase_key
 from gcntrain.schemes.base import (
     BlockBroadcasts,
     BroadcastRowScheme,
@@ -154,12 +153,6 @@ class OneFiveDDeviceOps(DeviceSums, RowOps):
     def _product(self, which: str, X, phase: str):
         partial = self.products.product(which, X, phase)
         return self.row.allreduce(partial, phase)
-
-    def aggregate(self, X, *, phase):
-        return self._product("f", self.compute.xp.ascontiguousarray(X), phase_key(phase))
-
-    def aggregate_t(self, X, *, phase):
-        return self._product("t", self.compute.xp.ascontiguousarray(X), phase_key(phase))
 
 
 class OneFiveD(BroadcastRowScheme):

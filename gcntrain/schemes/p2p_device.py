@@ -32,7 +32,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from gcntrain.model.compute import compute_for
-from gcntrain.model.phase import phase_key
 from gcntrain.schemes.base import RowLayout, RowOps, as_dtype
 from gcntrain.schemes.device_rows import DeviceSums
 
@@ -199,9 +198,3 @@ class P2pDeviceOps(DeviceSums, RowOps):
             finish=lambda: result.append(self.backend.spmm(M, operand)),
         )
         return result[0]
-
-    def aggregate(self, X, *, phase):
-        return self._product("f", self.compute.xp.ascontiguousarray(X), phase_key(phase))
-
-    def aggregate_t(self, X, *, phase):
-        return self._product("t", self.compute.xp.ascontiguousarray(X), phase_key(phase))
