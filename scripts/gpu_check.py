@@ -191,11 +191,10 @@ def cli_pairs(mode: str, work: str) -> dict:
     """``train --device gpu`` against ``--device cpu`` through the CLI (the device choice,
     ``backend_for``'s GPU branch, the launcher's local rank): serial float64, 1d and p2p at
     np 2; final losses and accuracies within the dtype's tolerance, the same bytes."""
-    sys.path.insert(0, str(HERE))
     from gpu_check_schemes import TOL
-    from gpu_check_timing import gcntrain_cmd, run_json
+    from gpu_check_timing import run_json
 
-    from gcntrain.simulate.launch import find_mpiexec
+    from gcntrain.simulate.launch import find_mpiexec, gcntrain_cmd
 
     g = os.path.join(work, "r8.h5")
     subprocess.run(
@@ -265,10 +264,7 @@ def auto_choice(work: str, small: int) -> dict:
     check_auto_speed's medians with its printed load and memory bandwidth."""
     import re
 
-    sys.path.insert(0, str(HERE))
-    from gpu_check_timing import gcntrain_cmd
-
-    from gcntrain.simulate.launch import find_mpiexec
+    from gcntrain.simulate.launch import find_mpiexec, gcntrain_cmd
     from gcntrain.simulate.local import cache_path
 
     g = os.path.join(work, "sbm325k.h5")
@@ -464,7 +460,7 @@ def summarize(report: dict) -> dict:
     p = report["parts"]
     s: dict = {}
     for name, got in p.items():
-        s[f"{name} ok"] = got.get("ok", "error" not in got) if "error" not in got else got["error"]
+        s[f"{name} ok"] = got["error"] if "error" in got else got.get("ok", True)
     for name in ("schemes_np1", "schemes_np2", "schemes_np2_all"):
         bad = [
             f"{r['scheme']} {r['options']} {r['dtype']}: {r['problems_rank0']}"

@@ -24,12 +24,6 @@ HERE = Path(__file__).resolve().parent
 BENCH_NNZ = 3_996_970
 
 
-def gcntrain_cmd() -> list[str]:
-    from gcntrain.simulate.launch import gcntrain_cmd as cmd
-
-    return cmd()
-
-
 def run_json(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
     """The one JSON line `cmd` prints, or ``{"error": ...}`` (exit status, stderr's tail)."""
     try:
@@ -50,6 +44,8 @@ def build_graph(data: str, work: str, small: int = 0) -> dict:
     the carried file leaves them out to stay under the 64 MiB carry limit, so their values,
     not their shape, differ from the shared script's.  `small` > 0: the subgraph induced by
     the first `small` nodes (the dry run)."""
+    from gcntrain.simulate.launch import gcntrain_cmd
+
     z = np.load(os.path.join(data, "bench_topology.npz"))
     edges, labels = z["edges"].astype(np.int64), z["labels"].astype(np.int64)
     masks = {k: z[k] for k in ("train_masks", "val_masks", "test_masks")}
@@ -125,6 +121,8 @@ def epoch_rounds(a: dict) -> dict:
     """Interleaved rounds (order rotated each round) of gcntrain ``--device gpu`` at each
     hidden width, PyG on CUDA at the same widths (one child per round), and gcntrain on the
     node's CPU cores; medians over rounds of each run's median epoch, and the ratios."""
+    from gcntrain.simulate.launch import gcntrain_cmd
+
     base = [*gcntrain_cmd(), "train", a["h5"], "--epochs", str(a["epochs"]), "--json"]
     base += ["--quiet", "--early-stopping", "0", "--scheme", "serial"]
     tools: dict[str, list[str] | None] = {}
