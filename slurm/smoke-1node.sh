@@ -1,6 +1,6 @@
 #!/bin/bash
 # Rendered by `gcntrain jobscript` (render again rather than edit):
-# gcntrain jobscript --scheduler slurm --nodes 1 --ranks-per-node 4 --time 00:10:00 --job-name gcn-smoke --module openmpi --venv '~/gcntrain/.venv' -- train --scheme 1d --epochs 20
+# gcntrain jobscript --scheduler slurm --nodes 1 --ranks-per-node 4 --time 00:10:00 --mpi pmix --job-name gcn-smoke --module openmpi --venv '~/gcntrain/.venv' -- train --scheme 1d --epochs 20
 #SBATCH --job-name=gcn-smoke
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=4
@@ -21,4 +21,8 @@ export NUMBA_NUM_THREADS=1
 export OMP_PROC_BIND=close
 export OMP_PLACES=cores
 
-srun --cpu-bind=cores --cpus-per-task=1 gcntrain train --scheme 1d --epochs 20
+# One MPI job of 4 ranks: --mpi=pmix is the process-management interface the MPI
+# library needs (without it each task would be a 1-rank job, which gcntrain refuses);
+# --kill-on-bad-exit=1 ends the job when a rank dies (an out-of-memory kill, a node) instead
+# of leaving the other ranks waiting in MPI until the time limit.
+srun --mpi=pmix --kill-on-bad-exit=1 --cpu-bind=cores --cpus-per-task=1 gcntrain train --scheme 1d --epochs 20

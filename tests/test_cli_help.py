@@ -35,7 +35,7 @@ def test_every_command_and_option_has_help():
 def test_top_level_help_lists_every_command(capsys):
     assert run(["--help"]) == 0
     out = capsys.readouterr().out
-    for name, (_, summary) in COMMANDS.items():
+    for name, (_, summary, _launch) in COMMANDS.items():
         assert any(ln.split()[:1] == [name] and summary[:30] in ln for ln in out.splitlines())
 
 

@@ -24,7 +24,7 @@ EXAMPLES = sorted((ROOT / "slurm").glob("*.sh"))
 GOLDEN_COMMANDS = {
     "slurm.sh": [
         *("--scheduler slurm --nodes 2 --ranks-per-node 2 --cores-per-node 8").split(),
-        *("--account proj --partition cpu --job-name golden").split(),
+        *("--account proj --partition cpu --job-name golden --mpi pmi2").split(),
         *("-- train --scheme 2d --grid 2x2 --epochs 3 --checkpoint").split(),
         "ck dir",
     ],
@@ -142,7 +142,8 @@ def test_golden_scripts_pass_their_arguments(tmp_path):
     stubs = stubs_dir(tmp_path)
     got = run_script(GOLDEN / "slurm.sh", stubs, tmp_path)
     train = GOLDEN_COMMANDS["slurm.sh"][GOLDEN_COMMANDS["slurm.sh"].index("--") + 1 :]
-    assert got == ["--cpu-bind=cores", "--cpus-per-task=4", "gcntrain", *train]
+    srun = ["--mpi=pmi2", "--kill-on-bad-exit=1", "--cpu-bind=cores", "--cpus-per-task=4"]
+    assert got == [*srun, "gcntrain", *train]
     got = run_script(GOLDEN / "pjm.sh", stubs, tmp_path)
     train = GOLDEN_COMMANDS["pjm.sh"][GOLDEN_COMMANDS["pjm.sh"].index("--") + 1 :]
     assert got[:2] == ["-n", "8"]
@@ -157,11 +158,36 @@ def test_requeued_job_resumes_from_its_checkpoint(capsys, tmp_path):
     assert "#SBATCH --requeue\n" in text and "#SBATCH --signal=USR1@120\n" in text
     stubs = stubs_dir(tmp_path)
     train = ["train", "--scheme", "1d", "--checkpoint", "my ck"]
-    assert run_script(script, stubs, tmp_path)[2:] == ["gcntrain", *train]
+    assert run_script(script, stubs, tmp_path)[4:] == ["gcntrain", *train]
     (tmp_path / "my ck").mkdir()
     (tmp_path / "my ck" / "LATEST").write_text("epoch-000010\n")
     got = run_script(script, stubs, tmp_path)
-    assert got[2:] == ["gcntrain", *train, "--resume", "my ck"]
+    assert got[4:] == ["gcntrain", *train, "--resume", "my ck"]
+
+
+@pytest.mark.parametrize("status", [0, 2, 138, 143])
+def test_requeue_after_a_usr1_stop_only(capsys, tmp_path, status):
+    """With --requeue and --checkpoint, the script requeues its own job when the run
+    stopped after a checkpoint on SIGUSR1 (status 138) and exits 0; any other status is the
+    job's (a finished run, bad input, a SIGTERM stop: Slurm requeues a preempted job)."""
+    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 --requeue -- train --scheme 1d"
+    script = tmp_path / "job.sh"
+    script.write_text(render(capsys, [*args.split(), "--checkpoint", "ck"]))
+    assert "#SBATCH --open-mode=append\n" in script.read_text()
+    stubs = stubs_dir(tmp_path)
+    (stubs / "srun").write_text(f"#!/bin/sh\nexit {status}\n")
+    log = tmp_path / "scontrol.log"
+    (stubs / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {shlex.quote(str(log))}\n')
+    (stubs / "scontrol").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}"}
+    env["SLURM_JOB_ID"] = "4242"
+    res = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True)
+    if status == 138:
+        assert res.returncode == 0
+        assert log.read_text() == "requeue 4242\n"
+    else:
+        assert res.returncode == status
+        assert not log.exists()
 
 
 def test_without_checkpoint_no_signal(capsys):
@@ -314,7 +340,8 @@ def test_setup_lines_in_order_and_quoted(capsys):
     args = [
         *"--scheduler slurm --nodes 1 --ranks-per-node 2 --cores-per-node 4".split(),
         *("--venv", "/opt/my envs/gcn", "--setup", "export A='x y'", "--module", "mpi/4.1"),
-        *("--module", "gcc", "--setup", "echo $HOSTNAME", "--", "train", "--scheme", "1d"),
+        *("--module", "gcc", "--setup", "echo $HOSTNAME", "--mpi", "pmix"),
+        *("--", "train", "--scheme", "1d"),
     ]
     out, notes = render_noted(capsys, args)
     assert notes == []
@@ -500,3 +527,54 @@ def test_pjm_script_runs_as_rendered(capsys, tmp_path):
     ]
     render_noted(capsys, args)
     check_run(submit(tmp_path / "job.sh", tmp_path), tmp_path / "run")
+
+
+def test_srun_mpi_defaults_to_what_the_mpi_library_here_needs(capsys):
+    """Without --mpi, srun gets the plugin of the MPI library mpi4py loads here (MPICH:
+    pmi2), and a note says so and how to change it; --mpi wins, without a note."""
+    from gcntrain.comm.launch import installed_srun_mpi
+
+    plugin, library = installed_srun_mpi()
+    assert plugin is not None, library
+    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 --venv v -- train --scheme 1d"
+    out, notes = render_noted(capsys, args.split())
+    assert f"\nsrun --mpi={plugin} --kill-on-bad-exit=1 " in out
+    assert [n for n in notes if "--mpi" in n] == [
+        f"jobscript: srun --mpi={plugin}, the plugin {library} needs (the MPI library mpi4py "
+        "loads here); if the cluster's MPI differs, render with --mpi TYPE (pmi2 for MPICH "
+        "or Intel MPI, pmix for Open MPI)"
+    ]
+    other = "pmix" if plugin != "pmix" else "pmi2"
+    out, notes = render_noted(capsys, [*args.split()[:6], "--mpi", other, *args.split()[6:]])
+    assert f"\nsrun --mpi={other} --kill-on-bad-exit=1 " in out
+    assert not [n for n in notes if "--mpi" in n]
+
+
+def test_srun_mpi_without_an_mpi_library_is_assumed_and_said():
+    from gcntrain.job.jobscript import FALLBACK_SRUN_MPI, Request, mpi_plugin
+
+    req = Request("slurm", 1, 2)
+    plugin, note = mpi_plugin(req, {"mpi"}, (None, "no MPI library here"))
+    assert plugin == FALLBACK_SRUN_MPI
+    assert note.startswith(f"jobscript: srun --mpi={FALLBACK_SRUN_MPI} assumed (no MPI library")
+    assert mpi_plugin(req, {"train"}, ("pmix", "Open MPI 5.0.11")) == ("pmix", None)
+
+
+def test_kill_on_bad_exit_in_every_slurm_script():
+    for path in [GOLDEN / "slurm.sh", *EXAMPLES]:
+        text = path.read_text()
+        if "#SBATCH" in text:
+            launch = [ln for ln in text.splitlines() if ln.startswith("srun ")]
+            assert len(launch) == 1 and "--kill-on-bad-exit=1" in launch[0].split(), path
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        ("--scheduler pjm --nodes 1 --ranks-per-node 2 --mpi pmi2", "--mpi is srun's option"),
+        ("--scheduler slurm --nodes 1 --ranks-per-node 2 --mpi PMI-2", "--mpi must be"),
+        ("--scheduler slurm --nodes 1 --ranks-per-node 2 --mpi 'a b'", "--mpi must be"),
+    ],
+)
+def test_bad_mpi_plugins_refused(capsys, args, needle):
+    refused(capsys, [*shlex.split(args), "--", "train"], needle)

@@ -111,6 +111,13 @@ def _human(s: dict) -> str:
     help="Slurm: requeue a preempted job; with --checkpoint it resumes from the checkpoint.",
 )
 @click.option(
+    "--mpi",
+    default=None,
+    metavar="TYPE",
+    help="Slurm: the srun --mpi plugin (pmi2, pmix) [the one the MPI library here needs: "
+    "pmi2 for MPICH, pmix for Open MPI].",
+)
+@click.option(
     "--template-dir",
     default=None,
     metavar="DIR",
@@ -156,6 +163,7 @@ def jobscript(
     rscgrp,
     job_name,
     requeue,
+    mpi,
     template_dir,
     modules,
     setup,
@@ -197,9 +205,15 @@ def jobscript(
         modules=tuple(modules),
         setup=tuple(setup),
         venv=venv,
+        mpi=mpi,
     )
     run = parse_train_args(tuple(train_args))
-    res = render(req, run)
+    installed = (None, "not looked up")
+    if mpi is None and scheduler != "pjm":
+        from gcntrain.comm.launch import installed_srun_mpi
+
+        installed = installed_srun_mpi()
+    res = render(req, run, installed)
     if out is not None:
         write_script(out, res.script)
     for note in res.notes:

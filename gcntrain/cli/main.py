@@ -2,44 +2,96 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from typing import NamedTuple
 
 import click
 
 from gcntrain import __version__
 from gcntrain.errors import AgreedError, InputError, Preempted
 
-#: command name -> "module:attribute"
-COMMANDS: dict[str, tuple[str, str]] = {
-    "info": ("gcntrain.cli.info_cmd:info", "Versions, MPI library, Numba threads, CPU."),
-    "generate": (
+
+class Command(NamedTuple):
+    """A command of the group: where it lives (``module:attribute``), its one-line help,
+    and how it may be launched (`LAUNCH`)."""
+
+    target: str
+    help: str
+    launch: str = "one"
+
+
+#: how a command may be launched: ``mpi`` runs on every rank of MPI's world, which must be
+#: what the launcher started; ``one`` runs as one process (it writes outputs: refused when
+#: a launcher started several tasks); ``any`` only reads and prints (each task may run it)
+LAUNCH = ("mpi", "one", "any")
+
+COMMANDS: dict[str, Command] = {
+    "info": Command(
+        "gcntrain.cli.info_cmd:info", "Versions, MPI library, Numba threads, CPU.", "any"
+    ),
+    "generate": Command(
         "gcntrain.cli.generate_cmd:generate",
         "Synthetic graphs: R-MAT, SBM, grid, the default data set.",
     ),
-    "convert": ("gcntrain.cli.convert_cmd:convert", "Convert Planetoid/SNAP/MTX/NPZ/CSV to HDF5."),
-    "inspect": ("gcntrain.cli.inspect_cmd:inspect", "Validate a graph or shard store; counts."),
-    "shard": ("gcntrain.cli.shard_cmd:shard", "Write a sharded store (1D row blocks or 2D)."),
-    "partition": ("gcntrain.cli.partition_cmd:partition", "Partition a graph; report quality."),
-    "train": ("gcntrain.cli.train_cmd:train", "Train GCN/GraphSAGE full-batch (serial or MPI)."),
-    "simulate": (
+    "convert": Command(
+        "gcntrain.cli.convert_cmd:convert", "Convert Planetoid/SNAP/MTX/NPZ/CSV to HDF5."
+    ),
+    "inspect": Command(
+        "gcntrain.cli.inspect_cmd:inspect", "Validate a graph or shard store; counts.", "any"
+    ),
+    "shard": Command(
+        "gcntrain.cli.shard_cmd:shard", "Write a sharded store (1D row blocks or 2D)."
+    ),
+    "partition": Command(
+        "gcntrain.cli.partition_cmd:partition", "Partition a graph; report quality."
+    ),
+    "train": Command(
+        "gcntrain.cli.train_cmd:train", "Train GCN/GraphSAGE full-batch (serial or MPI).", "mpi"
+    ),
+    "simulate": Command(
         "gcntrain.cli.simulate_cmd:simulate",
         "Plan a run on P ranks: bytes, messages, flops, memory, predicted time.",
     ),
-    "bench": ("gcntrain.cli.bench_cmd:bench", "Measure this machine into a simulator profile."),
-    "plot": (
+    "bench": Command(
+        "gcntrain.cli.bench_cmd:bench", "Measure this machine into a simulator profile."
+    ),
+    "plot": Command(
         "gcntrain.cli.plot_cmd:plot",
         "Figures of runs and predictions: phase breakdown, curves, scaling (matplotlib).",
     ),
-    "jobscript": (
+    "jobscript": Command(
         "gcntrain.cli.jobscript_cmd:jobscript",
         "Render a Slurm or Fugaku PJM batch script for a training run.",
     ),
-    "config": (
+    "config": Command(
         "gcntrain.cli.config_cmd:config",
         "Show the configuration a --config file resolves to.",
+        "any",
     ),
 }
+
+
+def guard_launch(command: click.Command, name: str, launch: str) -> None:
+    """Make `command` check, once its arguments are parsed and before it reads anything,
+    that it was launched as its `launch` kind allows (`gcntrain.comm.launch.check_launch`).
+    Idempotent; ``any`` leaves the command alone."""
+    if launch == "any" or getattr(command, "_launch_guarded", False):
+        return
+    callback = command.callback
+
+    def guarded(*args, **kwargs):
+        from gcntrain.comm.launch import check_launch
+
+        check_launch(name, uses_mpi=launch == "mpi")
+        return None if callback is None else callback(*args, **kwargs)
+
+    if callback is not None:
+        functools.update_wrapper(guarded, callback)
+    command.callback = guarded
+    command._launch_guarded = True
+
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -51,16 +103,17 @@ class LazyGroup(click.Group):
     def get_command(self, ctx, name):
         if name not in COMMANDS:
             return None
-        target, _ = COMMANDS[name]
-        mod, attr = target.split(":")
+        entry = COMMANDS[name]
+        mod, attr = entry.target.split(":")
         command = getattr(importlib.import_module(mod), attr)
         from gcntrain.cli.options import attach_config_option
 
         attach_config_option(command)  # --config FILE.toml on every command with options
+        guard_launch(command, name, entry.launch)
         return command
 
     def format_commands(self, ctx, formatter):
-        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        rows = [(name, entry.help) for name, entry in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

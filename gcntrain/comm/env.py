@@ -6,10 +6,21 @@ import os
 
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 _LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
-_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
 # Slurm: only inside a job step started by srun (a batch script also has SLURM_NTASKS, but
-# a plain `gcntrain` there is one process)
+# a plain `gcntrain` there is one process; measured on slurm-wlm 22.05)
 _SLURM_STEP = "SLURM_STEP_NUM_TASKS"
+
+#: variables a launcher sets in every task it starts, holding how many tasks it started,
+#: with the launchers that set them; the innermost launcher first (MPICH's mpiexec inside
+#: a Slurm job starts one proxy per node with srun, so there SLURM_STEP_NUM_TASKS counts
+#: nodes and PMI_SIZE the ranks).  PMIx (srun --mpi=pmix, Open MPI 5's prterun) exports no
+#: size of its own: srun's variable or Open MPI's covers it.
+TASK_COUNT_VARS: dict[str, str] = {
+    "PMI_SIZE": "PMI: mpiexec of MPICH or Intel MPI, srun --mpi=pmi2",
+    "OMPI_COMM_WORLD_SIZE": "mpiexec of Open MPI or Fujitsu MPI (PJM)",
+    "MV2_COMM_WORLD_SIZE": "mpirun_rsh of MVAPICH",
+    _SLURM_STEP: "srun",
+}
 
 
 def _first_int(names: tuple[str, ...], default: int) -> int:
@@ -35,8 +46,19 @@ def launcher_rank() -> int:
 
 def launcher_size() -> int:
     """Number of processes the launcher started (1 when run directly)."""
-    names = _SIZE_VARS + ((_SLURM_STEP,) if _in_srun_step() else ())
-    return _first_int(names, 1)
+    found = launched_tasks()
+    return 1 if found is None else found[1]
+
+
+def launched_tasks(environ=None) -> tuple[str, int] | None:
+    """(variable, count) of the innermost launcher that says how many tasks it started
+    (`TASK_COUNT_VARS`), or None when no launcher started this process."""
+    environ = os.environ if environ is None else environ
+    for name in TASK_COUNT_VARS:
+        v = environ.get(name, "").strip()
+        if v.isdigit() and int(v) >= 1:
+            return name, int(v)
+    return None
 
 
 def launcher_local_size() -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import posixpath
 import re
 import shlex
 import string
@@ -26,13 +25,19 @@ from importlib import resources
 from pathlib import Path
 
 from gcntrain.errors import InputError
+from gcntrain.job.jobscript_env import check_setup, setup_lines, setup_remark
 
 #: schedulers with a shipped template
 SHIPPED = ("slurm", "pjm")
 DEFAULT_TIME = "01:00:00"
 DEFAULT_JOB_NAME = "gcntrain"
-#: seconds before the time limit Slurm sends SIGUSR1 to every rank (--signal)
+#: seconds before the time limit Slurm sends SIGUSR1 to every rank (--signal); Slurm checks
+#: the limits about once a minute, so the signal comes up to 60 s earlier (147 s measured)
 SIGNAL_NOTICE_SECONDS = 120
+#: exit status of a run that a SIGUSR1 stopped after its checkpoint (128 + 10)
+USR1_STATUS = 138
+#: ``srun --mpi`` when nothing says which plugin the MPI library needs (MPICH's, Intel MPI's)
+FALLBACK_SRUN_MPI = "pmi2"
 #: Fugaku's resource group "small" takes up to this many nodes; "large" above
 FUGAKU_SMALL_NODES = 384
 
@@ -45,6 +50,7 @@ PLACEHOLDERS = {
     "ranks_per_node": "--ranks-per-node",
     "ranks": "nodes x ranks per node",
     "threads": "threads per rank",
+    "mpi": "the srun --mpi plugin (--mpi; default: the one the installed MPI library needs)",
     "cores_per_node": "--cores-per-node (empty when not given)",
     "time": "--time, HH:MM:SS",
     "account": "--account (empty when not given)",
@@ -56,6 +62,8 @@ PLACEHOLDERS = {
     "memory_note": "a comment with the planner's memory estimate, or why it was skipped",
     "preemption": "checkpoint and resume comments (and shell lines with --requeue)",
     "train": "the quoted `gcntrain train ...` command",
+    "after": "shell lines after the launch (with --requeue and --checkpoint: requeue the job "
+    "after a checkpoint stop)",
     "train_args": "the quoted train arguments alone",
 }
 
@@ -63,6 +71,7 @@ _TIME = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,62}")
 _SITE_VALUE = re.compile(r"[A-Za-z0-9_.,:+-]+")
 _SCHEDULER = re.compile(r"[a-z][a-z0-9_-]*")
+_MPI_PLUGIN = re.compile(r"[a-z][a-z0-9_]{0,31}")
 #: --partition values that name a partitioner rather than a file
 _PARTITIONERS = ("block", "random", "metis", "hypergraph", "libra")
 
@@ -87,6 +96,7 @@ class Request:
     modules: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
     venv: str | None = None
+    mpi: str | None = None
 
     @property
     def ranks(self) -> int:
@@ -183,7 +193,10 @@ def check_request(req: Request) -> None:
         _check_value(f"--{flag}", getattr(req, flag), _SITE_VALUE, what)
     if req.scheduler == "slurm" and req.rscgrp is not None:
         raise InputError("--rscgrp is a PJM resource group; Slurm takes --partition")
+    _check_value("--mpi", req.mpi, _MPI_PLUGIN, "an srun --mpi plugin name (pmi2, pmix, none)")
     if req.scheduler == "pjm":
+        if req.mpi is not None:
+            raise InputError("--mpi is srun's option (Slurm); PJM's mpiexec takes none")
         if req.partition is not None:
             raise InputError("--partition is a Slurm option; PJM takes --rscgrp")
         if req.requeue:
@@ -192,22 +205,6 @@ def check_request(req: Request) -> None:
         if any(c in a for c in "\n\r\0"):
             raise InputError("the train arguments must not contain line breaks")
     check_setup(req)
-
-
-def check_setup(req: Request) -> None:
-    """Raise `InputError` for an empty or multi-line --module, --setup or --venv, or a
-    --module holding several names."""
-    given = [("--module", m) for m in req.modules] + [("--setup", c) for c in req.setup]
-    if req.venv is not None:
-        given.append(("--venv", req.venv))
-    for flag, value in given:
-        if not value.strip():
-            raise InputError(f"{flag} must not be empty")
-        if any(c in value for c in "\n\r\0"):
-            raise InputError(f"{flag} must be one line, got {value!r}")
-    for m in req.modules:
-        if m != m.strip() or any(c.isspace() for c in m):
-            raise InputError(f"--module takes one module name (repeat it for more), got {m!r}")
 
 
 def resolve_threads(req: Request, train_threads: int | None) -> tuple[int, str]:
@@ -380,67 +377,6 @@ def substitute(text: str, values: dict[str, str]) -> str:
     return string.Template("".join(kept)).substitute(values)
 
 
-# -- the environment ----------------------------------------------------------------------
-
-#: the environment comment of a script rendered without --module, --setup or --venv
-_NO_SETUP = {
-    "slurm": [
-        "# Environment: none set up here; the job runs in the environment it is submitted",
-        "# from. Render with --module NAME (the site's MPI: mpi4py must use the library srun",
-        "# starts the ranks with), --setup CMD, --venv DIR, e.g.",
-        "#   --module openmpi --venv '~/gcntrain/.venv'",
-    ],
-    "pjm": [
-        "# Environment: none set up here, and PJM jobs do not inherit the submitting shell's.",
-        "# Render with --setup CMD (Python and mpi4py built on Fujitsu MPI, e.g. from Fugaku's",
-        "# Spack instance) and --venv DIR (where gcntrain is installed), e.g.",
-        "#   --setup '. /vol0004/apps/oss/spack/share/spack/setup-env.sh'",
-        "#   --setup 'spack load py-mpi4py' --venv '~/gcntrain/.venv'",
-    ],
-}
-_NO_SETUP_OTHER = ["# Environment: none set up here (render with --module, --setup, --venv)."]
-_NO_SETUP_NOTE = {
-    "slurm": "the job runs in the environment of the shell it is submitted from",
-    "pjm": "PJM jobs do not inherit your shell's, so gcntrain will not be found",
-}
-
-
-def activate_word(venv: str) -> str:
-    """The shell word naming ``VENV/bin/activate``: quoted, except that a leading ``~/``
-    or ``$HOME/`` stays the job's ``$HOME`` (the home directory on the cluster)."""
-    for home in ("~", "$HOME", "${HOME}"):
-        if venv == home or venv.startswith(home + "/"):
-            rest = venv[len(home) :].lstrip("/")
-            return '"$HOME"/' + shlex.quote(posixpath.join(rest, "bin", "activate"))
-    return shlex.quote(posixpath.join(venv, "bin", "activate"))
-
-
-def setup_lines(req: Request) -> list[str]:
-    """The environment lines of the script: ``module load`` for each --module, each
-    --setup command as given, then ``source VENV/bin/activate``; without any of them, a
-    comment saying how to add them."""
-    if not (req.modules or req.setup or req.venv is not None):
-        return list(_NO_SETUP.get(req.scheduler, _NO_SETUP_OTHER))
-    lines = ["# Environment (--module, --setup, --venv):"]
-    lines += [f"module load {shlex.quote(m)}" for m in req.modules]
-    lines += list(req.setup)
-    if req.venv is not None:
-        lines.append(f"source {activate_word(req.venv)}")
-    return lines
-
-
-def setup_remark(req: Request, used: set[str]) -> str | None:
-    """The note for a script that activates no environment (None when it does, or when a
-    user template has no ``${setup}`` and so sets up its own)."""
-    if req.modules or req.setup or req.venv is not None or "setup" not in used:
-        return None
-    why = _NO_SETUP_NOTE.get(req.scheduler, "the job runs in whatever environment it starts in")
-    return (
-        "jobscript: the script activates no environment; add --venv DIR, --module NAME or "
-        f"--setup CMD ({why})"
-    )
-
-
 # -- rendering ----------------------------------------------------------------------------
 
 
@@ -448,7 +384,7 @@ def command_line(req: Request) -> str:
     """The `gcntrain jobscript` command that renders `req` (its header comment)."""
     parts = ["gcntrain", "jobscript", "--scheduler", req.scheduler]
     parts += ["--nodes", str(req.nodes), "--ranks-per-node", str(req.ranks_per_node)]
-    for flag in ("threads", "cores_per_node", "time", "account", "partition", "rscgrp"):
+    for flag in ("threads", "cores_per_node", "time", "account", "partition", "rscgrp", "mpi"):
         value = getattr(req, flag)
         if value is not None:
             parts += ["--" + flag.replace("_", "-"), str(value)]
@@ -477,6 +413,7 @@ def _slurm_directives(req: Request, run: TrainRun) -> list[str]:
         lines.append(f"#SBATCH --signal=USR1@{SIGNAL_NOTICE_SECONDS}")
     if req.requeue:
         lines.append("#SBATCH --requeue")
+        lines.append("#SBATCH --open-mode=append")  # a requeued run keeps the first one's log
     return lines
 
 
@@ -499,16 +436,18 @@ def _preemption(req: Request, run: TrainRun) -> tuple[list[str], str]:
     if req.scheduler == "slurm":
         lines = [
             every,
-            f"# {SIGNAL_NOTICE_SECONDS} s before the time limit Slurm sends SIGUSR1 to every "
-            "rank (--signal):",
-            "# gcntrain finishes the epoch, writes a checkpoint and exits with status 138;",
-            "# " + resume,
+            f"# {SIGNAL_NOTICE_SECONDS} to {SIGNAL_NOTICE_SECONDS + 60} s before the time limit "
+            "Slurm sends SIGUSR1 to every rank (--signal):",
+            f"# gcntrain finishes the epoch, writes a checkpoint and exits with status "
+            f"{USR1_STATUS} (143 after",
+            "# a SIGTERM: a preemption, scancel); continue with the same train arguments plus",
+            f"# `--resume {q}`.",
         ]
         if req.requeue and run.resume is None:
             lines += [
-                "# --requeue: a requeued job (preempted, a node failure) runs this script "
-                "again and",
-                f"# resumes from the newest checkpoint in {q}.",
+                "# --requeue: a requeued job (preempted, a node failure, or requeued below after",
+                f"# a SIGUSR1 stop) runs this script again and resumes from the newest "
+                f"checkpoint in {q}.",
                 "resume=()",
                 f"if [ -f {shlex.quote(ck + '/LATEST')} ]; then resume=(--resume {q}); fi",
             ]
@@ -521,8 +460,56 @@ def _preemption(req: Request, run: TrainRun) -> tuple[list[str], str]:
     ], ""
 
 
-def render(req: Request, run: TrainRun) -> Rendered:
-    """Check `req` and `run`, then render the batch script."""
+def _after(req: Request, run: TrainRun) -> list[str]:
+    """Shell lines after the launch: with --requeue and --checkpoint on Slurm, requeue the
+    job when the run stopped after a checkpoint on SIGUSR1 (the time limit is near), so
+    that it continues by itself; the job's status otherwise."""
+    if req.scheduler != "slurm" or not req.requeue or run.checkpoint is None:
+        return []
+    return [
+        "status=$?",
+        f"# {USR1_STATUS}: stopped by SIGUSR1 after a checkpoint: requeue the job (same job "
+        "id, the log appended),",
+        "# which resumes from the checkpoint; Slurm requeues a preempted job by itself.",
+        f'if [ "$status" -eq {USR1_STATUS} ] && scontrol requeue "$SLURM_JOB_ID"; then',
+        '  echo "gcntrain: job $SLURM_JOB_ID requeued to resume from its checkpoint" >&2',
+        "  exit 0",
+        "fi",
+        'exit "$status"',
+    ]
+
+
+def mpi_plugin(
+    req: Request, used: set[str], installed: tuple[str | None, str]
+) -> tuple[str, str | None]:
+    """(the ``srun --mpi`` plugin, the note for the user or None).
+
+    `installed`: (the plugin the MPI library here needs or None, that library's name or why
+    none is known), from `gcntrain.comm.launch.installed_srun_mpi`.  --mpi wins; no note
+    when the template has no ``${mpi}``."""
+    if req.mpi is not None:
+        return req.mpi, None
+    plugin, library = installed
+    if "mpi" not in used:
+        return plugin or FALLBACK_SRUN_MPI, None
+    if plugin is not None:
+        return plugin, (
+            f"jobscript: srun --mpi={plugin}, the plugin {library} needs (the MPI library "
+            "mpi4py loads here); if the cluster's MPI differs, render with --mpi TYPE "
+            "(pmi2 for MPICH or Intel MPI, pmix for Open MPI)"
+        )
+    return FALLBACK_SRUN_MPI, (
+        f"jobscript: srun --mpi={FALLBACK_SRUN_MPI} assumed ({library}); render with --mpi "
+        "TYPE for the cluster's MPI (pmi2 for MPICH or Intel MPI, pmix for Open MPI)"
+    )
+
+
+def render(
+    req: Request, run: TrainRun, installed_mpi: tuple[str | None, str] = (None, "unknown")
+) -> Rendered:
+    """Check `req` and `run`, then render the batch script.  `installed_mpi`: (the srun
+    --mpi plugin the MPI library here needs or None, the library's name or why none is
+    known; `gcntrain.comm.launch.installed_srun_mpi`), the default of --mpi."""
     check_request(req)
     threads, threads_note = resolve_threads(req, run.threads)
     check_scheme(run, req.ranks)
@@ -540,6 +527,7 @@ def render(req: Request, run: TrainRun) -> Rendered:
     elif req.scheduler == "pjm":
         directives = _pjm_directives(req)
     preemption, resume_words = _preemption(req, run)
+    plugin, mpi_remark = mpi_plugin(req, used, installed_mpi)
     train_args = " ".join(shlex.quote(a) for a in req.train_args)
     rscgrp = req.rscgrp or ""
     if req.scheduler == "pjm" and req.rscgrp is None:
@@ -555,6 +543,7 @@ def render(req: Request, run: TrainRun) -> Rendered:
         "ranks_per_node": str(req.ranks_per_node),
         "ranks": str(req.ranks),
         "threads": str(threads),
+        "mpi": plugin,
         "cores_per_node": "" if req.cores_per_node is None else str(req.cores_per_node),
         "time": req.time or DEFAULT_TIME,
         "account": req.account or "",
@@ -567,7 +556,12 @@ def render(req: Request, run: TrainRun) -> Rendered:
         "preemption": "\n".join(preemption),
         "train": ("gcntrain train " + train_args).rstrip() + resume_words,
         "train_args": train_args,
+        "after": "\n".join(_after(req, run)),
     }
     script = substitute(text, values)
-    remarks = (setup_remark(req, used), threads_remark(req, run.threads, threads))
+    remarks = (
+        mpi_remark,
+        setup_remark(req, used),
+        threads_remark(req, run.threads, threads),
+    )
     return Rendered(script, threads, nbytes, where, tuple(r for r in remarks if r))

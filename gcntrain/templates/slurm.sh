@@ -20,4 +20,9 @@ export OMP_PROC_BIND=close
 export OMP_PLACES=cores
 
 ${preemption}
-srun --cpu-bind=cores --cpus-per-task=${threads} ${train}
+# One MPI job of ${ranks} ranks: --mpi=${mpi} is the process-management interface the MPI
+# library needs (without it each task would be a 1-rank job, which gcntrain refuses);
+# --kill-on-bad-exit=1 ends the job when a rank dies (an out-of-memory kill, a node) instead
+# of leaving the other ranks waiting in MPI until the time limit.
+srun --mpi=${mpi} --kill-on-bad-exit=1 --cpu-bind=cores --cpus-per-task=${threads} ${train}
+${after}
