@@ -47,6 +47,8 @@ SlurmctldHost=$host
 SlurmUser=slurm
 AuthType=auth/munge
 CredType=cred/munge
+# a requeued job may start again after the credential lifetime: 120 s by default, 10 here
+AuthInfo=cred_expire=10
 MpiDefault=$MPI_DEFAULT
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -61,6 +63,8 @@ SlurmdPidFile=$STATE/slurmd-%n.pid
 SlurmctldLogFile=$STATE/slurmctld.log
 SlurmdLogFile=$STATE/slurmd-%n.log
 SchedulerType=sched/backfill
+# jobs that become eligible later (a requeued one) start within 2 s, not a 30-60 s cycle
+SchedulerParameters=bf_interval=2,sched_interval=2
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
