@@ -15,11 +15,18 @@ from gcntrain.cli.options import json_option
 
 
 def _version(mod: str) -> str | None:
+    """The installed version of module `mod` (its distribution's, else its ``__version__``;
+    None when it does not import)."""
     try:
         m = __import__(mod)
     except Exception:
         return None
-    return getattr(m, "__version__", "unknown")
+    try:
+        from importlib.metadata import version
+
+        return version(mod)
+    except Exception:
+        return getattr(m, "__version__", "unknown")
 
 
 def _cpu_model() -> str:
@@ -31,6 +38,16 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _metis_backend() -> str:
+    """The partitioner behind ``--partition metis`` (pymetis, or the Mt-KaHyPar fallback)."""
+    try:
+        from gcntrain.partition.metis import metis_backend
+
+        return metis_backend()
+    except Exception as e:  # pragma: no cover
+        return f"unavailable ({e})"
 
 
 def collect_info() -> dict:
@@ -56,6 +73,7 @@ def collect_info() -> dict:
         "mtkahypar",
     ):
         out[mod] = _version(mod)
+    out["metis_backend"] = _metis_backend()
     try:
         import numba
 

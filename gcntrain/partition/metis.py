@@ -1,4 +1,4 @@
-"""METIS k-way graph partitioning (pymetis) of the symmetrised pattern, without self-loops.
+"""METIS k-way graph partitioning of the symmetrised pattern, without self-loops.
 
 METIS needs an undirected graph given with both directions of every edge and no self-loops;
 a directed or unsymmetric input is replaced by the pattern of ``A + A^T`` minus the diagonal
@@ -14,9 +14,26 @@ unit; vertex weights encode the computational load:
   ``w_i = nnz_i + lam * train_i`` with ``lam = round(nnz / n_train)``; training vertices then
   carry half of the total weight and get spread evenly together with the work,
 * an integer array of length n (non-negative).
+
+Backends.  METIS itself comes from pymetis, which has wheels only for x86-64 Linux and macOS
+(elsewhere, e.g. on aarch64 / A64FX, it builds from source with a C++ compiler and is left
+out by default, see setup.cfg's ``metis`` extra).  Without pymetis the same call partitions
+the same graph (unit edge weights, the same vertex weights) with Mt-KaHyPar's graph mode:
+cut objective, DETERMINISTIC preset, the same imbalance ``eps`` (every part weight at most
+``(1 + eps) * ceil(total / P)``).  That preset gives the same partition on every machine and
+thread count, and ignores Mt-KaHyPar's seed: a nonzero seed renumbers the vertices by a
+permutation drawn from it before partitioning (seed 0 keeps the numbering), so another seed
+gives another partition, the same one everywhere.  Its cuts and balance differ from METIS's
+(docs/partition.md, "METIS without pymetis").  `metis_backend` names the backend in use; the
+environment variable ``GCNTRAIN_METIS_BACKEND`` (`BACKEND_ENV`) chooses it: ``auto``
+(default: pymetis when it imports), ``pymetis`` or ``mtkahypar`` (forces the fallback, e.g.
+for tests on x86-64).
 """
 
 from __future__ import annotations
+
+import os
+from importlib import metadata
 
 import numpy as np
 
@@ -31,6 +48,69 @@ VWEIGHT_CHOICES = ("none", "degree", "train")
 #: work, so that the busiest rank does not multiply several times the mean.  `metis_partition`
 #: itself keeps unit weights unless told otherwise.
 DEFAULT_VWEIGHTS = "degree"
+#: environment variable that chooses the backend of `metis_partition`
+BACKEND_ENV = "GCNTRAIN_METIS_BACKEND"
+#: its values: auto (pymetis when importable, else mtkahypar), pymetis, mtkahypar
+BACKENDS = ("auto", "pymetis", "mtkahypar")
+
+
+def _pymetis():
+    """The pymetis module, or None when it is not installed (or does not load)."""
+    try:
+        import pymetis
+    except ImportError:
+        return None
+    return pymetis
+
+
+def _dist_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown version"
+
+
+def metis_backend_name() -> str:
+    """The backend `metis_partition` uses now: ``"pymetis"`` or ``"mtkahypar"``.
+
+    Raises
+    ------
+    InputError
+        `BACKEND_ENV` names an unknown backend, or asks for pymetis where it is not installed.
+    """
+    choice = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
+    if choice not in BACKENDS:
+        raise InputError(f"{BACKEND_ENV}={choice!r} is not one of {', '.join(BACKENDS)}")
+    if choice == "mtkahypar":
+        return "mtkahypar"
+    if _pymetis() is not None:
+        return "pymetis"
+    if choice == "pymetis":
+        raise InputError(
+            f"{BACKEND_ENV}=pymetis but pymetis is not installed (pip install 'gcntrain[metis]' "
+            "builds it where no wheel exists; it needs a C++ compiler)"
+        )
+    return "mtkahypar"
+
+
+def metis_backend() -> str:
+    """One line naming the partitioner behind `metis_partition` and its version.
+
+    Returns
+    -------
+    str, e.g. ``"pymetis 2025.2.2"`` or ``"mtkahypar 1.7 (graph, cut, deterministic;
+    pymetis not installed)"``; an invalid `BACKEND_ENV` is described instead of raised.
+    """
+    try:
+        name = metis_backend_name()
+    except InputError as e:
+        return f"invalid: {e}"
+    if name == "pymetis":
+        return f"pymetis {_dist_version('pymetis')}"
+    why = (
+        f"forced by {BACKEND_ENV}=mtkahypar" if _pymetis() is not None else "pymetis not installed"
+    )
+    return f"mtkahypar {_dist_version('mtkahypar')} (graph, cut, deterministic; {why})"
 
 
 def vertex_weights(
@@ -85,8 +165,9 @@ def metis_partition(
     imbalance: float = 0.03,
     seed: int = 0,
     recursive: bool | None = None,
+    threads: int | None = None,
 ) -> np.ndarray:
-    """Partition the rows of a square matrix with METIS (minimum edge cut).
+    """Partition the rows of a square matrix for minimum edge cut (METIS, or its fallback).
 
     Parameters
     ----------
@@ -94,24 +175,30 @@ def metis_partition(
     P : number of parts, ``1 <= P <= n``
     vweights : vertex weights, see `vertex_weights`
     train_mask : training vertices for ``vweights="train"``
-    imbalance : allowed load imbalance eps (METIS ``ufactor = round(1000 * eps)``)
-    seed : METIS random seed
-    recursive : recursive bisection instead of k-way (default: pymetis' choice, P <= 8)
+    imbalance : allowed load imbalance eps (METIS ``ufactor = round(1000 * eps)``;
+        Mt-KaHyPar: every part weight ``<= (1 + eps) * ceil(total / P)``)
+    seed : random seed of the partitioner
+    recursive : pymetis only: recursive bisection instead of k-way (default: pymetis'
+        choice, P <= 8); the fallback ignores it
+    threads : fallback only: threads of the process-wide Mt-KaHyPar initializer, used only
+        if this is the process's first Mt-KaHyPar call (the result does not depend on it)
 
     Returns
     -------
-    int64 array (n,) of part ids in ``[0, P)``.
+    int64 array (n,) of part ids in ``[0, P)``.  The backend is `metis_backend_name`'s.
     """
-    import pymetis
-
     n = check_csr(indptr, indices)
     check_parts(n, P)
     if imbalance < 0:
         raise InputError(f"imbalance must be >= 0 (got {imbalance})")
     w = vertex_weights(indptr, vweights, train_mask)
+    backend = metis_backend_name()
     if P == 1:
         return np.zeros(n, dtype=np.int64)
     xadj, adjncy = symmetrized_without_loops(indptr, indices, n)
+    if backend == "mtkahypar":
+        return _mtkahypar_graph_partition(n, xadj, adjncy, w, P, imbalance, seed, threads)
+    pymetis = _pymetis()
     dtype = pymetis.zero_copy_dtype()
     adjacency = pymetis.CSRAdjacency(xadj.astype(dtype), adjncy.astype(dtype))
     options = pymetis.Options(seed=int(seed), ufactor=max(1, int(round(1000 * imbalance))))
@@ -120,3 +207,57 @@ def metis_partition(
         int(P), adjacency=adjacency, options=options, recursive=recursive, **kwargs
     )
     return np.asarray(membership, dtype=np.int64)
+
+
+def _mtkahypar_graph_partition(
+    n: int,
+    xadj: np.ndarray,
+    adjncy: np.ndarray,
+    w: np.ndarray | None,
+    P: int,
+    eps: float,
+    seed: int,
+    threads: int | None,
+) -> np.ndarray:
+    """Mt-KaHyPar's graph mode on a METIS input: cut objective, DETERMINISTIC preset.
+
+    Parameters
+    ----------
+    n : number of vertices
+    xadj, adjncy : the symmetric pattern without loops (both directions of every edge)
+    w : int64 (n,) vertex weights, or None for unit weights
+    P : number of parts, ``2 <= P <= n``
+    eps : allowed imbalance
+    seed : 0: partition the vertices as numbered; otherwise in the order of a permutation
+        drawn from the seed (the DETERMINISTIC preset does not use Mt-KaHyPar's own seed)
+    threads : threads of the process-wide initializer if it is made by this call
+
+    Returns
+    -------
+    int64 array (n,) of part ids in ``[0, P)``.
+    """
+    import mtkahypar
+
+    from gcntrain.partition.hypergraph import mtkahypar_initializer
+
+    # The preset ignores Mt-KaHyPar's seed: a nonzero seed numbers the vertices by a seeded
+    # permutation instead (PCG64: the same on every machine), seed 0 keeps the given numbering.
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(xadj))
+    upper = src < adjncy  # each undirected edge once
+    u, v = src[upper], adjncy[upper]
+    new_id = np.arange(n, dtype=np.int64)
+    if seed:
+        order = np.random.default_rng(int(seed) % 2**64).permutation(n)
+        new_id[order] = np.arange(n, dtype=np.int64)
+        u, v = new_id[u], new_id[v]
+        w = None if w is None else w[order]
+    edges = list(zip(u.tolist(), v.tolist()))
+    weights = [1] * n if w is None else w.tolist()
+    mtk = mtkahypar_initializer(threads)
+    ctx = mtk.context_from_preset(mtkahypar.PresetType.DETERMINISTIC)
+    ctx.set_partitioning_parameters(int(P), float(eps), mtkahypar.Objective.CUT)
+    ctx.logging = False
+    mtkahypar.set_seed(int(seed))
+    graph = mtk.create_graph(ctx, int(n), len(edges), edges, weights, [1] * len(edges))
+    part = np.asarray(graph.partition(ctx).get_partition(), dtype=np.int64)
+    return part[new_id]
