@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gcntrain.data.convert import convert_source  # noqa: E402
-from gcntrain.partition import hypergraph  # noqa: E402
+from gcntrain.partition import mtk  # noqa: E402
 from gcntrain.partition.methods import run_method  # noqa: E402
 from gcntrain.partition.metis import BACKEND_ENV, metis_backend  # noqa: E402
 from gcntrain.partition.report import build_report  # noqa: E402
@@ -106,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"METIS: {metis_backend()}")
     os.environ[BACKEND_ENV] = "mtkahypar"
     print(f"fallback: {metis_backend()}")
-    hypergraph.mtkahypar_initializer()  # started once, outside the timings
+    mtk.mtkahypar_initializer()  # started once, outside the timings
     print(
         f"{platform.machine()}, Python {platform.python_version()}, "
-        f"Mt-KaHyPar threads {hypergraph._MTK_THREADS}, pymetis 1 thread; "
+        f"Mt-KaHyPar threads {mtk.initializer_threads()}, pymetis 1 thread; "
         f"vertex weights: row nonzeros; eps {args.eps}\n"
     )
     t_all = time.perf_counter()

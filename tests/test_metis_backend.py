@@ -27,8 +27,8 @@ from gcntrain.data.convert import load_planetoid
 from gcntrain.data.partition_file import read_partition
 from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError
-from gcntrain.partition import hypergraph
 from gcntrain.partition import metis as metis_mod
+from gcntrain.partition import mtk
 from gcntrain.partition.basic import random_partition
 from gcntrain.partition.metis import (
     BACKEND_ENV,
@@ -143,7 +143,7 @@ def test_deterministic_by_seed_across_processes_and_threads(cora, cora_file):
     assert np.array_equal(a, metis_partition(ip, ix, 8, vweights="degree", seed=3))
     assert not np.array_equal(a, metis_partition(ip, ix, 8, vweights="degree", seed=4))
     # a fresh process whose Mt-KaHyPar runs another number of threads
-    threads = 1 if hypergraph._MTK_THREADS != 1 else 2
+    threads = 1 if mtk.initializer_threads() != 1 else 2
     code = (
         "import sys, numpy as np\n"
         "from gcntrain.data.store import read_graph\n"
@@ -163,7 +163,7 @@ def test_deterministic_by_seed_across_processes_and_threads(cora, cora_file):
     )
     assert res.returncode == 0, res.stderr[-2000:]
     other = np.array(res.stdout.split(","), dtype=np.int64)
-    print(f"threads here {hypergraph._MTK_THREADS}, in the other process {threads}")
+    print(f"threads here {mtk.initializer_threads()}, in the other process {threads}")
     assert np.array_equal(a, other)
 
 

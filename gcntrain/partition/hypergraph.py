@@ -41,7 +41,6 @@ warns); the first call fixes the thread count for the process.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,10 +56,8 @@ from gcntrain.partition.csr import (
     pattern_matrix,
     transpose_pattern,
 )
+from gcntrain.partition.mtk import mtkahypar_initializer
 from gcntrain.partition.unique import unique_ints
-
-_MTK = None
-_MTK_THREADS = 0
 
 #: Mt-KaHyPar preset names accepted by `partition_nets`
 PRESETS = ("default", "quality", "highest_quality", "deterministic", "large_k")
@@ -78,22 +75,6 @@ DEFAULTS = {
 def auto_net_cap(P: int) -> int:
     """Default net cap of the METIS-started refinement: ``max(128, 2 P)`` pins."""
     return max(128, 2 * int(P))
-
-
-def _default_threads() -> int:
-    v = os.environ.get("NUMBA_NUM_THREADS")
-    return int(v) if v else (os.cpu_count() or 1)
-
-
-def mtkahypar_initializer(threads: int | None = None):
-    """The process-wide Mt-KaHyPar initializer (created on first use with `threads`)."""
-    global _MTK, _MTK_THREADS
-    if _MTK is None:
-        import mtkahypar
-
-        _MTK_THREADS = int(threads or _default_threads())
-        _MTK = mtkahypar.initialize(_MTK_THREADS, False)
-    return _MTK
 
 
 def column_nets(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -238,7 +238,7 @@ def _mtkahypar_graph_partition(
     """
     import mtkahypar
 
-    from gcntrain.partition.hypergraph import mtkahypar_initializer
+    from gcntrain.partition.mtk import mtkahypar_initializer
 
     # The preset ignores Mt-KaHyPar's seed: a nonzero seed numbers the vertices by a seeded
     # permutation instead (PCG64: the same on every machine), seed 0 keeps the given numbering.
