@@ -139,3 +139,13 @@ def test_launcher_size_follows_the_count(monkeypatch):
     assert launcher_size() == 1
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "5")
     assert launcher_size() == 5
+
+
+def test_info_names_the_srun_plugin_of_the_mpi_library(capsys):
+    import json
+
+    assert run(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    vendor = info["mpi_vendor"].rsplit(" ", 1)[0]
+    assert info["srun_mpi"] == srun_mpi_type(vendor)
+    assert info["srun_mpi"] == {"MPICH": "pmi2", "Open MPI": "pmix"}.get(vendor, info["srun_mpi"])

@@ -52,6 +52,7 @@ def _metis_backend() -> str:
 
 def collect_info() -> dict:
     """Everything `gcntrain info` reports, as a dict (MPI errors are reported, not raised)."""
+    from gcntrain.comm.launch import srun_mpi_type
     from gcntrain.comm.mpi import MPIUnavailableError, load_mpi
 
     out: dict = {
@@ -90,8 +91,10 @@ def collect_info() -> dict:
         out["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
         out["mpi_standard"] = "{}.{}".format(*MPI.Get_version())
         out["mpi_world_size"] = MPI.COMM_WORLD.Get_size()
+        out["srun_mpi"] = srun_mpi_type(vendor)
     except MPIUnavailableError as e:
         out["mpi_library"] = None
+        out["srun_mpi"] = None
         out["mpi_error"] = str(e)
     out.update(device_info(MPI))
     return out
