@@ -34,6 +34,9 @@ from gcntrain.partition.methods import run_method  # noqa: E402
 from gcntrain.partition.metis import BACKEND_ENV, metis_backend  # noqa: E402
 from gcntrain.partition.report import build_report  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_partitions import shared_dir, table  # noqa: E402  (the same table layout)
+
 COLUMNS = [
     "backend",
     "edge cut",
@@ -46,26 +49,6 @@ COLUMNS = [
     "seconds",
     "cpu s",
 ]
-
-
-def shared_dir() -> Path:
-    p = ROOT.parent / "shared"
-    return p if p.is_dir() else Path("/work/shared")
-
-
-def table(rows: list[list]) -> str:
-    cells = [
-        [
-            f"{c:,}" if isinstance(c, int) else f"{c:.3f}" if isinstance(c, float) else str(c)
-            for c in r
-        ]
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(r[k]) for r in cells)) for k, h in enumerate(COLUMNS)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(COLUMNS, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join(lines)
 
 
 def load(name: str):
@@ -127,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row(f"mtkahypar seed {s}", rep, cpu))
                 if s == 0:
                     ratios.append((P, ref, rep))
-            print(f"\nP = {P}\n{table(rows)}")
+            print(f"\nP = {P}\n{table(COLUMNS, rows)}")
         print(f"\n{name}, fallback (seed 0) / METIS:")
         for P, ref, rep in ratios:
             cut = rep["edge_cut"] / ref["edge_cut"]
