@@ -149,3 +149,14 @@ def test_info_names_the_srun_plugin_of_the_mpi_library(capsys):
     vendor = info["mpi_vendor"].rsplit(" ", 1)[0]
     assert info["srun_mpi"] == srun_mpi_type(vendor)
     assert info["srun_mpi"] == {"MPICH": "pmi2", "Open MPI": "pmix"}.get(vendor, info["srun_mpi"])
+
+
+def test_nested_runs_start_without_the_parents_launcher(monkeypatch):
+    """What `--scheme auto` and `bench` start from inside a job (`gcntrain.simulate.launch`)
+    carries no task count of the parent's launcher, which would refuse it."""
+    from gcntrain.simulate.launch import launcher_free_env
+
+    for name in TASK_COUNT_VARS:
+        monkeypatch.setenv(name, "4")
+    assert launched_tasks(dict(os.environ)) == ("PMI_SIZE", 4)
+    assert launched_tasks(launcher_free_env()) is None

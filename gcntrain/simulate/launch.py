@@ -30,6 +30,7 @@ LAUNCHER_PREFIXES = (
     "OMPI_FIRST_RANKS",
     "OMPI_NUM_APP_CTX",
     "OMPI_ARGV",
+    "MV2_COMM_WORLD_",
     "SLURM_",
 )
 #: seconds any one run of the bench may take (a hung nested job must not hang the caller)
