@@ -54,6 +54,26 @@ def parse_train_args(args: tuple[str, ...]):
     )
 
 
+def input_files(args: tuple[str, ...], run) -> list[str]:
+    """The files the train arguments (``train ARGS...``, parsed into `run`) name: GRAPH, a
+    --partition file, --config and --resume (rendering -o over one would destroy it)."""
+    found = [p for p in (run.graph, run.partition, run.resume) if p is not None]
+    rest = list(args[1:])
+    for i, a in enumerate(rest):
+        if a == "--config" and i + 1 < len(rest):
+            found.append(rest[i + 1])
+        elif a.startswith("--config="):
+            found.append(a.split("=", 1)[1])
+    return found
+
+
+def template_files(req) -> list[str]:
+    """The user's template that would render `req` (--template-dir DIR/SCHEDULER.sh)."""
+    if req.template_dir is None:
+        return []
+    return [os.path.join(req.template_dir, f"{req.scheduler}.sh")]
+
+
 def write_script(path: str, text: str) -> None:
     """`text` as the executable file `path` (mode 0755), whole or not at all."""
     from gcntrain.data.atomic import write_named
@@ -186,8 +206,6 @@ def jobscript(
     from gcntrain.data.atomic import check_output_file
     from gcntrain.job.jobscript import Request, render
 
-    if out is not None:  # before the planning: an unwritable -o is one line, no work done
-        check_output_file(out, (), "--out")
     req = Request(
         scheduler=scheduler,
         nodes=nodes,
@@ -208,6 +226,9 @@ def jobscript(
         mpi=mpi,
     )
     run = parse_train_args(tuple(train_args))
+    if out is not None:  # before the planning: an unwritable -o is one line, no work done
+        inputs = (*input_files(tuple(train_args), run), *template_files(req))
+        check_output_file(out, inputs, "--out")
     installed = (None, "not looked up")
     if mpi is None and scheduler != "pjm":
         from gcntrain.comm.launch import installed_srun_mpi

@@ -30,6 +30,9 @@ def _out_format(ctx, param, value: str | None) -> str | None:
     fmt = Path(value).suffix.lstrip(".").lower() or "png"
     if fmt not in figure_class()().canvas.get_supported_filetypes():
         raise InputError(f"--out: unknown image format {fmt!r} (png, pdf, svg, ...)", value)
+    from gcntrain.data.atomic import check_output_file
+
+    check_output_file(value, (), "--out")  # a device or a FIFO is refused before any work
     return value
 
 

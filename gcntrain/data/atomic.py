@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -70,6 +71,29 @@ def probe_dir(path, keep: bool) -> None:
                 pass
 
 
+#: what a path that is not a regular file is (`os.stat` mode tests), for the refusals
+SPECIAL_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def special_kind(path) -> str | None:
+    """What `path` is when it exists (through links) and is not a regular file: "a FIFO",
+    "a character device", ...; None for a regular file or nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, kind in SPECIAL_KINDS:
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
 def check_output_file(path, inputs=(), flag: str = "--out") -> None:
     """Fail early, before any work, when `path` cannot become an output file: it is one of
     the `inputs` (the same file, also through a link: writing it would destroy the input),
@@ -82,8 +106,9 @@ def check_output_file(path, inputs=(), flag: str = "--out") -> None:
                 raise InputError(
                     f"{flag} is an input of this command; writing it would destroy it", str(p)
                 )
-        if p.is_dir():
-            raise InputError(f"{flag} is a directory, not a file", str(p))
+        kind = special_kind(p)
+        if kind is not None:  # the rename would replace a device node or a FIFO
+            raise InputError(f"{flag} is {kind}, not a regular file: not replaced", str(p))
     parent = p.absolute().parent
     if not parent.is_dir():
         raise InputError(f"{flag}: no such directory {parent}", str(p))
@@ -131,7 +156,12 @@ def write_temp(path: Path, write: Callable[[object], None]) -> Path:
 
 
 def _install(tmp: Path, path: Path) -> None:
-    """Rename a complete temporary to its final name, durably."""
+    """Rename a complete temporary to its final name, durably; never over anything but a
+    regular file (a device node, a FIFO: `OutputError`, the temporary removed)."""
+    kind = special_kind(path)
+    if kind is not None:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"is {kind}, not a regular file: not replaced", str(path))
     try:
         os.replace(tmp, path)
     except OSError as e:
