@@ -578,3 +578,38 @@ def test_kill_on_bad_exit_in_every_slurm_script():
 )
 def test_bad_mpi_plugins_refused(capsys, args, needle):
     refused(capsys, [*shlex.split(args), "--", "train"], needle)
+
+
+@pytest.mark.parametrize("scheduler", ["slurm", "pjm"])
+@pytest.mark.parametrize(
+    "setup, needle",
+    [
+        ("echo 'oops", "is not a complete shell line: unexpected EOF"),
+        ("if true; then", "is not a complete shell line"),
+        ("cat <<EOF", "opens a here-document"),
+        ("cat <<-END", "opens a here-document"),
+    ],
+)
+def test_setup_lines_left_open_are_refused(capsys, tmp_path, scheduler, setup, needle):
+    """A --setup that leaves a quote, a compound command or a here-document open would
+    swallow the launch or fail the job's shell: one line, exit 2, nothing written."""
+    out = tmp_path / "job.sh"
+    args = ["--scheduler", scheduler, "--nodes", "1", "--ranks-per-node", "2", "--setup", setup]
+    refused(capsys, [*args, "-o", str(out), "--", "train"], needle)
+    assert not out.exists()
+
+
+def test_complete_setup_lines_pass_bash(capsys, tmp_path):
+    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 --mpi pmi2".split()
+    for setup in ('x=$(cat <<<"a b")', "export A='x y'", "if true; then :; fi"):
+        script = tmp_path / "job.sh"
+        script.write_text(render(capsys, [*args, "--setup", setup, "--", "train"]))
+        bash_syntax_ok(script)
+
+
+def test_a_template_rendering_invalid_bash_is_refused(capsys, tmp_path):
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "slurm.sh").write_text("#!/bin/bash\n${header}\nif true; then\nsrun ${train}\n")
+    args = ["--scheduler", "slurm", "--nodes", "1", "--ranks-per-node", "2"]
+    refused(capsys, [*args, "--template-dir", str(d), "--", "train"], "is not valid bash")

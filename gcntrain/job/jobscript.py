@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 
 from gcntrain.errors import InputError
-from gcntrain.job.jobscript_env import check_setup, setup_lines, setup_remark
+from gcntrain.job.jobscript_env import bash_syntax_error, check_setup, setup_lines, setup_remark
 
 #: schedulers with a shipped template
 SHIPPED = ("slurm", "pjm")
@@ -559,6 +559,9 @@ def render(
         "after": "\n".join(_after(req, run)),
     }
     script = substitute(text, values)
+    why = bash_syntax_error(script) if script.startswith("#!/bin/bash") else None
+    if why is not None:  # a user template, or a value that slipped through the checks
+        raise InputError(f"the script rendered from {where} is not valid bash: {why}")
     remarks = (
         mpi_remark,
         setup_remark(req, used),

@@ -5,9 +5,31 @@ up none.  Pure, as `gcntrain.job.jobscript`; `req` is its `Request`."""
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
+import shutil
+import subprocess
 
 from gcntrain.errors import InputError
+
+#: a here-document (``<<WORD``, not the here-string ``<<<``): its body would be the lines
+#: that follow in the script, the launch among them
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)")
+
+
+def bash_syntax_error(text: str) -> str | None:
+    """The first line of ``bash -n``'s complaint about `text` (None: valid, or no bash on
+    this machine to ask)."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    res = subprocess.run(
+        [bash, "-n"], input=text, capture_output=True, text=True, timeout=30, check=False
+    )
+    if res.returncode == 0:
+        return None
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    return lines[0].split(": ", 2)[-1] if lines else f"bash -n exited {res.returncode}"
 
 
 def check_setup(req) -> None:
@@ -24,6 +46,15 @@ def check_setup(req) -> None:
     for m in req.modules:
         if m != m.strip() or any(c.isspace() for c in m):
             raise InputError(f"--module takes one module name (repeat it for more), got {m!r}")
+    for c in req.setup:  # one complete shell line: nothing left open for the launch to fall in
+        if _HEREDOC.search(c):
+            raise InputError(
+                f"--setup {c!r} opens a here-document, whose body would swallow the lines "
+                "after it (the launch); put that set-up in a script and --setup '. SCRIPT'"
+            )
+        why = bash_syntax_error(c + "\n")
+        if why is not None:
+            raise InputError(f"--setup {c!r} is not a complete shell line: {why}")
 
 
 #: the environment comment of a script rendered without --module, --setup or --venv
