@@ -147,7 +147,10 @@ def test_cuda_aware_verdicts_in_order():
     assert verdict(None, None, None, True, "1")[0] == "yes"
     assert verdict(None, None, None, True, None)[0] == "no"
     assert verdict(None, None, None, False, None)[0] == "unknown"
-    assert verdict("maybe", None, None, False, None)[0] == "unknown"
+    assert verdict(" ", None, None, False, None)[0] == "unknown"  # empty: not set
+    for bad in ("maybe", "2", "true", "yes", "banana"):  # issue 51, item 7
+        with pytest.raises(InputError, match=f"{OVERRIDE_VAR} must be 0 .* or 1 .*{bad!r}"):
+            verdict(bad, None, None, False, None)
 
 
 def test_cuda_aware_on_this_mpi_never_raises():
@@ -180,3 +183,18 @@ def test_a_real_gpu_trains_only_under_the_unchecked_hook(monkeypatch):
     hook = {choice.TEST_DEVICE_VAR: "unchecked-gpu"}
     assert choice.resolve_for_run("gpu", hook) == choice.DeviceChoice("gpu", None, 2)
     assert choice.resolve_for_run("auto", hook).kind == "cpu"
+
+
+def test_info_shows_the_override_and_refuses_a_bad_one(monkeypatch, capsys):
+    import json
+
+    from gcntrain.cli.main import run
+
+    monkeypatch.setenv(OVERRIDE_VAR, "1")
+    assert run(["info", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["cuda_aware_mpi"], got["cuda_aware_mpi_how"]) == ("yes", f"{OVERRIDE_VAR}=1")
+    monkeypatch.setenv(OVERRIDE_VAR, "banana")
+    assert run(["info", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"{OVERRIDE_VAR} must be 0" in err

@@ -391,11 +391,10 @@ def test_collective_fits_recover_latency_eager_limit_and_rendezvous():
     assert K.fit_rendezvous(flat, 2e-5, 1 / 3e9, mem) == (0.0, 0.0)
 
 
-def test_profile_text_round_trips_through_the_parser():
-    from gcntrain.simulate.profile_text import profile_text
-
-    figs = {
-        "host": "h",
+def sample_figs(host: str = "h") -> dict:
+    """The figures `calibrate` gathers, made up (for `profile_text`)."""
+    return {
+        "host": host,
         "when": "now",
         "cores": 4,
         "version": "0",
@@ -413,6 +412,12 @@ def test_profile_text_round_trips_through_the_parser():
         "threads": {k: {1: 1.0, 2: 1.5, 4: 2.5} for k in ("spmm", "gemm", "other")},
         "node_scaling": {k: {1: 1.0, 2: 1.9, 4: 3.0} for k in ("spmm", "gemm", "other")},
     }
+
+
+def test_profile_text_round_trips_through_the_parser():
+    from gcntrain.simulate.profile_text import profile_text
+
+    figs = sample_figs()
     m = parse_machine(profile_text("mine", figs), "t")
     assert m.name == "mine" and m.cores == 4 and m.ranks_per_node == 4
     assert m.oversubscribed_sync == pytest.approx(3e-4) and m.threads_source == "measured"
@@ -538,3 +543,26 @@ def test_serial_epochs_report_the_time_outside_the_products(graph_file):
     assert set(got) == {"epoch_seconds", "t_aggregation", "t_dense", "t_other"}
     assert 0 < got["t_other"] < got["epoch_seconds"]
     assert got["t_aggregation"] > 0 and got["t_dense"] > 0
+
+
+@pytest.mark.parametrize("name", ['a"b', "back\\slash", 'q"\nwarp_speed = 9\n#', "ünï code"])
+def test_profile_names_cannot_break_or_inject_toml(name):
+    """A name (or host) with quotes, backslashes or line breaks is written escaped: the
+    profile parses, with that name and no injected key (issue 51, item 5)."""
+    from gcntrain.simulate.profile_text import profile_text
+
+    m = parse_machine(profile_text(name, sample_figs(host=name)), "t")
+    assert m.name == name and m.cores == 4
+
+
+def test_bench_refuses_a_bad_name_before_measuring(capsys, monkeypatch):
+    from gcntrain.cli.main import run
+    from gcntrain.simulate import calibrate
+
+    def measured(*args, **kwargs):
+        raise AssertionError("bench measured before refusing the name")
+
+    monkeypatch.setattr(calibrate, "calibrate", measured)
+    assert run(["bench", "--quick", "--name", "a\tb"]) == 2
+    assert "--name must be 1-100 printable characters" in capsys.readouterr().err
+    assert run(["bench", "--quick", "--name", " "]) == 2

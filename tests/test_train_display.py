@@ -58,3 +58,16 @@ def test_exchange_rows_scale_to_megabytes_and_are_absent_without_the_keys():
     (row,) = exchange_rows(_phase("L0.bwd", 826_368, 0, 1_666_624, 0))
     assert row[1].startswith("826 kB + 0 B in 0.33 ms / 1.67 MB + 0 B in 6.75 ms")
     assert exchange_rows({"scheme": "p2p", "bytes_sent_max": 10}) == []
+
+
+def test_threads_beyond_the_pool_are_said(capsys):
+    """--threads above what Numba's pool holds (sized when the process started) trains on
+    the pool and says so, instead of quietly running fewer (issue 51, item 8)."""
+    from gcntrain.cli.main import run
+    from gcntrain.kernels.threads import max_threads
+
+    assert run(["train", "--epochs", "1", "--threads", "1000"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: --threads 1000: a rank here runs at most {max_threads()} Numba threads" in err
+    assert run(["train", "--epochs", "1", "--threads", str(max_threads())]) == 0
+    assert "note: --threads" not in capsys.readouterr().err

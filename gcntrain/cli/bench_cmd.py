@@ -57,8 +57,10 @@ def bench(out, name, quick, mpiexec, device):
     from gcntrain.data.atomic import check_output_file, write_text
     from gcntrain.simulate.calibrate import calibrate
     from gcntrain.simulate.local import store
-    from gcntrain.simulate.profile_text import profile_text
+    from gcntrain.simulate.profile_text import check_name, profile_text
 
+    if name is not None:
+        check_name(name)  # before the minute of measuring
     if device == "gpu":
         _check_gpu()
     if out is not None:

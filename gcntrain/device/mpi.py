@@ -23,6 +23,8 @@ import ctypes
 import os
 from collections.abc import Mapping
 
+from gcntrain.errors import InputError
+
 #: the user's override of the detection
 OVERRIDE_VAR = "GCNTRAIN_CUDA_AWARE_MPI"
 
@@ -41,7 +43,12 @@ def verdict(
     cray : whether the library is Cray MPICH.
     cray_env : ``MPICH_GPU_SUPPORT_ENABLED``'s value (None: unset).
     """
-    if override is not None and override.strip() in ("0", "1"):
+    if override is not None and override.strip():
+        if override.strip() not in ("0", "1"):
+            raise InputError(
+                f"{OVERRIDE_VAR} must be 0 (MPI gets host buffers: staged) or 1 (device "
+                f"buffers: direct), got {override!r}"
+            )
         return ("yes" if override.strip() == "1" else "no"), f"{OVERRIDE_VAR}={override.strip()}"
     if mpi4py_answer is not None:
         return ("yes" if mpi4py_answer else "no"), "mpi4py MPI.Query_cuda_support()"
@@ -82,7 +89,8 @@ def library_query() -> int | None:
 
 def cuda_aware(MPI=None, env: Mapping[str, str] = os.environ) -> tuple[str, str]:
     """Whether the MPI library of the `mpi4py.MPI` module `MPI` is CUDA-aware (None: the
-    library is not loaded; only the override can answer); never raises."""
+    library is not loaded; only the override can answer); raises `InputError` only for an
+    override other than 0 or 1."""
     override = env.get(OVERRIDE_VAR)
     mpi4py_answer = library_answer = None
     cray = False

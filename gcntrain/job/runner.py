@@ -363,6 +363,13 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     t0 = time.perf_counter()
     per_node = ranks_on_node(world)
     nthreads = auto_threads(world, spec.threads, per_node)
+    if spec.threads is not None and nthreads < spec.threads and notice is not None:
+        if world.rank == 0:  # Numba's pool was sized when the process started
+            notice(
+                f"note: --threads {spec.threads}: a rank here runs at most {nthreads} Numba "
+                f"threads (NUMBA_NUM_THREADS or the cores when it started); training on "
+                f"{nthreads}"
+            )
     node = {
         "ranks_per_node": per_node,
         "threads_per_rank": nthreads,

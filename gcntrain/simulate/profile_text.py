@@ -3,7 +3,26 @@ with the sources of every figure; `gcntrain.simulate.machine.parse_machine` read
 
 from __future__ import annotations
 
+import json
+
+from gcntrain.errors import InputError
 from gcntrain.simulate.measure import SCALING_WIDTH, SPMM_EDGE_FACTORS
+
+#: the longest profile name `bench --name` takes
+NAME_MAX = 100
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string: quoted, with ``"``, ``\\`` and control characters
+    escaped (JSON's escapes are TOML's), so that no value can end its string early."""
+    return json.dumps(str(text), ensure_ascii=False)
+
+
+def check_name(name: str) -> None:
+    """Raise `InputError` for a profile name that is empty, too long or holds a control
+    character (checked before anything is measured)."""
+    if not name.strip() or len(name) > NAME_MAX or any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise InputError(f"--name must be 1-{NAME_MAX} printable characters, got {name!r}")
 
 
 def _table(d: dict, fmt: str = ".4g") -> str:
@@ -15,14 +34,18 @@ def profile_text(name: str, figs: dict) -> str:
     scales = figs.get("product_scales", (1.0, 1.0))
     mode = "--quick " if figs.get("quick") else ""
     threads = figs.get("threads")
+    host = toml_string(figs["host"])[1:-1]  # escaped, for inside the strings and comment
     lines = [
-        f"# Measured by `gcntrain bench{' --quick' if mode else ''}` on {figs['host']} at "
+        f"# Measured by `gcntrain bench{' --quick' if mode else ''}` on {host} at "
         f"{figs['when']}.",
-        f'name = "{name}"',
-        f'description = "{figs["host"]}: {figs["cores"]} cores, measured by gcntrain bench'
-        f'{" --quick" if mode else ""}"',
+        f"name = {toml_string(name)}",
+        "description = "
+        + toml_string(
+            f"{figs['host']}: {figs['cores']} cores, measured by gcntrain bench"
+            + (" --quick" if mode else "")
+        ),
         "sources = [",
-        f'  "gcntrain bench {figs["version"]} {mode}on {figs["host"]}: spmm_csr_dense one '
+        f'  "gcntrain bench {figs["version"]} {mode}on {host}: spmm_csr_dense one '
         f"thread, cold caches, on R-MAT scale {figs.get('spmm_scale', 17)} adjacencies of edge "
         f"factors {list(figs.get('spmm_edge_factors', SPMM_EDGE_FACTORS))}"
         f"{' (cost per row and rate per entry solved apart)' if figs.get('spmm_row_ns') else ''}"
