@@ -203,3 +203,19 @@ def test_config_show_writes_the_hidden_widths_the_run_uses(tmp_path, capsys):
     path.write_text(shown)
     assert run(["train", "--config", str(path), "--epochs", "2", "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["hidden"] == [16]
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[trian]\nepochs = 2\n", "[trian] is not a gcntrain command (closest: train)"),
+        ("epochs = 2\n[train]\nlr = 0.1\n", "'epochs' stands outside any table"),
+        ("[generate.rmt]\nscale = 4\n", "[generate.rmt] is not a generate subcommand (rmat)"),
+    ],
+)
+def test_tables_no_command_reads_are_errors(tmp_path, capsys, text, needle):
+    """A misspelt table or a key outside every table is never ignored (issue 51, item 6):
+    one line naming it and the closest names, for any command the file is given to."""
+    path = write(tmp_path / "c.toml", text)
+    for argv in (["train", "--config", path], ["simulate", "--ranks", "2", "--config", path]):
+        assert needle in one_error_line(capsys, argv)

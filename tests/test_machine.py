@@ -3,6 +3,8 @@ collective algorithms against their closed forms."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -106,6 +108,28 @@ def test_bad_profiles_are_one_line_errors(tmp_path, edit, needle):
     with pytest.raises(InputError, match=needle.replace("[", r"\[").replace("]", r"\]")) as e:
         load_machine(str(path))
     assert "\n" not in str(e.value)
+
+
+def test_unknown_keys_are_errors_with_the_closest_names(tmp_path):
+    """A key the parser never asks for is a typo or an invention: one line naming it and
+    the closest keys of its table (issue 51, item 6)."""
+    from gcntrain.simulate.machine import MACHINES_DIR
+
+    text = (MACHINES_DIR / "fugaku.toml").read_text()
+    assert "\nwraparound" in text
+    cases = [
+        (text.replace("\nwraparound", "\nwrap_around"), "network.topology.wrap_around"),
+        (text.replace("[node]", "warp_speed = 9\n[node]", 1), "warp_speed"),
+        (text.replace("[node]", "[node]\ncorez = 48", 1), "node.corez (closest: cores"),
+    ]
+    for i, (bad, needle) in enumerate(cases):
+        path = tmp_path / f"bad{i}.toml"
+        path.write_text(bad)
+        with pytest.raises(InputError, match=re.escape(f"unknown key {needle}")):
+            load_machine(str(path))
+    assert "wraparound" in str(
+        pytest.raises(InputError, load_machine, str(tmp_path / "bad0.toml")).value
+    )
 
 
 def test_unknown_profile():

@@ -119,6 +119,35 @@ def table_name(path: Iterable[str]) -> str:
     return ".".join(path)
 
 
+def check_tables(doc: Mapping, file: str) -> None:
+    """Raise `InputError` for what no command would read: a key outside any table, a table
+    that names no command, or a subtable of a group that names none of its subcommands
+    (each with the closest names), so that a misspelt ``[trian]`` is never ignored."""
+    from gcntrain.cli.main import COMMANDS, cli
+
+    for name, value in doc.items():
+        if not isinstance(value, dict):
+            raise InputError(
+                f"{name!r} stands outside any table: a command's options go in its table, "
+                f"e.g. [train] {name} = ...",
+                file,
+            )
+        if name not in COMMANDS:
+            close = difflib.get_close_matches(name, list(COMMANDS), 3, 0.5)
+            hint = f"closest: {', '.join(close)}" if close else f"commands: {', '.join(COMMANDS)}"
+            raise InputError(f"[{name}] is not a gcntrain command ({hint})", file)
+        group = cli.get_command(None, name)
+        if not isinstance(group, click.Group):
+            continue
+        for sub, v in value.items():
+            if isinstance(v, dict) and sub not in group.commands:
+                close = difflib.get_close_matches(sub, list(group.commands), 3, 0.5)
+                names = close or sorted(group.commands)
+                raise InputError(
+                    f"[{name}.{sub}] is not a {name} subcommand ({', '.join(names)})", file
+                )
+
+
 def select_table(doc: Mapping, path: list[str], file: str) -> dict:
     """The table of the command at `path` (``["train"]``, ``["generate", "rmat"]``), or {}.
 
@@ -453,6 +482,7 @@ def apply_config(ctx: click.Context, param: click.Parameter, value: str | None) 
         return value
     path = command_path(ctx)
     doc = load_file(value)
+    check_tables(doc, str(value))
     table = select_table(doc, path, str(value))
     defaults = table_defaults(ctx.command, table, path, str(value), ctx)
     ctx.default_map = {**(ctx.default_map or {}), **defaults}

@@ -401,8 +401,10 @@ def _spmm_tables(comp: dict, path: str, where: str = "compute."):
 
 def parse_machine(text: str, path: str = "<profile>") -> Machine:
     """A `Machine` from the TOML text of a profile (`path` names it in errors)."""
+    from gcntrain.simulate.profile_keys import check_known, tracked
+
     try:
-        d = tomllib.loads(text)
+        d = tracked(tomllib.loads(text))
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"malformed machine profile (TOML: {e})", path) from None
     name = _get(d, "name", "", path, str)
@@ -448,7 +450,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         }
         threads, how = derive_scaling(cores, busy, bandwidth, demand)
         node_scaling = threads
-    return Machine(
+    machine = Machine(
         name=name,
         description=str(d.get("description", "")),
         sources=tuple(sources),
@@ -482,6 +484,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         device=_device(d.get("device"), path),
         path=path,
     )
+    check_known(d, path)  # after the parse: its look-ups are the keys a profile may hold
+    return machine
 
 
 def _device(v, path: str) -> Device | None:
