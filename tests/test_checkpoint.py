@@ -214,3 +214,91 @@ def test_identity_names_partition_seed_file_and_epochs_with_sparse_evaluation():
         b, run_identity("p2p", 2, {}, "random", TrainConfig(epochs=20, eval_every=3), "h", 1)
     )
     assert len(diff) == 1 and "--eval-every 1" in diff[0]
+
+
+def _empty(path):
+    path.write_bytes(b"")
+
+
+def _rewrite(path, change):
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def _nan(path):
+    def change(a):
+        a["w.0.W"] = a["w.0.W"].copy()
+        a["w.0.W"][0, 0] = np.nan
+
+    _rewrite(path, change)
+
+
+def _reshaped(path):
+    _rewrite(path, lambda a: a.update({"w.0.W": a["w.0.W"][:-1]}))
+
+
+#: tampered checkpoints (rank 1's file) and the words of their one error line (issue 51,
+#: items 9 and 11): each refused on every rank before training, exit 2
+TAMPERED = {
+    "empty": (_empty, "unreadable checkpoint file {file}: No data left in file"),
+    "nan": (_nan, "inconsistent checkpoint file {file}: w.0.W holds non-finite values"),
+    "shape": (_reshaped, "inconsistent checkpoint file {file}: w.0.W is float32["),
+}
+
+
+@pytest.fixture(scope="module")
+def checkpoint_np3(graph_file, tmp_path_factory):
+    from tests.mpi.launch import gcntrain_exe, run_mpi
+
+    where = tmp_path_factory.mktemp("ck3")
+    args = [str(graph_file), "--scheme", "1d", "--epochs", "2", "--quiet"]
+    res = run_mpi(3, [*gcntrain_exe(), "train", *args, "--checkpoint", str(where / "ck")])
+    assert res.returncode == 0, res.stderr
+    return where / "ck", args
+
+
+def _resume_np3(ck, args):
+    from tests.mpi.launch import gcntrain_exe, run_mpi
+
+    argv = [*gcntrain_exe(), "train", *args[:-3], "--epochs", "4", "--quiet", "--resume", ck]
+    return run_mpi(3, [str(a) for a in argv], timeout=300)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", sorted(TAMPERED))
+def test_a_damaged_checkpoint_is_refused_on_every_rank(checkpoint_np3, tmp_path, name):
+    import shutil
+
+    ck, args = checkpoint_np3
+    copy = tmp_path / "ck"
+    shutil.copytree(ck, copy)
+    newest, _ = ckio.latest(copy)
+    damage, words = TAMPERED[name]
+    target = ckio.rank_file(newest, 1)
+    damage(target)
+    res = _resume_np3(copy, args)
+    assert res.returncode == 2, res.stderr[-2000:]
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error: ")]
+    assert len(errors) == 1, res.stderr[-2000:]
+    assert words.format(file=target) in errors[0]
+    assert "Traceback" not in res.stderr and "Abort" not in res.stderr
+
+
+@pytest.mark.mpi
+def test_checkpoint_metadata_cut_mid_json_names_the_file(checkpoint_np3, tmp_path):
+    import shutil
+
+    ck, args = checkpoint_np3
+    copy = tmp_path / "ck"
+    shutil.copytree(ck, copy)
+    for meta in copy.glob("epoch-*/meta.json"):
+        meta.write_text(meta.read_text()[:20])
+    named = (copy / "LATEST").read_text().strip()
+    res = _resume_np3(copy, args)
+    assert res.returncode == 2, res.stderr[-2000:]
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error: ")]
+    assert len(errors) == 1, res.stderr[-2000:]
+    assert f"unreadable checkpoint metadata {copy / named / 'meta.json'}: " in errors[0]

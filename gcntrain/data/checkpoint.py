@@ -175,10 +175,13 @@ def find_latest(root) -> tuple[Path, dict, str | None]:
             )
         return ckpt, meta, note
     if named is not None and (root / named / META).is_file():
+        meta_file = root / named / META
         try:
-            fmt = json.loads((root / named / META).read_text()).get("format")
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-            fmt = None
+            fmt = json.loads(meta_file.read_text()).get("format")
+        except (OSError, UnicodeDecodeError, ValueError) as e:  # cut mid-JSON, unreadable
+            raise InputError(f"unreadable checkpoint metadata {meta_file}: {e}") from None
+        except AttributeError:  # valid JSON, but not an object
+            raise InputError(f"checkpoint metadata {meta_file} is not a JSON object") from None
         if fmt != FORMAT:
             raise InputError(f"checkpoint {root / named} has format {fmt}, expected {FORMAT}")
     if named is None and not found:
@@ -199,5 +202,6 @@ def read_rank(ckpt_dir, rank: int) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        raise InputError(f"unreadable checkpoint file {path}: {e}") from None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        why = str(e) or type(e).__name__  # an empty file: EOFError "No data left in file"
+        raise InputError(f"unreadable checkpoint file {path}: {why}") from None

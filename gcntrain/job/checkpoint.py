@@ -320,7 +320,14 @@ def load_state(world, root, identity: dict, epochs: int) -> tuple[TrainState, di
         diff = differences(meta, identity)
         if diff:
             raise InputError(f"cannot resume from {ckpt}: " + "; ".join(diff))
-        state = TrainState.from_arrays(ckio.read_rank(ckpt, world.rank))
+        path = ckio.rank_file(ckpt, world.rank)
+        try:
+            state = TrainState.from_arrays(ckio.read_rank(ckpt, world.rank))
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
+            raise InputError(f"inconsistent checkpoint file {path}: {e!r}") from None
+        why = state.inconsistency()
+        if why is not None:
+            raise InputError(f"inconsistent checkpoint file {path}: {why}")
         if state.stopped:
             raise InputError(
                 f"cannot resume from {ckpt}: early stopping ended that run at epoch {state.epoch}"

@@ -83,6 +83,34 @@ class TrainState:
         out["history"] = np.frombuffer(records, dtype=np.uint8)
         return out
 
+    def inconsistency(self) -> str | None:
+        """What makes this state unusable, checked before it is restored (None: nothing):
+        layers or arrays that the weights and Adam's moments do not share, shapes or dtypes
+        that differ between them, non-finite values, a negative epoch or step."""
+        if self.epoch < 0 or self.t < 0:
+            return f"epoch {self.epoch} and Adam step {self.t} must be >= 0"
+        if not len(self.weights) == len(self.m) == len(self.v):
+            return (
+                f"{len(self.weights)} layers of weights against {len(self.m)} and "
+                f"{len(self.v)} of Adam's moments"
+            )
+        for i, (w, m, v) in enumerate(zip(self.weights, self.m, self.v)):
+            if not set(w) == set(m) == set(v):
+                return f"layer {i} holds {sorted(w)}, its moments {sorted(m)} and {sorted(v)}"
+            for k, a in w.items():
+                for g, b in (("m", m[k]), ("v", v[k])):
+                    if a.shape != b.shape or a.dtype != b.dtype:
+                        return (
+                            f"w.{i}.{k} is {a.dtype}{list(a.shape)} but {g}.{i}.{k} is "
+                            f"{b.dtype}{list(b.shape)}"
+                        )
+                for g, b in (("w", a), ("m", m[k]), ("v", v[k])):
+                    if not np.issubdtype(b.dtype, np.floating):
+                        return f"{g}.{i}.{k} holds {b.dtype}, not floating-point numbers"
+                    if not np.isfinite(b).all():
+                        return f"{g}.{i}.{k} holds non-finite values (NaN or infinity)"
+        return None
+
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TrainState:
         groups: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in GROUPS}
