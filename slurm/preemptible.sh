@@ -34,16 +34,18 @@ export OMP_PLACES=cores
 # a SIGUSR1 stop) runs this script again and resumes from the newest checkpoint in ck.
 resume=()
 if [ -f ck/LATEST ]; then resume=(--resume ck); fi
+status=0
 # One MPI job of 16 ranks: --mpi=pmix is the process-management interface the MPI
 # library needs (without it each task would be a 1-rank job, which gcntrain refuses);
 # --kill-on-bad-exit=1 ends the job when a rank dies (an out-of-memory kill, a node) instead
 # of leaving the other ranks waiting in MPI until the time limit.
-srun --mpi=pmix --kill-on-bad-exit=1 --cpu-bind=cores --cpus-per-task=8 gcntrain train --scheme 1d --checkpoint ck --checkpoint-every 10 "${resume[@]}"
-status=$?
+srun --mpi=pmix --kill-on-bad-exit=1 --cpu-bind=cores --cpus-per-task=8 gcntrain train --scheme 1d --checkpoint ck --checkpoint-every 10 "${resume[@]}" || status=$?
 # 138: stopped by SIGUSR1 after a checkpoint: requeue the job (same job id, the log appended),
-# which resumes from the checkpoint; Slurm requeues a preempted job by itself.
-if [ "$status" -eq 138 ] && scontrol requeue "$SLURM_JOB_ID"; then
-  echo "gcntrain: job $SLURM_JOB_ID requeued to resume from its checkpoint" >&2
-  exit 0
+# which resumes from the checkpoint (Slurm itself requeues a job it preempts where the
+# partition's PreemptMode is REQUEUE).
+if [ "$status" -eq 138 ]; then
+  echo "gcntrain: requeueing job $SLURM_JOB_ID to resume from its checkpoint" >&2
+  scontrol requeue "$SLURM_JOB_ID" && exit 0
+  echo "gcntrain: scontrol requeue failed: submit this script again to resume" >&2
 fi
 exit "$status"

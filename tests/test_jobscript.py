@@ -165,29 +165,54 @@ def test_requeued_job_resumes_from_its_checkpoint(capsys, tmp_path):
     assert got[4:] == ["gcntrain", *train, "--resume", "my ck"]
 
 
+@pytest.mark.parametrize("setup", [None, "set -euo pipefail"], ids=["plain", "set-e"])
+@pytest.mark.parametrize("requeued", [True, False], ids=["requeued", "scontrol-fails"])
 @pytest.mark.parametrize("status", [0, 2, 138, 143])
-def test_requeue_after_a_usr1_stop_only(capsys, tmp_path, status):
+def test_requeue_after_a_usr1_stop_only(capsys, tmp_path, status, requeued, setup):
     """With --requeue and --checkpoint, the script requeues its own job when the run
     stopped after a checkpoint on SIGUSR1 (status 138) and exits 0; any other status is the
-    job's (a finished run, bad input, a SIGTERM stop: Slurm requeues a preempted job)."""
-    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 --requeue -- train --scheme 1d"
+    job's (a finished run, bad input, a SIGTERM stop), and so is 138 when scontrol cannot
+    requeue; a `set -e` in the set-up changes none of it."""
+    args = "--scheduler slurm --nodes 1 --ranks-per-node 2 --requeue --mpi pmi2".split()
+    if setup is not None:
+        args += ["--setup", setup]
     script = tmp_path / "job.sh"
-    script.write_text(render(capsys, [*args.split(), "--checkpoint", "ck"]))
+    script.write_text(render(capsys, [*args, "--", "train", "--checkpoint", "ck"]))
     assert "#SBATCH --open-mode=append\n" in script.read_text()
     stubs = stubs_dir(tmp_path)
     (stubs / "srun").write_text(f"#!/bin/sh\nexit {status}\n")
     log = tmp_path / "scontrol.log"
-    (stubs / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {shlex.quote(str(log))}\n')
+    code = 0 if requeued else 1
+    (stubs / "scontrol").write_text(
+        f'#!/bin/sh\necho "$@" >> {shlex.quote(str(log))}\nexit {code}\n'
+    )
     (stubs / "scontrol").chmod(0o755)
     env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}"}
     env["SLURM_JOB_ID"] = "4242"
-    res = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True)
+    res = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     if status == 138:
-        assert res.returncode == 0
         assert log.read_text() == "requeue 4242\n"
+        assert "gcntrain: requeueing job 4242 to resume from its checkpoint" in res.stderr
+        assert res.returncode == (0 if requeued else 138), res.stderr
     else:
         assert res.returncode == status
         assert not log.exists()
+
+
+def test_user_templates_without_the_new_placeholders(capsys, tmp_path):
+    """A template without ${mpi} refuses --mpi (it would be left out); one without
+    ${after} renders --requeue with --checkpoint but says the job is not requeued."""
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "slurm.sh").write_text("#!/bin/bash\n${header}\n${preemption}\nsrun ${train}\n")
+    base = ["--scheduler", "slurm", "--nodes", "1", "--ranks-per-node", "2"]
+    base += ["--template-dir", str(d)]
+    refused(capsys, [*base, "--mpi", "pmi2", "--", "train"], "has no ${mpi}: --mpi pmi2")
+    out, notes = render_noted(capsys, [*base, "--requeue", "--", "train", "--checkpoint", "c"])
+    assert "requeued below" not in out and "status=" not in out
+    assert any("has no ${after}: the job is not requeued after a SIGUSR1 stop" in n for n in notes)
 
 
 def test_without_checkpoint_no_signal(capsys):

@@ -35,6 +35,14 @@ ONE_PROCESS_ARGV = {
 }
 
 
+@pytest.fixture(autouse=True)
+def no_launcher(monkeypatch):
+    """The tests set the launcher variables they mean; none leaks in from a shell started
+    by a launcher (a pmi2 ``srun --pty`` exports PMI_SIZE=1)."""
+    for name in (*TASK_COUNT_VARS, "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_every_command_has_a_launch_kind():
     assert {c.launch for c in COMMANDS.values()} <= set(LAUNCH)
     one = {name for name, c in COMMANDS.items() if c.launch == "one"}
@@ -69,6 +77,15 @@ def test_singletons_are_refused_with_the_fix(lib, plugin):
     assert "started 4 tasks (SLURM_STEP_NUM_TASKS=4)" in line
     assert "1-rank job of its own" in line and lib.name in line
     assert f"`srun --mpi={plugin}`" in line and srun_mpi_type(lib.vendor) == plugin
+
+
+def test_a_lingering_outer_count_does_not_refuse_a_matching_world():
+    """A pmi2 shell's PMI_SIZE=1 around Open MPI's mpirun -n 4: the world of 4 matches
+    mpirun's count, so the run goes on; a refusal names every count it saw."""
+    nested = {"PMI_SIZE": "1", "OMPI_COMM_WORLD_SIZE": "4"}
+    check_mpi_world(4, OPEN_MPI, nested)
+    with pytest.raises(InputError, match=r"\(PMI_SIZE=1, OMPI_COMM_WORLD_SIZE=4\)"):
+        check_mpi_world(2, OPEN_MPI, nested)
 
 
 def test_a_world_of_another_size_is_refused():
@@ -119,17 +136,26 @@ def _gcntrain(args, env, cwd):
     )
 
 
-def test_train_as_a_singleton_of_four_tasks_is_refused(tmp_path):
-    """What `srun --mpi=none -n 4` gives each task with the MPICH wheel: the step's task
-    count, a 1-rank MPI world.  Refused before any reading, nothing written."""
+@pytest.mark.parametrize(
+    "var, extra, fix",
+    [
+        ("SLURM_STEP_NUM_TASKS", {}, "`srun --mpi=pmi2`"),
+        ("OMPI_COMM_WORLD_SIZE", {"PJM_JOBID": "4242"}, "Fujitsu MPI's mpiexec"),
+    ],
+    ids=["srun", "pjm"],
+)
+def test_train_as_a_singleton_of_four_tasks_is_refused(tmp_path, var, extra, fix):
+    """What `srun --mpi=none -n 4` (or, on Fugaku, an mpiexec other than the one of the MPI
+    library mpi4py loads) gives each task: the launcher's task count, a 1-rank MPI world.
+    Refused before any reading, nothing written, the fix named for that launcher."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "SLURM_", "OMPI_"))}
-    env["SLURM_STEP_NUM_TASKS"] = "4"
+    env.update({var: "4", **extra})
     res = _gcntrain(["train", "--scheme", "1d", "--epochs", "2", "-o", "run"], env, tmp_path)
     assert res.returncode == 2, res.stderr
     lines = res.stderr.splitlines()
     assert len(lines) == 1, res.stderr
-    assert "started 4 tasks (SLURM_STEP_NUM_TASKS=4)" in lines[0]
-    assert "`srun --mpi=pmi2`" in lines[0]
+    assert f"started 4 tasks ({var}=4)" in lines[0]
+    assert fix in lines[0]
     assert res.stdout == "" and list(tmp_path.iterdir()) == []
 
 
@@ -160,3 +186,21 @@ def test_nested_runs_start_without_the_parents_launcher(monkeypatch):
         monkeypatch.setenv(name, "4")
     assert launched_tasks(dict(os.environ)) == ("PMI_SIZE", 4)
     assert launched_tasks(launcher_free_env()) is None
+
+
+def test_rendering_a_job_script_does_not_start_mpi(tmp_path):
+    """`jobscript` looks up the MPI library's srun plugin without MPI_Init: on a login
+    node some MPI libraries abort a process that starts MPI outside a job."""
+    code = (
+        "from gcntrain.cli.main import run; import sys\n"
+        "rc = run(['jobscript', '--scheduler', 'slurm', '--nodes', '1', '--ranks-per-node',"
+        " '2', '--', 'train'])\n"
+        "from mpi4py import MPI\n"
+        "print('initialized', MPI.Is_initialized(), rc, file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in TASK_COUNT_VARS}
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert "initialized False 0" in res.stderr, res.stderr
+    assert "\nsrun --mpi=pmi2 --kill-on-bad-exit=1 " in res.stdout

@@ -87,7 +87,7 @@ def cluster():
                 "no Slurm test cluster: `scripts/slurm-test-cluster.sh up` as root brings one "
                 "up (it installs slurm-wlm and munge with apt)"
             )
-            if os.environ.get("CI"):
+            if os.environ.get("CI") or os.environ.get("GCNTRAIN_REQUIRE_SLURM"):
                 pytest.fail(why)
             pytest.skip(why)
     yield
@@ -130,12 +130,27 @@ def job(jid: str) -> dict:
     return dict(w.split("=", 1) for w in res.stdout.split() if "=" in w)
 
 
+#: the states a job ends in (a requeued job passes through REQUEUED and PENDING again)
+FINAL_STATES = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+}
+
+
 def wait(jid: str, timeout: float = JOB_TIMEOUT) -> dict:
-    """Wait for job JID to leave the queue; its record (cancelled after `timeout`)."""
+    """Wait for job JID to end; its record (cancelled after `timeout`)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
-        if job(jid).get("JobState") not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
-            return job(jid)
+        rec = job(jid)
+        if rec.get("JobState") in FINAL_STATES:
+            return rec
         time.sleep(0.5)
     subprocess.run(["scancel", jid])
     pytest.fail(f"job {jid} still queued or running after {timeout} s: {job(jid)}")
@@ -257,6 +272,22 @@ def test_singleton_launch_is_refused_on_every_task(cluster, tmp_path):
     assert res.stdout == "" and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("default, code", [("none", 2), ("pmi2", 0)])
+def test_the_site_default_applies_where_no_plugin_is_named(cluster, tmp_path, default, code):
+    """The control for the layouts' site defaults: an srun that names no plugin takes the
+    submitting shell's SLURM_MPI_TYPE, so with none the tasks are singletons (refused),
+    with pmi2 one job; the rendered scripts name theirs and run under any default."""
+    cmd = ["srun", "-N", "1", "-n", "2", str(VENV / "bin" / "gcntrain"), "train", *TRAIN]
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    env["SLURM_MPI_TYPE"] = default
+    res = subprocess.run(
+        [*cmd, "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == code, res.stderr
+    refused = "started 2 tasks (SLURM_STEP_NUM_TASKS=2)" in res.stderr
+    assert refused == (code == 2), res.stderr
+
+
 def test_rendered_singleton_script_fails_and_writes_nothing(cluster, tmp_path):
     """The rendered script with ``--mpi none``: the job fails with the refusal's status 2
     (srun's --kill-on-bad-exit may end the tasks still starting once the first refused)."""
@@ -279,7 +310,7 @@ def test_a_killed_rank_ends_the_job_within_a_minute(killed_job, layout_jobs):
     rec = wait(jid, timeout=JOB_TIMEOUT)
     text = log(tmp_path, jid)
     assert rec["JobState"] == "FAILED", text[-3000:]
-    staged = [p for p in (tmp_path / "ck").rglob("*") if p.is_file()]
+    staged = list((tmp_path / "ck").rglob("rank-00001.npz"))  # staged right before the kill
     killed_at = max(p.stat().st_mtime for p in staged)
     ended = time.mktime(time.strptime(rec["EndTime"], "%Y-%m-%dT%H:%M:%S"))
     print(f"the job ended {ended - killed_at:.0f} s after rank 1 was killed")
@@ -313,7 +344,7 @@ def test_usr1_stop_requeues_and_resumes_bit_for_bit(cluster, tmp_path):
     assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", text[-3000:]
     stopped = re.search(r"stopped by SIGUSR1 after epoch (\d+); checkpoint written to ck", text)
     assert stopped and 0 < int(stopped.group(1)) < 400, text[-3000:]
-    assert f"job {jid} requeued to resume from its checkpoint" in text
+    assert f"gcntrain: requeueing job {jid} to resume from its checkpoint" in text
     assert len(re.findall(r"^final loss ", text, re.M)) == 1
     assert (tmp_path / "ck" / "LATEST").exists()
     ref = mpiexec_run(tmp_path, 4, ["--scheme", "1d", "--epochs", "400", "--seed", "3"], "ref")

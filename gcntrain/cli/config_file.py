@@ -119,12 +119,14 @@ def table_name(path: Iterable[str]) -> str:
     return ".".join(path)
 
 
-def check_tables(doc: Mapping, file: str) -> None:
+def check_tables(doc: Mapping, file: str, ctx: click.Context) -> None:
     """Raise `InputError` for what no command would read: a key outside any table, a table
-    that names no command, or a subtable of a group that names none of its subcommands
-    (each with the closest names), so that a misspelt ``[trian]`` is never ignored."""
-    from gcntrain.cli.main import COMMANDS, cli
-
+    that names no command of the root group of `ctx`, or a subtable of a group that names
+    none of its subcommands (each with the closest names), so that a misspelt ``[trian]``
+    is never ignored."""
+    root = ctx.find_root()
+    cli = root.command
+    commands = cli.list_commands(root) if isinstance(cli, click.Group) else []
     for name, value in doc.items():
         if not isinstance(value, dict):
             raise InputError(
@@ -132,11 +134,11 @@ def check_tables(doc: Mapping, file: str) -> None:
                 f"e.g. [train] {name} = ...",
                 file,
             )
-        if name not in COMMANDS:
-            close = difflib.get_close_matches(name, list(COMMANDS), 3, 0.5)
-            hint = f"closest: {', '.join(close)}" if close else f"commands: {', '.join(COMMANDS)}"
+        if name not in commands:
+            close = difflib.get_close_matches(name, commands, 3, 0.5)
+            hint = f"closest: {', '.join(close)}" if close else f"commands: {', '.join(commands)}"
             raise InputError(f"[{name}] is not a gcntrain command ({hint})", file)
-        group = cli.get_command(None, name)
+        group = cli.get_command(root, name)
         if not isinstance(group, click.Group):
             continue
         for sub, v in value.items():
@@ -482,7 +484,7 @@ def apply_config(ctx: click.Context, param: click.Parameter, value: str | None) 
         return value
     path = command_path(ctx)
     doc = load_file(value)
-    check_tables(doc, str(value))
+    check_tables(doc, str(value), ctx)
     table = select_table(doc, path, str(value))
     defaults = table_defaults(ctx.command, table, path, str(value), ctx)
     ctx.default_map = {**(ctx.default_map or {}), **defaults}

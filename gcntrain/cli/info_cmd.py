@@ -52,7 +52,7 @@ def _metis_backend() -> str:
 
 def collect_info() -> dict:
     """Everything `gcntrain info` reports, as a dict (MPI errors are reported, not raised)."""
-    from gcntrain.comm.launch import srun_mpi_type
+    from gcntrain.comm.launch import library, srun_mpi_type
     from gcntrain.comm.mpi import MPIUnavailableError, load_mpi
 
     out: dict = {
@@ -86,12 +86,12 @@ def collect_info() -> dict:
     MPI = None
     try:
         MPI = load_mpi()
-        vendor, ver = MPI.get_vendor()
-        out["mpi_vendor"] = f"{vendor} {'.'.join(map(str, ver))}"
-        out["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+        lib = library(MPI)
+        out["mpi_vendor"] = lib.name
+        out["mpi_library"] = lib.line
         out["mpi_standard"] = "{}.{}".format(*MPI.Get_version())
         out["mpi_world_size"] = MPI.COMM_WORLD.Get_size()
-        out["srun_mpi"] = srun_mpi_type(vendor)
+        out["srun_mpi"] = srun_mpi_type(lib.vendor)
     except MPIUnavailableError as e:
         out["mpi_library"] = None
         out["srun_mpi"] = None

@@ -50,15 +50,22 @@ def launcher_size() -> int:
     return 1 if found is None else found[1]
 
 
-def launched_tasks(environ=None) -> tuple[str, int] | None:
-    """(variable, count) of the innermost launcher that says how many tasks it started
-    (`TASK_COUNT_VARS`), or None when no launcher started this process."""
+def launch_counts(environ=None) -> list[tuple[str, int]]:
+    """(variable, count) of every launcher variable set (`TASK_COUNT_VARS`, in order)."""
     environ = os.environ if environ is None else environ
+    found = []
     for name in TASK_COUNT_VARS:
         v = environ.get(name, "").strip()
         if v.isdigit() and int(v) >= 1:
-            return name, int(v)
-    return None
+            found.append((name, int(v)))
+    return found
+
+
+def launched_tasks(environ=None) -> tuple[str, int] | None:
+    """(variable, count) of the innermost launcher that says how many tasks it started
+    (the first of `launch_counts`), or None when no launcher started this process."""
+    found = launch_counts(environ)
+    return found[0] if found else None
 
 
 def launcher_local_size() -> int:
@@ -114,3 +121,50 @@ def host_cores() -> int:
     or, inside an MPI job (whose launcher may have bound this rank to a few of them), all of
     the node's."""
     return node_cores() if launcher_local_size() > 1 else available_cores()
+
+
+#: environment variables an MPI launcher sets for its ranks: a nested ``mpiexec`` must not
+#: inherit them (it would take itself for a part of the calling job)
+LAUNCHER_PREFIXES = (
+    "PMI_",
+    "PMIX_",
+    "PRTE_",
+    "HYDRA_",
+    "MPI_LOCALNRANKS",
+    "MPI_LOCALRANKID",
+    "OMPI_COMM_WORLD_",
+    "OMPI_MCA_ess",
+    "OMPI_MCA_orte",
+    "OMPI_MCA_pmix",
+    "OMPI_FILE_LOCATION",
+    "OMPI_UNIVERSE_SIZE",
+    "OMPI_APP_CTX",
+    "OMPI_FIRST_RANKS",
+    "OMPI_NUM_APP_CTX",
+    "OMPI_ARGV",
+    "MV2_COMM_WORLD_",
+    "SLURM_",
+    *TASK_COUNT_VARS,  # every count the launch check reads, whatever its prefix
+)
+
+
+def launcher_free_env() -> dict:
+    """This process's environment without an MPI launcher's variables (and without the
+    MPICH progress throttle this package sets for an oversubscribed job,
+    `gcntrain.comm.env.OVERSUBSCRIBED_MPICH`, where it holds our values), so that an
+    ``mpiexec`` started from inside an MPI job (``train --scheme auto`` calibrating the
+    machine) starts a job of its own and measures the machine as it is."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
+    for k, v in OVERSUBSCRIBED_MPICH.items():
+        if env.get(k) == v:
+            del env[k]
+    return env
+
+
+def own_mpiexec() -> str | None:
+    """The mpiexec installed beside this Python (the PyPI MPI wheels put it there)."""
+    import sys
+    from pathlib import Path
+
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else None

@@ -14,11 +14,10 @@ default of ``gcntrain jobscript --mpi``.
 
 from __future__ import annotations
 
-import sys
+import os
 from dataclasses import dataclass
-from pathlib import Path
 
-from gcntrain.comm.env import TASK_COUNT_VARS, launched_tasks
+from gcntrain.comm.env import TASK_COUNT_VARS, launch_counts, launched_tasks, own_mpiexec
 from gcntrain.errors import InputError
 
 #: the ``srun --mpi`` plugin each MPI library (mpi4py's vendor name) needs under Slurm:
@@ -60,39 +59,39 @@ def srun_mpi_type(vendor: str) -> str | None:
     return SRUN_MPI.get(vendor)
 
 
-def _own_mpiexec() -> str | None:
-    """The mpiexec installed beside this interpreter (the PyPI MPI wheels put it there)."""
-    here = Path(sys.executable).parent / "mpiexec"
-    return str(here) if here.exists() else None
-
-
-def _fix(lib: Library | None) -> str:
+def _fix(lib: Library | None, environ=None) -> str:
     """How to launch so that the tasks form one MPI job."""
+    environ = os.environ if environ is None else environ
+    if "PJM_JOBID" in environ:  # Fugaku: Fujitsu MPI's mpiexec is the launcher
+        return "launch it with Fujitsu MPI's mpiexec, with mpi4py built on Fujitsu MPI"
     if lib is None:
         return "launch it with the mpiexec of the MPI library mpi4py loads"
     plugin = srun_mpi_type(lib.vendor)
     srun = f"`srun --mpi={plugin}`" if plugin else "srun with the --mpi plugin of that library"
-    mpiexec = _own_mpiexec()
+    mpiexec = own_mpiexec()
     where = f" ({mpiexec})" if mpiexec else ""
     return f"launch it with {srun} or with the mpiexec of {lib.name}{where}"
 
 
 def check_mpi_world(world_size: int, lib: Library | None, environ=None) -> None:
-    """Raise `InputError` when the launcher started a number of tasks other than the
-    `world_size` ranks of MPI's world (`lib`: the MPI library, for the fix)."""
-    found = launched_tasks(environ)
-    if found is None or found[1] == world_size:
+    """Raise `InputError` when no launcher variable that is set counts the `world_size`
+    ranks of MPI's world (`lib`: the MPI library, for the fix).  Any one agreeing is
+    enough: an outer launcher's count may linger in a nested one's environment (a pmi2
+    shell's ``PMI_SIZE=1`` around Open MPI's ``mpirun -n 4``)."""
+    counts = launch_counts(environ)
+    if not counts or any(n == world_size for _, n in counts):
         return
-    var, n = found
+    var, n = counts[0]
     who = TASK_COUNT_VARS[var].split(":")[0]
     if world_size == 1:
         made = "MPI made each task a 1-rank job of its own"
     else:
         made = f"MPI's world has {world_size} ranks"
     library_name = f" ({lib.name})" if lib is not None else ""
+    said = ", ".join(f"{v}={c}" for v, c in counts)
     raise InputError(
-        f"the launcher ({who}) started {n} tasks ({var}={n}) but {made}{library_name}, so "
-        f"they would not train together: {_fix(lib)}"
+        f"the launcher ({who}) started {n} tasks ({said}) but {made}{library_name}, so "
+        f"they would not train together: {_fix(lib, environ)}"
     )
 
 
@@ -130,7 +129,7 @@ def installed_srun_mpi() -> tuple[str | None, str]:
     from gcntrain.comm.mpi import MPIUnavailableError, load_mpi
 
     try:
-        lib = library(load_mpi())
+        lib = library(load_mpi(init=False))  # its version, without starting MPI
     except MPIUnavailableError:
         return None, "no MPI library here"
     plugin = srun_mpi_type(lib.vendor)

@@ -15,8 +15,16 @@ class MPIUnavailableError(InputError):
     """Raised (exit status 2) when mpi4py cannot load an MPI library."""
 
 
-def load_mpi():
-    """Return the `mpi4py.MPI` module, or raise `MPIUnavailableError` with one clear line."""
+def load_mpi(init: bool = True):
+    """Return the `mpi4py.MPI` module, or raise `MPIUnavailableError` with one clear line.
+
+    `init` False: when this process has not imported it yet, load the library without
+    starting MPI (``MPI_Init``), for questions its version answers (the vendor, the
+    library's name): outside a job, on a login node, some MPI libraries abort a process
+    that starts MPI.  Such a process must not use MPI afterwards."""
+    import sys
+    import warnings
+
     from gcntrain.comm.env import tune_for_oversubscription
 
     tune_for_oversubscription()
@@ -24,7 +32,12 @@ def load_mpi():
         import mpi4py
 
         mpi4py.rc.threads = False  # Numba threads never call MPI; FUNNELED-free init is faster
-        from mpi4py import MPI
+        if not init and "mpi4py.MPI" not in sys.modules:
+            mpi4py.rc.initialize = False
+            mpi4py.rc.finalize = False
+        with warnings.catch_warnings():  # another MPI's launcher: `comm.launch` says it in
+            warnings.filterwarnings("ignore", "suspicious MPI execution environment")  # a line
+            from mpi4py import MPI
     except ImportError as e:
         raise MPIUnavailableError(_HINT.format(why=f"mpi4py not importable: {e}")) from None
     except RuntimeError as e:

@@ -26,16 +26,17 @@ from pathlib import Path
 
 from gcntrain.errors import InputError
 from gcntrain.job.jobscript_env import bash_syntax_error, check_setup, setup_lines, setup_remark
+from gcntrain.job.jobscript_preempt import (
+    SIGNAL_NOTICE_SECONDS,
+    after_lines,
+    preemption_lines,
+    requeue_remark,
+)
 
 #: schedulers with a shipped template
 SHIPPED = ("slurm", "pjm")
 DEFAULT_TIME = "01:00:00"
 DEFAULT_JOB_NAME = "gcntrain"
-#: seconds before the time limit Slurm sends SIGUSR1 to every rank (--signal); Slurm checks
-#: the limits about once a minute, so the signal comes up to 60 s earlier (147 s measured)
-SIGNAL_NOTICE_SECONDS = 120
-#: exit status of a run that a SIGUSR1 stopped after its checkpoint (128 + 10)
-USR1_STATUS = 138
 #: ``srun --mpi`` when nothing says which plugin the MPI library needs (MPICH's, Intel MPI's)
 FALLBACK_SRUN_MPI = "pmi2"
 #: Fugaku's resource group "small" takes up to this many nodes; "large" above
@@ -423,62 +424,6 @@ def _pjm_directives(req: Request) -> list[str]:
     return ['# Fugaku charges a group: add "#PJM -g GROUP" here (--account GROUP)']
 
 
-def _preemption(req: Request, run: TrainRun) -> tuple[list[str], str]:
-    """(comment and shell lines before the launch, words appended to the train command)."""
-    ck = run.checkpoint
-    if ck is None:
-        if req.requeue:
-            return ["# --requeue without --checkpoint: a requeued job trains from the start"], ""
-        return [], ""
-    q = shlex.quote(ck)
-    every = f"# Checkpoints: {q} every {run.checkpoint_every} epochs and at the last."
-    resume = f"continue with the same train arguments plus `--resume {q}`."
-    if req.scheduler == "slurm":
-        lines = [
-            every,
-            f"# {SIGNAL_NOTICE_SECONDS} to {SIGNAL_NOTICE_SECONDS + 60} s before the time limit "
-            "Slurm sends SIGUSR1 to every rank (--signal):",
-            f"# gcntrain finishes the epoch, writes a checkpoint and exits with status "
-            f"{USR1_STATUS} (143 after",
-            "# a SIGTERM: a preemption, scancel); continue with the same train arguments plus",
-            f"# `--resume {q}`.",
-        ]
-        if req.requeue and run.resume is None:
-            lines += [
-                "# --requeue: a requeued job (preempted, a node failure, or requeued below after",
-                f"# a SIGUSR1 stop) runs this script again and resumes from the newest "
-                f"checkpoint in {q}.",
-                "resume=()",
-                f"if [ -f {shlex.quote(ck + '/LATEST')} ]; then resume=(--resume {q}); fi",
-            ]
-            return lines, ' "${resume[@]}"'
-        return lines, ""
-    return [
-        every,
-        "# gcntrain checkpoints and exits on SIGTERM or SIGUSR1; when the job ends early,",
-        "# " + resume,
-    ], ""
-
-
-def _after(req: Request, run: TrainRun) -> list[str]:
-    """Shell lines after the launch: with --requeue and --checkpoint on Slurm, requeue the
-    job when the run stopped after a checkpoint on SIGUSR1 (the time limit is near), so
-    that it continues by itself; the job's status otherwise."""
-    if req.scheduler != "slurm" or not req.requeue or run.checkpoint is None:
-        return []
-    return [
-        "status=$?",
-        f"# {USR1_STATUS}: stopped by SIGUSR1 after a checkpoint: requeue the job (same job "
-        "id, the log appended),",
-        "# which resumes from the checkpoint; Slurm requeues a preempted job by itself.",
-        f'if [ "$status" -eq {USR1_STATUS} ] && scontrol requeue "$SLURM_JOB_ID"; then',
-        '  echo "gcntrain: job $SLURM_JOB_ID requeued to resume from its checkpoint" >&2',
-        "  exit 0",
-        "fi",
-        'exit "$status"',
-    ]
-
-
 def mpi_plugin(
     req: Request, used: set[str], installed: tuple[str | None, str]
 ) -> tuple[str, str | None]:
@@ -520,13 +465,18 @@ def render(
         raise InputError(
             f"{where} has no ${{setup}} line: --module, --setup and --venv would be left out"
         )
+    if req.mpi is not None and "mpi" not in used:
+        raise InputError(f"{where} has no ${{mpi}}: --mpi {req.mpi} would be left out")
     nbytes, mem_note = memory_note(run, req.ranks, req.ranks_per_node)
     directives: list[str] = []
     if req.scheduler == "slurm":
         directives = _slurm_directives(req, run)
     elif req.scheduler == "pjm":
         directives = _pjm_directives(req)
-    preemption, resume_words = _preemption(req, run)
+    after = after_lines(req, run, used)
+    preemption, resume_words = preemption_lines(req, run, bool(after))
+    if after:  # the launch's status, even under a set-up's `set -e`
+        preemption, resume_words = [*preemption, "status=0"], resume_words + " || status=$?"
     plugin, mpi_remark = mpi_plugin(req, used, installed_mpi)
     train_args = " ".join(shlex.quote(a) for a in req.train_args)
     rscgrp = req.rscgrp or ""
@@ -556,7 +506,7 @@ def render(
         "preemption": "\n".join(preemption),
         "train": ("gcntrain train " + train_args).rstrip() + resume_words,
         "train_args": train_args,
-        "after": "\n".join(_after(req, run)),
+        "after": "\n".join(after),
     }
     script = substitute(text, values)
     why = bash_syntax_error(script) if script.startswith("#!/bin/bash") else None
@@ -564,6 +514,7 @@ def render(
         raise InputError(f"the script rendered from {where} is not valid bash: {why}")
     remarks = (
         mpi_remark,
+        requeue_remark(req, run, used, where),
         setup_remark(req, used),
         threads_remark(req, run.threads, threads),
     )

@@ -1,6 +1,7 @@
 """The environment lines of a batch script (`gcntrain jobscript --module/--setup/--venv`):
 checked, rendered into the template's ``${setup}`` line, and the note for a script that sets
-up none.  Pure, as `gcntrain.job.jobscript`; `req` is its `Request`."""
+up none.  No files and no printing, as `gcntrain.job.jobscript`; `bash -n` (a subprocess)
+checks that set-up text closes what it opens.  `req` is the jobscript's `Request`."""
 
 from __future__ import annotations
 

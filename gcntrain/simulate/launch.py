@@ -5,34 +5,15 @@ fits are made from (`gcntrain.simulate.fits`)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-#: environment variables an MPI launcher sets for its ranks: a nested ``mpiexec`` must not
-#: inherit them (it would take itself for a part of the calling job)
-LAUNCHER_PREFIXES = (
-    "PMI_",
-    "PMIX_",
-    "PRTE_",
-    "HYDRA_",
-    "MPI_LOCALNRANKS",
-    "MPI_LOCALRANKID",
-    "OMPI_COMM_WORLD_",
-    "OMPI_MCA_ess",
-    "OMPI_MCA_orte",
-    "OMPI_MCA_pmix",
-    "OMPI_FILE_LOCATION",
-    "OMPI_UNIVERSE_SIZE",
-    "OMPI_APP_CTX",
-    "OMPI_FIRST_RANKS",
-    "OMPI_NUM_APP_CTX",
-    "OMPI_ARGV",
-    "MV2_COMM_WORLD_",
-    "SLURM_",
-)
+from gcntrain.comm.env import launcher_free_env, own_mpiexec
+
+__all__ = ["find_mpiexec", "gcntrain_cmd", "launcher_free_env", "run"]
+
 #: seconds any one run of the bench may take (a hung nested job must not hang the caller)
 RUN_TIMEOUT = 600
 
@@ -47,23 +28,7 @@ def find_mpiexec(given: str | None = None) -> str | None:
     """`given`, else the mpiexec beside this Python (the mpich wheel's), else on PATH."""
     if given:
         return given
-    here = Path(sys.executable).parent / "mpiexec"
-    return str(here) if here.exists() else shutil.which("mpiexec")
-
-
-def launcher_free_env() -> dict:
-    """This process's environment without an MPI launcher's variables (and without the
-    MPICH progress throttle this package sets for an oversubscribed job,
-    `gcntrain.comm.env.OVERSUBSCRIBED_MPICH`, where it holds our values), so that an
-    ``mpiexec`` started from inside an MPI job (``train --scheme auto`` calibrating the
-    machine) starts a job of its own and measures the machine as it is."""
-    from gcntrain.comm.env import OVERSUBSCRIBED_MPICH
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
-    for k, v in OVERSUBSCRIBED_MPICH.items():
-        if env.get(k) == v:
-            del env[k]
-    return env
+    return own_mpiexec() or shutil.which("mpiexec")
 
 
 def run(cmd: list[str]) -> subprocess.CompletedProcess:

@@ -36,8 +36,7 @@ def profile_text(name: str, figs: dict) -> str:
     threads = figs.get("threads")
     host = toml_string(figs["host"])[1:-1]  # escaped, for inside the strings and comment
     lines = [
-        f"# Measured by `gcntrain bench{' --quick' if mode else ''}` on {host} at "
-        f"{figs['when']}.",
+        f"# Measured by `gcntrain bench{' --quick' if mode else ''}` on {host} at {figs['when']}.",
         f"name = {toml_string(name)}",
         "description = "
         + toml_string(
