@@ -302,3 +302,22 @@ def test_checkpoint_metadata_cut_mid_json_names_the_file(checkpoint_np3, tmp_pat
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error: ")]
     assert len(errors) == 1, res.stderr[-2000:]
     assert f"unreadable checkpoint metadata {copy / named / 'meta.json'}: " in errors[0]
+
+
+def test_a_checkpoint_names_the_metis_backend_that_partitioned(
+    graph_file, tmp_path, capsys, monkeypatch
+):
+    """METIS's fallback (no pymetis) partitions differently: a checkpoint of a run
+    partitioned by one backend is not resumed by a run partitioned by the other."""
+    from gcntrain.partition.metis import BACKEND_ENV
+
+    ck = tmp_path / "ck"
+    base = ["train", str(graph_file), "--scheme", "1d", "--partition", "metis", "--quiet"]
+    assert run([*base, "--epochs", "2", "--checkpoint", str(ck)]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv(BACKEND_ENV, "mtkahypar")
+    assert run([*base, "--epochs", "4", "--resume", str(ck)]) == 2
+    err = capsys.readouterr().err
+    assert "METIS backend (pymetis unless named): checkpoint None, this run 'mtkahypar'" in err
+    monkeypatch.delenv(BACKEND_ENV)
+    assert run([*base, "--epochs", "4", "--resume", str(ck)]) == 0

@@ -46,6 +46,20 @@ def partition_digest(partition) -> str:
     return h.hexdigest()
 
 
+#: partition methods that run METIS (the hypergraph partitioner and MVC start from it)
+METIS_METHODS = ("metis", "hypergraph", "mvc")
+
+
+def _backend(partition: str) -> dict:
+    """``{"partition_backend": "mtkahypar"}`` for a METIS partition made without pymetis."""
+    if partition not in METIS_METHODS:
+        return {}
+    from gcntrain.partition.metis import metis_backend_name
+
+    name = metis_backend_name()
+    return {} if name == "pymetis" else {"partition_backend": name}
+
+
 def run_identity(
     scheme: str,
     ranks: int,
@@ -56,7 +70,9 @@ def run_identity(
     partition_seed: int = 0,
     partition_file: str = "",
 ):
-    """What a checkpoint must match to be resumed by a run (JSON-ready)."""
+    """What a checkpoint must match to be resumed by a run (JSON-ready).  A partition
+    that runs METIS made by its fallback (`gcntrain.partition.metis.metis_backend_name`:
+    no pymetis) records ``partition_backend``: another backend's parts differ."""
     cfg = {k: v for k, v in config.to_dict().items() if k not in MAY_CHANGE}
     ident = {
         "scheme": scheme,
@@ -65,6 +81,7 @@ def run_identity(
         "partition": str(partition),
         "partition_seed": int(partition_seed),
         "partition_file": str(partition_file),
+        **_backend(str(partition)),
         "graph_hash": str(graph_hash),
         "config": cfg,
         "epochs": int(config.epochs),
@@ -79,6 +96,7 @@ def differences(saved: dict, wanted: dict) -> list[str]:
         "graph_hash": "graph (content hash)",
         "partition_file": "partition file (contents)",
         "partition_seed": "--partition-seed",
+        "partition_backend": "METIS backend (pymetis unless named)",
     }
     for key in (
         "graph_hash",
@@ -88,10 +106,11 @@ def differences(saved: dict, wanted: dict) -> list[str]:
         "partition",
         "partition_seed",
         "partition_file",
+        "partition_backend",
     ):
-        if saved.get(key) != wanted[key]:
+        if saved.get(key) != wanted.get(key):
             what = names.get(key, key.replace("_", " "))
-            out.append(f"{what}: checkpoint {saved.get(key)!r}, this run {wanted[key]!r}")
+            out.append(f"{what}: checkpoint {saved.get(key)!r}, this run {wanted.get(key)!r}")
     a, b = saved.get("config", {}), wanted["config"]
     grows = saved.get("epochs") is not None and saved.get("epochs") != wanted.get("epochs")
     stops = b.get("early_stopping") or b.get("patience")
