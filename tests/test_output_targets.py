@@ -119,3 +119,58 @@ def test_inputs_are_never_overwritten(inputs, capsys, name, i, link):
     assert run(argv) == 2
     assert "is an input of this command" in one_error_line(capsys)
     assert {p: (inputs / p).read_bytes() for p in (graph, npz)} == before
+
+
+def _write_run(out_dir, marker: float, started=None) -> None:
+    """`write_outputs` of a run whose every file carries `marker`; with `started` (an
+    Event), slowed down between its renames and setting `started` once its first file is
+    in place."""
+    import time
+
+    from gcntrain.data import atomic
+    from gcntrain.model.output import write_outputs
+
+    if started is not None:
+        install = atomic._install
+        done = []
+
+        def slow(tmp, path):
+            install(tmp, path)
+            done.append(path)
+            if len(done) == 1:
+                started.set()
+            time.sleep(0.3)
+
+        atomic._install = slow
+    weights = [{"W": np.full((2, 2), marker, dtype=np.float32)}]
+    history = [{"epoch": 1, "loss": marker}]
+    write_outputs(
+        out_dir, {"marker": marker}, history, weights, np.zeros(3), np.arange(3), None, None
+    )
+
+
+def test_runs_writing_one_folder_at_once_never_mix(tmp_path):
+    """Two runs write the same -o at once (the first slowed between its renames): the
+    folder ends with one run's files, all of them, never some of each (issue 51, item 3)."""
+    import json
+    import multiprocessing as mp
+
+    import h5py
+
+    ctx = mp.get_context("fork")
+    out = tmp_path / "run"
+    out.mkdir()
+    started = ctx.Event()
+    a = ctx.Process(target=_write_run, args=(out, 1.0, started))
+    a.start()
+    assert started.wait(30)
+    b = ctx.Process(target=_write_run, args=(out, 2.0))
+    b.start()
+    a.join(60)
+    b.join(60)
+    assert a.exitcode == 0 and b.exitcode == 0
+    config = json.loads((out / "config.json").read_text())["marker"]
+    loss = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])["loss"]
+    with h5py.File(out / "weights.h5", "r") as f:
+        w = float(f["layer0/W"][0, 0])
+    assert config == loss == w

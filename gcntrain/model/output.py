@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,23 @@ def predictions_bytes(
     return h5_bytes(build)
 
 
+@contextmanager
+def folder_lock(path: Path):
+    """An exclusive ``flock`` of directory `path` for the block (another process's block
+    waits for it); a file system without locks is written without one."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # pragma: no cover - a file system without flock (some NFS)
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def write_outputs(
     out_dir: str | os.PathLike,
     config_dict: dict,
@@ -128,9 +146,11 @@ def write_outputs(
         raise OutputError(f"cannot create the output directory: {e.strerror}", str(out)) from None
     paths = {n: out / n for n in FILES if n != "config.toml" or config_toml is not None}
     config_text = json.dumps(config_dict, default=json_default, indent=2, sort_keys=True) + "\n"
-    # the files are one output: all written, then all renamed (none on a failure)
+    # the files are one output: all written, then all renamed (none on a failure), under an
+    # exclusive lock of the directory, so that runs writing the same -o at once replace the
+    # set one after the other and the folder never mixes their files
     try:
-        with staged(list(paths.values())) as put:
+        with folder_lock(out), staged(list(paths.values())) as put:
             put(paths["metrics.jsonl"], metrics_text(history).encode())
             put(paths["config.json"], config_text.encode())
             put(paths["weights.h5"], weights_bytes(weights, layers))
