@@ -207,8 +207,9 @@ KILLED_TRAIN = ["--seed", "3", "--epochs", "100000", "--checkpoint", "ck", "--ch
 
 
 @pytest.fixture(scope="module")
-def killed_job(cluster, tmp_path_factory):
-    """The killed-rank job, submitted first so that its wait overlaps the layout jobs."""
+def killed_job(cluster, usr1_job, tmp_path_factory):
+    """The killed-rank job, submitted (after the SIGUSR1 job) before the layout jobs so
+    that its wait overlaps theirs."""
     where = tmp_path_factory.mktemp("slurm-killed")
     script = render(where, "killed", 1, 4, ["--time", "00:05:00"], [*KILLED_TRAIN, "1"])
     return where, submit(script, env={"GCNTRAIN_KILL_IN_CHECKPOINT": "1:3"})
@@ -319,26 +320,38 @@ def test_a_killed_rank_ends_the_job_within_a_minute(killed_job, layout_jobs):
     assert killed and killed[0] == "1", text[-3000:]  # rank 1 first, then srun ends the rest
 
 
-def test_usr1_stop_requeues_and_resumes_bit_for_bit(cluster, tmp_path):
-    """SIGUSR1 to the job's ranks (what --signal=USR1@120 sends before the time limit):
-    the run checkpoints and exits 138, the script requeues its job, the requeued job
-    resumes from the checkpoint and ends with the weights of one uninterrupted run, and the
-    log (--open-mode=append) holds both runs' lines.  Slurm holds a requeued job for the
-    credential lifetime before it starts again (AuthInfo=cred_expire: 120 s by default, 10 s
-    on the test cluster)."""
-    train = ["--scheme", "1d", "--epochs", "400", "--seed", "3", "--checkpoint", "ck"]
-    train += ["--checkpoint-every", "100", "-o", "run"]
-    script = render(tmp_path, "usr1", 1, 4, ["--requeue", "--time", "00:10:00"], [*train])
+USR1_TRAIN = ["--scheme", "1d", "--epochs", "400", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def usr1_job(cluster, tmp_path_factory):
+    """The SIGUSR1 job, submitted first: once its first epoch line is out, SIGUSR1 goes to
+    its ranks (what --signal=USR1@120 sends before the time limit); its stop, requeue and
+    resumed run overlap the other jobs.  (directory, job id)."""
+    where = tmp_path_factory.mktemp("slurm-usr1")
+    train = [*USR1_TRAIN, "--checkpoint", "ck", "--checkpoint-every", "100", "-o", "run"]
+    script = render(where, "usr1", 1, 4, ["--requeue", "--time", "00:10:00"], train)
     text = script.read_text()
     assert "#SBATCH --requeue" in text and "#SBATCH --open-mode=append" in text
     jid = submit(script)
-    out = tmp_path / f"slurm-{jid}.out"
+    out = where / f"slurm-{jid}.out"
     t0 = time.monotonic()
     while not (out.exists() and re.search(r"^epoch +\d+/", out.read_text(), re.M)):
         assert time.monotonic() - t0 < JOB_TIMEOUT, job(jid)
         assert job(jid).get("JobState") in ("PENDING", "RUNNING", "CONFIGURING"), out.read_text()
         time.sleep(0.2)
     subprocess.run(["scancel", "--signal=USR1", jid], check=True)
+    return where, jid
+
+
+def test_usr1_stop_requeues_and_resumes_bit_for_bit(usr1_job, layout_jobs):
+    """After SIGUSR1 the run checkpoints and exits 138, the script requeues its job, the
+    requeued job resumes from the checkpoint and ends with the weights of one uninterrupted
+    run, and the log (--open-mode=append) holds both runs' lines.  Slurm holds a requeued
+    job for the credential lifetime before it starts again (AuthInfo=cred_expire: 120 s by
+    default, 10 s on the test cluster)."""
+    where, jid = usr1_job
+    out = where / f"slurm-{jid}.out"
     rec = wait(jid)
     text = out.read_text()
     assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", text[-3000:]
@@ -346,6 +359,5 @@ def test_usr1_stop_requeues_and_resumes_bit_for_bit(cluster, tmp_path):
     assert stopped and 0 < int(stopped.group(1)) < 400, text[-3000:]
     assert f"gcntrain: requeueing job {jid} to resume from its checkpoint" in text
     assert len(re.findall(r"^final loss ", text, re.M)) == 1
-    assert (tmp_path / "ck" / "LATEST").exists()
-    ref = mpiexec_run(tmp_path, 4, ["--scheme", "1d", "--epochs", "400", "--seed", "3"], "ref")
-    same_weights(tmp_path / "run", ref)
+    assert (where / "ck" / "LATEST").exists()
+    same_weights(where / "run", mpiexec_run(where, 4, USR1_TRAIN, "ref"))
