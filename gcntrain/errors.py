@@ -44,3 +44,9 @@ class Preempted(Exception):
     def __init__(self, message: str, status: int):
         self.status = int(status)
         super().__init__(message)
+
+
+class Note(UserWarning):
+    """A remark a library layer has for the user (a partitioner that left parts empty):
+    raised with `warnings.warn`, printed by the CLI as one line ``gcntrain: note: ...`` on
+    rank 0 (`gcntrain.cli.main`), shown as an ordinary warning to an API caller."""

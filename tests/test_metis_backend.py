@@ -234,3 +234,31 @@ def test_train_partition_metis_through_the_fallback(cora_file, tmp_path, capsys)
             read_partition(tmp_path / "pymetis.h5").part, read_partition(part).part
         ):
             assert table != plan(tmp_path / "pymetis.h5")
+
+
+@pytest.mark.parametrize("backend", ["pymetis", "mtkahypar"])
+def test_metis_output_stays_off_stdout_and_a_bad_balance_is_said(tmp_path, backend):
+    """Too many parts for a small graph: METIS's C library complains on stdout and leaves
+    parts empty. stdout keeps one JSON object; one note line on stderr says what came out
+    (issue 51, item 19); a fine partition says nothing."""
+    from gcntrain.data.generate import rmat
+
+    g = tmp_path / "r8.h5"
+    write_graph(g, rmat(8, edge_factor=2, seed=1, num_features=4, num_classes=2))
+    env = {**os.environ, BACKEND_ENV: backend}
+    cmd = [*gcntrain_exe(), "simulate", str(g), "--scheme", "p2p", "--partition", "metis"]
+    res = subprocess.run(
+        [*cmd, "-P", "128", "--json"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["ranks"] == 128
+    notes = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(notes) == 1, res.stderr
+    assert notes[0].startswith("gcntrain: note: METIS's 128-way partition: ")
+    assert "times the mean weight (asked: 1.03)" in notes[0]
+    if backend == "pymetis":
+        assert "parts empty" in notes[0] and "too many parts" in notes[0]
+    res = subprocess.run(
+        [*cmd, "-P", "2", "--json"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0 and res.stderr == "", res.stderr

@@ -198,9 +198,32 @@ def _quiet_unraisable_interrupts() -> None:
     sys.unraisablehook = hook
 
 
+def _notes_as_lines() -> None:
+    """A `gcntrain.errors.Note` warning prints as one line ``gcntrain: note: ...`` (rank 0
+    only, as every line); other warnings as Python prints them."""
+    import warnings
+
+    from gcntrain.errors import Note
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, Note):
+            from gcntrain.cli.display import is_printer
+
+            if is_printer():
+                sys.stderr.write(f"gcntrain: note: {message}\n")
+                sys.stderr.flush()
+            return
+        default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def run(argv: list[str] | None = None) -> int:
     _quiet_other_ranks()
     _quiet_unraisable_interrupts()
+    _notes_as_lines()
     try:
         cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
         return 0

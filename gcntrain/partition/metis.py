@@ -33,11 +33,14 @@ for tests on x86-64).
 from __future__ import annotations
 
 import os
+import sys
+import warnings
+from contextlib import contextmanager
 from importlib import metadata
 
 import numpy as np
 
-from gcntrain.errors import InputError
+from gcntrain.errors import InputError, Note
 from gcntrain.partition.basic import check_parts
 from gcntrain.partition.csr import check_csr, symmetrized_without_loops
 
@@ -197,16 +200,71 @@ def metis_partition(
         return np.zeros(n, dtype=np.int64)
     xadj, adjncy = symmetrized_without_loops(indptr, indices, n)
     if backend == "mtkahypar":
-        return _mtkahypar_graph_partition(n, xadj, adjncy, w, P, imbalance, seed, threads)
+        membership = _mtkahypar_graph_partition(n, xadj, adjncy, w, P, imbalance, seed, threads)
+        remark = balance_remark(membership, P, w, imbalance, [])
+        if remark is not None:
+            warnings.warn(Note(remark), stacklevel=2)
+        return membership
     pymetis = _pymetis()
     dtype = pymetis.zero_copy_dtype()
     adjacency = pymetis.CSRAdjacency(xadj.astype(dtype), adjncy.astype(dtype))
     options = pymetis.Options(seed=int(seed), ufactor=max(1, int(round(1000 * imbalance))))
     kwargs = {} if w is None else {"vweights": w.astype(dtype)}
-    _, membership = pymetis.part_graph(
-        int(P), adjacency=adjacency, options=options, recursive=recursive, **kwargs
+    said: list[str] = []
+    with captured_stdout(said):  # METIS's C library prints its complaints on stdout
+        _, membership = pymetis.part_graph(
+            int(P), adjacency=adjacency, options=options, recursive=recursive, **kwargs
+        )
+    membership = np.asarray(membership, dtype=np.int64)
+    remark = balance_remark(membership, P, w, imbalance, said)
+    if remark is not None:
+        warnings.warn(Note(remark), stacklevel=2)
+    return membership
+
+
+def balance_remark(
+    membership: np.ndarray, P: int, w: np.ndarray | None, eps: float, said: list[str]
+) -> str | None:
+    """One line on a METIS result that is not what was asked for: parts left empty, the
+    heaviest part over twice the allowed ``(1 + eps)`` times the mean weight, or anything
+    METIS printed (`said`); None when all is well."""
+    weights = np.bincount(membership, weights=w, minlength=P)
+    empty = int((np.bincount(membership, minlength=P) == 0).sum())
+    ratio = float(weights.max() / max(weights.mean(), 1e-300))
+    lines = sorted({ln.strip().strip("*").strip() for t in said for ln in t.splitlines()} - {""})
+    if not empty and ratio <= 2 * (1 + eps) and not lines:
+        return None
+    parts = [f"{empty} of {P} parts empty"] if empty else []
+    parts.append(f"the heaviest part {ratio:.3g} times the mean weight (asked: {1 + eps:.3g})")
+    said_text = f" (METIS: {'; '.join(lines)})" if lines else ""
+    return (
+        f"METIS's {P}-way partition: {', '.join(parts)}{said_text}; fewer parts or "
+        "--partition random balance better"
     )
-    return np.asarray(membership, dtype=np.int64)
+
+
+@contextmanager
+def captured_stdout(into: list[str]):
+    """File descriptor 1 pointed at a temporary file for the block, its text appended to
+    `into`: what a C library prints on stdout ("***Cannot bisect a graph with 0
+    vertices!") never reaches the command's stdout (one JSON object with --json)."""
+    import tempfile
+
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1 (a daemon): nothing to keep clean
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        try:
+            os.dup2(tmp.fileno(), 1)
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            into.append(tmp.read().decode(errors="replace"))
 
 
 def _mtkahypar_graph_partition(
