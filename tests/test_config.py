@@ -219,3 +219,27 @@ def test_tables_no_command_reads_are_errors(tmp_path, capsys, text, needle):
     path = write(tmp_path / "c.toml", text)
     for argv in (["train", "--config", path], ["simulate", "--ranks", "2", "--config", path]):
         assert needle in one_error_line(capsys, argv)
+
+
+def test_train_config_reruns_from_another_folder(tmp_path, capsys, monkeypatch):
+    """train -o writes its paths absolute: `--config A/run/config.toml` from folder B runs
+    the same graph (issue 51, item 17); a method name stays a name."""
+    import shutil
+
+    from gcntrain.data.generate import rmat
+    from gcntrain.data.store import write_graph
+
+    a, b = tmp_path / "A", tmp_path / "B"
+    a.mkdir()
+    b.mkdir()
+    write_graph(a / "g.h5", rmat(6, edge_factor=4, seed=2, num_features=4, num_classes=2))
+    monkeypatch.chdir(a)
+    first = json_out(
+        capsys, ["train", "g.h5", "--epochs", "2", "--partition", "random", "-o", "run", "--json"]
+    )
+    text = (a / "run" / "config.toml").read_text()
+    assert f'graph = "{a / "g.h5"}"' in text and 'partition = "random"' in text
+    shutil.copytree(a / "run", b / "copy")
+    monkeypatch.chdir(b)
+    again = json_out(capsys, ["train", "--config", "copy/config.toml", "--json"])
+    assert again["final_loss"] == first["final_loss"] and again["graph"] == first["graph"]

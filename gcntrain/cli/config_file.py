@@ -14,9 +14,10 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -496,6 +497,19 @@ def command_toml(
     ctx: click.Context,
     notes: Mapping[str, str] | None = None,
     header: Iterable[str] = (),
+    paths: Mapping[str, bool] | None = None,
 ) -> str:
-    """The resolved configuration of the command of `ctx` as TOML (`render_toml`)."""
-    return render_toml(command_path(ctx), resolved_entries(ctx, notes), header)
+    """The resolved configuration of the command of `ctx` as TOML (`render_toml`).
+
+    `paths`: {parameter name: always} of the parameters that hold a path, written absolute
+    so that the file reruns the same command from any folder: always, or (False) only when
+    the value names something that exists (``--partition metis`` is a method, not a file)."""
+    entries = resolved_entries(ctx, notes)
+    names = {canonical_key(p): p.name for p in table_params(ctx.command)}
+    for e in entries:
+        always = (paths or {}).get(names.get(e.key, ""))
+        if always is None or not isinstance(e.value, str) or e.note is not None:
+            continue
+        if always or os.path.exists(e.value):
+            entries[entries.index(e)] = replace(e, value=os.path.abspath(e.value))
+    return render_toml(command_path(ctx), entries, header)

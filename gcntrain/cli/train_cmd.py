@@ -18,6 +18,18 @@ RERUN_NOTES = {
 }
 
 
+#: train's parameters that hold paths, written absolute in config.toml (True: always; False:
+#: when the value exists, since --partition and --machine also take names)
+PATH_PARAMS = {
+    "graph": False,
+    "partition": False,
+    "machine": False,
+    "resume": True,
+    "checkpoint": True,
+    "per_rank": True,
+}
+
+
 def _config_toml(out_dir: str) -> str:
     """This invocation's resolved [train] table (config.toml of ``-o``)."""
     from gcntrain.cli.config_file import command_toml
@@ -26,7 +38,8 @@ def _config_toml(out_dir: str) -> str:
     n = launcher_size()
     rerun = f"{f'mpiexec -n {n} ' if n > 1 else ''}gcntrain train --config {out_dir}/config.toml"
     header = [f"written by gcntrain train -o on {count(n, 'rank')}; the same run: {rerun}"]
-    return command_toml(click.get_current_context(), RERUN_NOTES, header)
+    header.append("paths are absolute: the file reruns the same run from any folder")
+    return command_toml(click.get_current_context(), RERUN_NOTES, header, PATH_PARAMS)
 
 
 def byte_size(n: float) -> str:
