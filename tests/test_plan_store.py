@@ -130,3 +130,22 @@ def test_unordered_pairs_counts_what_unique_counts(P, n):
     keep = rng.random(n) < 0.7
     want = np.unique(np.minimum(src, dst)[keep] * P + np.maximum(src, dst)[keep]).size
     assert unordered_pairs(src, dst, P, keep, block=7) == want > 0
+
+
+def test_a_plan_from_a_store_names_its_numbering_as_train_does(inputs, capsys):
+    """simulate STORE names the store's own numbering "store", as `train` does; a rank
+    count the store's shards do not fit is planned as the graph it holds and says that
+    `train` would refuse it (issue 51, item 10)."""
+    st4 = str(inputs["dir"] / "st4")
+    assert main(["simulate", st4, "--ranks", "4", "--scheme", "1d", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["partition"] == "store" and err == ""
+    assert main(["simulate", st4, "--ranks", "3", "--scheme", "1d", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["partition"] == "block"
+    assert f"simulate: planned the graph {st4} holds, numbered as its graph file" in err
+    assert "`train` reads this store as it is only on 4 ranks" in err
+    g = str(inputs["dir"] / "g.h5")
+    assert main(["simulate", g, "--ranks", "3", "--scheme", "1d", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["partition"] == "block" and "planned the graph" not in err

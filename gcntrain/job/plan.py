@@ -91,6 +91,15 @@ def plan_job(
 
         write_table(per_rank, sim.table.phases())
     summary = simulation_summary(sim, spec.config, spec.partition, time.perf_counter() - t0)
+    if summary["partition"] != "store" and notice is not None:
+        shards = _store_shards(spec.source)
+        if shards is not None:  # planned as the graph the store holds: `train` refuses it
+            notice(
+                f"simulate: planned the graph {spec.source} holds, numbered as its graph file "
+                f"would be ({summary['partition']}); `train` reads this store as it is only on "
+                f"{shards} ranks (its shards), so reshard it (`gcntrain shard`) to train this "
+                "plan"
+            )
     if place is not None:
         from gcntrain.simulate.timing import time_summary
 
@@ -100,6 +109,18 @@ def plan_job(
     if search is not None:
         summary["grid_search"] = search
     return said(summary)
+
+
+def _store_shards(source) -> int | None:
+    """The shard count of a shard store `source` (None: a graph file or the default)."""
+    import os
+
+    if source is None or not os.path.isdir(source):
+        return None
+    from gcntrain.schemes.loading import open_source
+
+    src = open_source(source)
+    return int(src.man.num_parts) if getattr(src, "kind", "") == "store" else None
 
 
 def _check_planning(source, config, widths: dict) -> None:

@@ -260,6 +260,15 @@ def node_widths(graph, meta, num_features, num_classes, where=None) -> tuple[int
     return f0, int(classes)
 
 
+def plan_partition_label(sim: Simulation, partition) -> str:
+    """The partition a plan used, named as `train` names its run's: a store's own shards
+    (``store``, where the plan reads the store as `train` would), the scheme's default
+    (block) without --partition, else the --partition given (a file's path, or "vector")."""
+    if partition is None:
+        return "store" if sim.ctx.store else sim.scheme.default_partition
+    return partition if isinstance(partition, str) else "vector"
+
+
 def simulation_summary(sim: Simulation, config, partition, seconds: float) -> dict:
     """The `gcntrain simulate --json` object (keys shared with `train --json` have the same
     meaning: per steady-state epoch, max / mean over ranks)."""
@@ -291,7 +300,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
         "scheme": sim.scheme.name,
         "ranks": t.P,
         "scheme_options": sim.config.to_dict(),
-        "partition": partition if isinstance(partition, str) or partition is None else "vector",
+        "partition": plan_partition_label(sim, partition),
         "graph": meta.name,
         "num_nodes": meta.n,
         "nnz": meta.nnz,
