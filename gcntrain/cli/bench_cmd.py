@@ -26,8 +26,8 @@ from gcntrain.cli.display import info
 @click.option(
     "--quick",
     is_flag=True,
-    help="The short calibration behind `--machine local` (at most about 15 s): smaller "
-    "operands, fewer widths, shorter serial runs.",
+    help="The short calibration behind `--machine local` (about 15 s on an idle machine, "
+    "20-35 s on a busy one): smaller operands, fewer widths, shorter serial runs.",
 )
 @click.option(
     "--mpiexec",

@@ -118,7 +118,7 @@ def local_machine(notice=None):
         say = notice or (lambda line: print(f"gcntrain: {line}", file=sys.stderr, flush=True))
         say(
             "measuring this machine once for --machine local (gcntrain bench --quick, "
-            f"about 15 s; cached in {path})"
+            f"about 15 s idle, longer on a busy machine; cached in {path})"
         )
         try:
             text, figs = calibrate(LOCAL, log=lambda _line: None, quick=True)
