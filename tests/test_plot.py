@@ -547,3 +547,16 @@ def test_docs_examples_are_drawn_from_their_inputs(tmp_path):
     assert [t.split(":")[0] for t in _texts(axes["loss"])] == [d for d, _, _ in docs.RUNS]
     assert "p2p" not in _texts(axes["breakdown"])  # p2p-np2's p2p phase is 0.0
     assert {"breakdown", "loss", "accuracy", "scaling"} == set(axes)
+
+
+def test_series_closer_than_a_line_are_labelled_as_overlapping():
+    """1.5d 0.3 % above 1d on one decade of a log axis is drawn under 1d's line: it is
+    labelled "(overlaps 1d)" (issue 51, item 16); 3 % apart stays its own line."""
+    from gcntrain.cli.plot_style import coinciding, equal_label
+
+    one = [(4, 1.0), (16, 0.3), (64, 0.1)]
+    near = [(x, y * 1.003) for x, y in one]
+    far = [(x, y * 1.03) for x, y in one]
+    first, exact = coinciding([one, near, far], log=True)
+    assert first == [None, 0, None] and exact == [False, False, False]
+    assert equal_label("1.5d", first[1], exact[1], ["1d", "1.5d", "p2p"]) == "1.5d (overlaps 1d)"

@@ -59,7 +59,10 @@ def grid_choice(search: list[dict]) -> tuple[str, str]:
 
 def grid_ranking(search: list[dict]) -> str:
     """Every planned grid, best first (volume: bytes sent + received per epoch, max rank)."""
-    lines = ["grid search (least volume first):", "  rank  grid        volume max MB  messages max"]
+    lines = [
+        "grid search (least volume first; volume: bytes sent + received per epoch, busiest rank):",
+        "  rank  grid        volume max MB  messages max",
+    ]
     ok = [r for r in search if "error" not in r]
     for k, r in enumerate(ok, 1):
         lines.append(
