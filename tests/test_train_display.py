@@ -71,3 +71,13 @@ def test_threads_beyond_the_pool_are_said(capsys):
     assert f"note: --threads 1000: a rank here runs at most {max_threads()} Numba threads" in err
     assert run(["train", "--epochs", "1", "--threads", str(max_threads())]) == 0
     assert "note: --threads" not in capsys.readouterr().err
+
+
+def test_huge_times_print_with_an_exponent():
+    """A profile with an absurd rate (1e-300 Gelem/s) predicts 1e295 ms: printed as
+    3.467e+295 ms, not 300 digits (issue 51, item 12)."""
+    from gcntrain.cli.display import _ms
+
+    assert _ms(0.5) == "500.000 ms" and _ms(999.0) == "999000.000 ms"
+    assert _ms(3.4671e292) == "3.467e+295 ms"
+    assert _ms(-2e4) == "-2e+07 ms"

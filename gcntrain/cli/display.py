@@ -75,7 +75,11 @@ def grid_ranking(search: list[dict]) -> str:
 
 
 def _ms(x: float) -> str:
-    return f"{x * 1e3:.3f} ms"
+    """Seconds `x` in milliseconds: three decimals, or four significant digits with an
+    exponent where that would run past a million (a profile's absurd rate must not print a
+    300-digit time)."""
+    ms = x * 1e3
+    return f"{ms:.3f} ms" if abs(ms) < 1e6 else f"{ms:.4g} ms"
 
 
 def time_rows(s: dict) -> list[tuple[str, str]]:
