@@ -51,6 +51,12 @@ _local_cache()
 def one_numba_thread():
     before = numba.get_num_threads()
     numba.set_num_threads(1)
+    # Mt-KaHyPar too: its process-wide initializer takes the thread count of its first use,
+    # which would otherwise be whichever test came first (the node's cores by default), and
+    # its DEFAULT preset partitions differently on 2 threads from run to run
+    from gcntrain.partition.mtk import mtkahypar_initializer
+
+    mtkahypar_initializer(1)
     yield
     numba.set_num_threads(before)
 
