@@ -32,8 +32,7 @@ install_packages() {
   [ "$(id -u)" = 0 ] || die "slurm-wlm and munge are not installed and this is not root"
   command -v apt-get >/dev/null || die "slurm-wlm and munge are not installed and there is no apt-get"
   apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    slurmctld slurmd slurm-client munge
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge
 }
 
 write_conf() {
