@@ -475,8 +475,6 @@ def render(
         directives = _pjm_directives(req)
     after = after_lines(req, run, used)
     preemption, resume_words = preemption_lines(req, run, bool(after))
-    if after:  # the launch's status, even under a set-up's `set -e`
-        preemption, resume_words = [*preemption, "status=0"], resume_words + " || status=$?"
     plugin, mpi_remark = mpi_plugin(req, used, installed_mpi)
     train_args = " ".join(shlex.quote(a) for a in req.train_args)
     rscgrp = req.rscgrp or ""

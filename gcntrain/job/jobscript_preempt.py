@@ -15,7 +15,17 @@ USR1_STATUS = 138
 
 def preemption_lines(req, run, requeues: bool) -> tuple[list[str], str]:
     """(comment and shell lines before the launch, words appended to the train command);
-    `requeues`: the script requeues its job after a SIGUSR1 stop (`after_lines`)."""
+    `requeues`: the script requeues its job after a SIGUSR1 stop (`after_lines`), which
+    reads the launch's status: ``status=0`` before it and ``|| status=$?`` on it, so that a
+    ``set -e`` of the set-up cannot end the script first."""
+    lines, words = _before_launch(req, run, requeues)
+    if requeues:
+        return [*lines, "status=0"], words + " || status=$?"
+    return lines, words
+
+
+def _before_launch(req, run, requeues: bool) -> tuple[list[str], str]:
+    """`preemption_lines` without the launch's status."""
     ck = run.checkpoint
     if ck is None:
         if req.requeue:
@@ -52,15 +62,18 @@ def preemption_lines(req, run, requeues: bool) -> tuple[list[str], str]:
     ], ""
 
 
+def requeues_after_stop(req, run) -> bool:
+    """Whether a Slurm script with --requeue and --checkpoint is asked to requeue its job
+    after a SIGUSR1 stop (where its template has ``${after}``)."""
+    return req.scheduler == "slurm" and req.requeue and run.checkpoint is not None
+
+
 def after_lines(req, run, used: set[str]) -> list[str]:
     """Shell lines after the launch: with --requeue and --checkpoint on Slurm, requeue the
     job when the run stopped after a checkpoint on SIGUSR1 (the time limit is near), so
-    that it continues by itself; the job's status otherwise.  The launch line ends with
-    ``|| status=$?`` (`render`), so that a ``set -e`` of the set-up cannot end the script
-    before this."""
-    if req.scheduler != "slurm" or not req.requeue or run.checkpoint is None:
-        return []
-    if "after" not in used:
+    that it continues by itself; the job's status otherwise (the launch's, kept by
+    `preemption_lines`)."""
+    if not requeues_after_stop(req, run) or "after" not in used:
         return []
     return [
         f"# {USR1_STATUS}: stopped by SIGUSR1 after a checkpoint: requeue the job (same job "
@@ -79,9 +92,7 @@ def after_lines(req, run, used: set[str]) -> list[str]:
 def requeue_remark(req, run, used: set[str], where: str) -> str | None:
     """The note for a user template without ``${after}`` rendered with --requeue and
     --checkpoint: its job is not requeued after a SIGUSR1 stop."""
-    if req.scheduler != "slurm" or not req.requeue or run.checkpoint is None:
-        return None
-    if "after" in used:
+    if not requeues_after_stop(req, run) or "after" in used:
         return None
     return (
         f"jobscript: {where} has no ${{after}}: the job is not requeued after a SIGUSR1 "
