@@ -33,9 +33,9 @@ PATH_PARAMS = {
 def _config_toml(out_dir: str) -> str:
     """This invocation's resolved [train] table (config.toml of ``-o``)."""
     from gcntrain.cli.config_file import command_toml
-    from gcntrain.comm.env import launcher_size
+    from gcntrain.comm.launch import launched_world_size
 
-    n = launcher_size()
+    n = launched_world_size()
     rerun = f"{f'mpiexec -n {n} ' if n > 1 else ''}gcntrain train --config {out_dir}/config.toml"
     header = [f"written by gcntrain train -o on {count(n, 'rank')}; the same run: {rerun}"]
     header.append("paths are absolute: the file reruns the same run from any folder")

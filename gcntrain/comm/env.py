@@ -44,12 +44,6 @@ def launcher_rank() -> int:
     return _first_int(names, 0)
 
 
-def launcher_size() -> int:
-    """Number of processes the launcher started (1 when run directly)."""
-    found = launched_tasks()
-    return 1 if found is None else found[1]
-
-
 def launch_counts(environ=None) -> list[tuple[str, int]]:
     """(variable, count) of every launcher variable set (`TASK_COUNT_VARS`, in order)."""
     environ = os.environ if environ is None else environ

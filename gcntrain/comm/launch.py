@@ -123,6 +123,17 @@ def check_launch(command: str, uses_mpi: bool, environ=None) -> None:
     check_mpi_world(MPI.COMM_WORLD.Get_size(), library(MPI), environ)
 
 
+def launched_world_size(environ=None) -> int:
+    """Ranks of this job: 1 where no launcher started the process (MPI is not started),
+    else the size of MPI's world, which `check_mpi_world` held against the launcher's
+    counts (any one of them may match: the first set need not be the world's)."""
+    if launched_tasks(environ) is None:
+        return 1
+    from gcntrain.comm.mpi import load_mpi
+
+    return int(load_mpi().COMM_WORLD.Get_size())
+
+
 def installed_srun_mpi() -> tuple[str | None, str]:
     """(the ``srun --mpi`` plugin the MPI library mpi4py loads here needs, or None; that
     library's name, or why no plugin is known)."""

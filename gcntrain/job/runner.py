@@ -17,7 +17,7 @@ import numpy as np
 
 from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
-from gcntrain.comm.env import launcher_size
+from gcntrain.comm.launch import launched_world_size
 from gcntrain.comm.node import auto_threads, ranks_on_node
 from gcntrain.data import setup_phases
 from gcntrain.job.drift import measure_drift
@@ -343,7 +343,7 @@ def run_job(
     (TrainResult of the local block, job summary identical on every rank)
     """
     outputs = JobOutputs() if outputs is None else outputs
-    size = comm.size if comm is not None else launcher_size()
+    size = comm.size if comm is not None else launched_world_size()
     world = spec.scheme_of(size).world(comm)
     stop = None
     if outputs.checkpoint is None:
