@@ -199,27 +199,32 @@ def metis_partition(
     if P == 1:
         return np.zeros(n, dtype=np.int64)
     xadj, adjncy = symmetrized_without_loops(indptr, indices, n)
+    said: list[str] = []  # what METIS's C library printed
     if backend == "mtkahypar":
         membership = _mtkahypar_graph_partition(n, xadj, adjncy, w, P, imbalance, seed, threads)
-        remark = balance_remark(membership, P, w, imbalance, [])
-        if remark is not None:
-            warnings.warn(Note(remark), stacklevel=2)
-        return membership
-    pymetis = _pymetis()
-    dtype = pymetis.zero_copy_dtype()
-    adjacency = pymetis.CSRAdjacency(xadj.astype(dtype), adjncy.astype(dtype))
-    options = pymetis.Options(seed=int(seed), ufactor=max(1, int(round(1000 * imbalance))))
-    kwargs = {} if w is None else {"vweights": w.astype(dtype)}
-    said: list[str] = []
-    with captured_stdout(said):  # METIS's C library prints its complaints on stdout
-        _, membership = pymetis.part_graph(
-            int(P), adjacency=adjacency, options=options, recursive=recursive, **kwargs
-        )
-    membership = np.asarray(membership, dtype=np.int64)
+    else:
+        membership = _pymetis_partition(xadj, adjncy, w, P, imbalance, seed, recursive, said)
     remark = balance_remark(membership, P, w, imbalance, said)
     if remark is not None:
         warnings.warn(Note(remark), stacklevel=2)
     return membership
+
+
+def _pymetis_partition(
+    xadj, adjncy, w, P: int, eps: float, seed: int, recursive, said: list[str]
+) -> np.ndarray:
+    """METIS's k-way (or recursive) partition through pymetis; what its C library prints
+    on stdout is appended to `said` instead."""
+    pymetis = _pymetis()
+    dtype = pymetis.zero_copy_dtype()
+    adjacency = pymetis.CSRAdjacency(xadj.astype(dtype), adjncy.astype(dtype))
+    options = pymetis.Options(seed=int(seed), ufactor=max(1, int(round(1000 * eps))))
+    kwargs = {} if w is None else {"vweights": w.astype(dtype)}
+    with captured_stdout(said):
+        _, membership = pymetis.part_graph(
+            int(P), adjacency=adjacency, options=options, recursive=recursive, **kwargs
+        )
+    return np.asarray(membership, dtype=np.int64)
 
 
 def balance_remark(
