@@ -506,10 +506,10 @@ def command_toml(
     the value names something that exists (``--partition metis`` is a method, not a file)."""
     entries = resolved_entries(ctx, notes)
     names = {canonical_key(p): p.name for p in table_params(ctx.command)}
-    for e in entries:
+    for i, e in enumerate(entries):
         always = (paths or {}).get(names.get(e.key, ""))
         if always is None or not isinstance(e.value, str) or e.note is not None:
             continue
         if always or os.path.exists(e.value):
-            entries[entries.index(e)] = replace(e, value=os.path.abspath(e.value))
+            entries[i] = replace(e, value=os.path.abspath(e.value))
     return render_toml(command_path(ctx), entries, header)

@@ -34,6 +34,7 @@ from gcntrain.model.trainer import model_layers
 from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
+from gcntrain.schemes.loading.numbering import partition_label
 
 
 class EpochMarks(OpsProxy):
@@ -252,7 +253,7 @@ def train_with(
             scheme.name,
             world.size,
             sc.to_dict(),
-            _partition_label(partition, src, scheme),
+            partition_label(partition, src.kind == "store", scheme),
             config,
             src.meta().content_hash,
             spec.partition_seed,
@@ -448,7 +449,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
         "scheme": sch.name,
         "ranks": world.size,
         "scheme_options": run.config.to_dict(),
-        "partition": _partition_label(spec.partition, run.source, sch),
+        "partition": partition_label(spec.partition, run.source.kind == "store", sch),
         "threads_per_rank": nthreads,
         "ranks_per_node": per_node,
         "node_cores": node["node_cores"],
@@ -535,12 +536,6 @@ def held_data(run: Run) -> int:
     from gcntrain.schemes.held import held_bytes
 
     return held_bytes(run.ops, run.local, skip=(Comm, Scratch)) + run.features_bytes
-
-
-def _partition_label(partition, source, scheme) -> str:
-    if partition is None:
-        return "store" if source.kind == "store" else scheme.default_partition
-    return partition if isinstance(partition, str) else "vector"
 
 
 def _write_outputs(

@@ -22,6 +22,7 @@ from gcntrain.model.normalize import support_kind
 from gcntrain.model.trainer import model_layers
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import open_source
+from gcntrain.schemes.loading.numbering import partition_label
 from gcntrain.schemes.protocol import PlanContext
 from gcntrain.simulate.heldstore import held_source
 from gcntrain.simulate.plan import LOAD_AGREEMENTS, PlanTable, plan_run
@@ -260,15 +261,6 @@ def node_widths(graph, meta, num_features, num_classes, where=None) -> tuple[int
     return f0, int(classes)
 
 
-def plan_partition_label(sim: Simulation, partition) -> str:
-    """The partition a plan used, named as `train` names its run's: a store's own shards
-    (``store``, where the plan reads the store as `train` would), the scheme's default
-    (block) without --partition, else the --partition given (a file's path, or "vector")."""
-    if partition is None:
-        return "store" if sim.ctx.store else sim.scheme.default_partition
-    return partition if isinstance(partition, str) else "vector"
-
-
 def simulation_summary(sim: Simulation, config, partition, seconds: float) -> dict:
     """The `gcntrain simulate --json` object (keys shared with `train --json` have the same
     meaning: per steady-state epoch, max / mean over ranks)."""
@@ -300,7 +292,7 @@ def simulation_summary(sim: Simulation, config, partition, seconds: float) -> di
         "scheme": sim.scheme.name,
         "ranks": t.P,
         "scheme_options": sim.config.to_dict(),
-        "partition": plan_partition_label(sim, partition),
+        "partition": partition_label(partition, sim.ctx.store, sim.scheme),
         "graph": meta.name,
         "num_nodes": meta.n,
         "nnz": meta.nnz,

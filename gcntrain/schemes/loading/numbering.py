@@ -103,3 +103,13 @@ def graph_structure(source) -> tuple[np.ndarray, np.ndarray]:
         ip = read_dataset(f, "indptr", source.path)
         ix = read_dataset(f, "indices", source.path)
     return np.asarray(ip, np.int64), np.asarray(ix, np.int64)
+
+
+def partition_label(partition, from_store: bool, scheme) -> str:
+    """The partition of a run or a plan, as `train --json` and `simulate --json` name it: a
+    store's own shards (``store``, where the run reads a store as it is), the scheme's
+    default (block) without --partition, else the --partition given (a method or a file's
+    path; "vector" for an array given through the API)."""
+    if partition is None:
+        return "store" if from_store else scheme.default_partition
+    return partition if isinstance(partition, str) else "vector"
