@@ -638,3 +638,18 @@ def test_a_template_rendering_invalid_bash_is_refused(capsys, tmp_path):
     (d / "slurm.sh").write_text("#!/bin/bash\n${header}\nif true; then\nsrun ${train}\n")
     args = ["--scheduler", "slurm", "--nodes", "1", "--ranks-per-node", "2"]
     refused(capsys, [*args, "--template-dir", str(d), "--", "train"], "is not valid bash")
+
+
+def test_a_train_config_file_is_read_as_train_reads_it(capsys, tmp_path):
+    """`-- train --config FILE` renders (its [train] table checked as `train` checks it, a
+    misspelt table refused), and -o over that file is refused as an input."""
+    good = tmp_path / "c.toml"
+    good.write_text("[train]\nepochs = 2\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[trian]\nepochs = 2\n")
+    base = ["--scheduler", "slurm", "--nodes", "1", "--ranks-per-node", "2", "--mpi", "pmi2"]
+    for spelled in (["--config", str(good)], [f"--config={good}"]):
+        assert "gcntrain train --config" in render(capsys, [*base, "--", "train", *spelled])
+        refused(capsys, [*base, "-o", str(good), "--", "train", *spelled], "is an input")
+    assert good.read_text() == "[train]\nepochs = 2\n"
+    refused(capsys, [*base, "--", "train", "--config", str(bad)], "[trian] is not a gcntrain")

@@ -22,6 +22,7 @@ def parse_train_args(args: tuple[str, ...]):
     from gcntrain.cli.main import cli
     from gcntrain.cli.options import scheme_args, train_config
     from gcntrain.job.jobscript import TrainRun
+    from gcntrain.job.options import CONFIG_FILE_META
 
     train = cli.get_command(None, "train")  # as `gcntrain train` has it (--config too)
 
@@ -31,7 +32,10 @@ def parse_train_args(args: tuple[str, ...]):
     if "-h" in rest or "--help" in rest:
         raise InputError("the train arguments ask for help: see `gcntrain train -h`")
     try:
-        params = dict(train.make_context("train", rest).params)
+        # under the group's context, as `gcntrain train` runs (a --config file's tables are
+        # checked against the group's commands)
+        ctx = train.make_context("train", rest, parent=click.Context(cli, info_name="gcntrain"))
+        params = dict(ctx.params)
         config = train_config(params)
     except click.ClickException as e:
         raise InputError(f"train arguments: {e.format_message()}") from None
@@ -51,20 +55,15 @@ def parse_train_args(args: tuple[str, ...]):
         checkpoint=params["checkpoint"],
         checkpoint_every=params["checkpoint_every"],
         resume=params["resume"],
+        config_file=ctx.meta.get(CONFIG_FILE_META),
     )
 
 
-def input_files(args: tuple[str, ...], run) -> list[str]:
-    """The files the train arguments (``train ARGS...``, parsed into `run`) name: GRAPH, a
-    --partition file, --config and --resume (rendering -o over one would destroy it)."""
-    found = [p for p in (run.graph, run.partition, run.resume) if p is not None]
-    rest = list(args[1:])
-    for i, a in enumerate(rest):
-        if a == "--config" and i + 1 < len(rest):
-            found.append(rest[i + 1])
-        elif a.startswith("--config="):
-            found.append(a.split("=", 1)[1])
-    return found
+def input_files(run) -> list[str]:
+    """The files the train arguments (parsed into `run`) name: GRAPH, a --partition file,
+    --resume and --config (rendering -o over one would destroy it)."""
+    named = (run.graph, run.partition, run.resume, run.config_file)
+    return [p for p in named if p is not None]
 
 
 def template_files(req) -> list[str]:
@@ -227,7 +226,7 @@ def jobscript(
     )
     run = parse_train_args(tuple(train_args))
     if out is not None:  # before the planning: an unwritable -o is one line, no work done
-        inputs = (*input_files(tuple(train_args), run), *template_files(req))
+        inputs = (*input_files(run), *template_files(req))
         check_output_file(out, inputs, "--out")
     installed = (None, "not looked up")
     if mpi is None and scheduler != "pjm":

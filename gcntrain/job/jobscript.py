@@ -115,6 +115,7 @@ class TrainRun:
     scheme, options, partition, partition_seed : as `gcntrain.cli.options.scheme_args`.
     threads : train's own ``--threads`` (None: not given).
     checkpoint, checkpoint_every, resume : train's checkpoint options.
+    config_file : train's --config FILE.toml (None: not given).
     """
 
     graph: str | None
@@ -127,6 +128,7 @@ class TrainRun:
     checkpoint: str | None = None
     checkpoint_every: int = 10
     resume: str | None = None
+    config_file: str | None = None
 
 
 @dataclass(frozen=True)
