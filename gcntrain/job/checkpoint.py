@@ -13,13 +13,17 @@ in one line on rank 0) and checks, before any rank loads its state, that the che
 was written by the same graph (content hash), scheme, scheme options, rank count, partition
 and training configuration (the number of epochs may grow); anything else is refused with a
 line naming what differs.  The state of a rank is its shard of the layout, so another rank
-count or scheme cannot resume it.
+count or scheme cannot resume it.  Each rank's arrays must agree among themselves
+(`TrainState.inconsistency`) and, once the model is built, fit its parameters
+(`RankState.check_model`: a file written for another model); either failure is refused on
+every rank, before training, with one line naming the file.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
@@ -329,10 +333,31 @@ def prepare_root(world, root) -> None:
     agree(world, check)
 
 
+@dataclass
+class RankState(TrainState):
+    """A rank's `TrainState` read from its checkpoint file `path`, whose fit to the model
+    (`check_model`, in `gcntrain.model.trainer.fit`, before training) is one verdict for
+    every rank of `world`: a file written for another model (another hidden width or
+    layer count, a parameter replaced by another of consistent shape) is refused on every
+    rank with one line naming it, exit status 2."""
+
+    world: object = None
+    path: str = ""
+
+    def check_model(self, weights: list[dict]) -> None:
+        def check():
+            why = self.model_mismatch(weights)
+            if why is not None:
+                raise InputError(f"inconsistent checkpoint file {self.path}: {why}")
+
+        agree(self.world, check)
+
+
 def load_state(world, root, identity: dict, epochs: int) -> tuple[TrainState, dict]:
     """This rank's state of the newest checkpoint under `root`, after checking that it
     belongs to this run and leaves epochs to train (of `epochs`); one verdict for every
-    rank.  Returns (state, metadata)."""
+    rank.  Returns (state, metadata); the state is a `RankState`, whose parameters the
+    trainer checks against the model's, again under one verdict."""
 
     def load():
         ckpt, meta, note = ckio.find_latest(root)
@@ -341,9 +366,11 @@ def load_state(world, root, identity: dict, epochs: int) -> tuple[TrainState, di
             raise InputError(f"cannot resume from {ckpt}: " + "; ".join(diff))
         path = ckio.rank_file(ckpt, world.rank)
         try:
-            state = TrainState.from_arrays(ckio.read_rank(ckpt, world.rank))
+            read = TrainState.from_arrays(ckio.read_rank(ckpt, world.rank))
         except (KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
             raise InputError(f"inconsistent checkpoint file {path}: {e!r}") from None
+        fields = {f.name: getattr(read, f.name) for f in dataclass_fields(TrainState)}
+        state = RankState(**fields, world=world, path=str(path))
         why = state.inconsistency()
         if why is not None:
             raise InputError(f"inconsistent checkpoint file {path}: {why}")

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from gcntrain.errors import InputError
+
 #: array-name prefixes of the parameter-shaped groups
 GROUPS = ("w", "m", "v")
 SCHEME = "scheme."
@@ -111,6 +113,47 @@ class TrainState:
                         return f"{g}.{i}.{k} holds non-finite values (NaN or infinity)"
         return None
 
+    def model_mismatch(self, weights: list[dict]) -> str | None:
+        """How this state's parameters differ from the model's (None: they fit).
+
+        Parameters
+        ----------
+        weights : the model's parameters on this rank, one {name: array} per layer
+            (`Network.weights`; host or device arrays).
+
+        Returns
+        -------
+        str or None
+            The first difference in layer count, parameter names, shape or dtype, in words
+            (``"layer 1's W is 16x7, the model needs 16x3"``), for a state whose arrays
+            agree among themselves (`inconsistency`) but were written for another model.
+        """
+        if len(self.weights) != len(weights):
+            return f"it holds {len(self.weights)} layers, the model has {len(weights)}"
+        for i, (have, need) in enumerate(zip(self.weights, weights)):
+            if set(have) != set(need):
+                return f"layer {i} holds {sorted(have)}, the model needs {sorted(need)}"
+            for k, want in need.items():
+                a = have[k]
+                got_t, need_t = np.dtype(a.dtype), np.dtype(want.dtype)
+                if tuple(a.shape) != tuple(want.shape) or got_t != need_t:
+                    # the dtypes are named only where they differ
+                    t1, t2 = (f" {got_t.name}", f" {need_t.name}") if got_t != need_t else ("", "")
+                    return (
+                        f"layer {i}'s {k} is {_shape(a.shape)}{t1}, "
+                        f"the model needs {_shape(want.shape)}{t2}"
+                    )
+        return None
+
+    def check_model(self, weights: list[dict]) -> None:
+        """Refuse, before anything is restored, a state the model's `weights` cannot take
+        (`model_mismatch`), with `InputError`.  Called by `gcntrain.model.trainer.fit` on
+        every rank; the job's checkpoints (`gcntrain.job.checkpoint`) make it one verdict
+        for every rank, naming the file."""
+        why = self.model_mismatch(weights)
+        if why is not None:
+            raise InputError(f"the state to resume does not fit the model: {why}")
+
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TrainState:
         groups: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in GROUPS}
@@ -139,6 +182,11 @@ class TrainState:
             stopped=bool(arrays["stopped"]),
             scheme=scheme,
         )
+
+
+def _shape(shape) -> str:
+    """``16x7`` for (16, 7); ``a scalar`` for ()."""
+    return "x".join(str(int(n)) for n in shape) if len(shape) else "a scalar"
 
 
 def restore_into(

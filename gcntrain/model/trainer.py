@@ -400,7 +400,8 @@ def fit(
         Adam moment and scheme array once, ``ops.compute.to_host``): the only transfers a
         checkpoint adds to the loop's.
     resume : the `TrainState` to continue from (same rank of the same layout): training
-        goes on at its epoch and ends, bit for bit, where the uninterrupted run ends.  On a
+        goes on at its epoch and ends, bit for bit, where the uninterrupted run ends; its
+        parameters must fit the model's (``resume.check_model``, `InputError`).  On a
         device its arrays are copied once into the device parameters and moments
         (``ops.compute.load_into``).
 
@@ -460,6 +461,7 @@ def fit(
     stopped = False
     first = 0
     if resume is not None:
+        resume.check_model(weights)  # another model's parameters: refused before training
         for dst, src in ((weights, resume.weights), (opt.m, resume.m), (opt.v, resume.v)):
             restore_into(dst, src, ops.compute.load_into)
         opt.t = resume.t
