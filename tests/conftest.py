@@ -45,6 +45,10 @@ def _local_cache() -> None:
 
 
 _local_cache()
+# status lines (`gcntrain.status`) show after 1.5 s without output, so on a busy machine a
+# command's stderr would hold them or not by chance: off for every process the suite starts,
+# except where a test of them turns them on
+os.environ["GCNTRAIN_STATUS"] = "off"
 
 
 @pytest.fixture(autouse=True, scope="session")

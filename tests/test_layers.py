@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "gcntrain"
 DOC = ROOT / "docs" / "architecture.md"
 #: modules anything may import (no imports of their own beyond the standard library)
-LEAVES = {"errors", "jsonutil", "environ", ""}
+LEAVES = {"errors", "jsonutil", "environ", "status", ""}
 
 
 def layer_table(text: str) -> dict[str, set[str]]:

@@ -93,6 +93,24 @@ def guard_launch(command: click.Command, name: str, launch: str) -> None:
     command._launch_guarded = True
 
 
+def name_phase(command: click.Command, name: str) -> None:
+    """Make `command`'s run a status phase named after it (`gcntrain.status`): the line a
+    quiet stretch shows where the command names no finer phase.  Idempotent."""
+    if getattr(command, "_phase_named", False) or command.callback is None:
+        return
+    callback = command.callback
+
+    def named(*args, **kwargs):
+        from gcntrain import status
+
+        with status.phase(name):
+            return callback(*args, **kwargs)
+
+    functools.update_wrapper(named, callback)
+    command.callback = named
+    command._phase_named = True
+
+
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -110,6 +128,7 @@ class LazyGroup(click.Group):
 
         attach_config_option(command)  # --config FILE.toml on every command with options
         guard_launch(command, name, entry.launch)
+        name_phase(command, name)
         return command
 
     def format_commands(self, ctx, formatter):
@@ -225,7 +244,12 @@ def run(argv: list[str] | None = None) -> int:
     _quiet_unraisable_interrupts()
     _notes_as_lines()
     try:
-        cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
+        from gcntrain import status
+        from gcntrain.cli.display import is_printer
+
+        # the command's first phase, until it names its own: loading its libraries
+        with status.watching(is_printer()), status.phase("starting"):
+            cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
         return 0
     except click.exceptions.Exit as e:
         return int(e.exit_code)

@@ -19,8 +19,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from time import perf_counter
 
+from gcntrain import status
+
 #: every phase a path may have, in report order
 PHASES = ("verify", "partition", "read", "normalise", "transpose", "exchange", "ops")
+#: what the status line says a phase does (`gcntrain.status`)
+DOING = {
+    "verify": "checking the graph file's content hash",
+    "partition": "partitioning the graph",
+    "read": "reading this rank's rows",
+    "normalise": "normalising the adjacency",
+    "transpose": "transposing the adjacency",
+    "exchange": "exchanging the setup's data",
+    "ops": "setting up the scheme",
+}
 
 
 class SetupClock:
@@ -72,9 +84,11 @@ def stop() -> dict[str, float]:
 
 @contextmanager
 def phase(name: str) -> Iterator[None]:
-    """`SetupClock.phase` on the open clock; a plain block when none is open."""
-    if _clock is None:
-        yield
-        return
-    with _clock.phase(name):
-        yield
+    """`SetupClock.phase` on the open clock (a plain block when none is open), named for
+    the status line (`DOING`)."""
+    with status.phase(DOING.get(name, name)):
+        if _clock is None:
+            yield
+            return
+        with _clock.phase(name):
+            yield

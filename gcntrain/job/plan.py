@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
+from gcntrain import status
 from gcntrain.errors import InputError
 from gcntrain.job.progress import count
 from gcntrain.job.spec import JobSpec, resolve_grid
@@ -71,21 +72,21 @@ def plan_job(
             ranks_per_node, assumed = default_ranks_per_node(prof, ranks, machine)
         place = placement(prof, ranks, nodes, ranks_per_node)
 
-    def said(summary: dict) -> dict:
-        # after the plan: a refused input stays one line
-        if assumed is not None and notice is not None:
-            notice(
-                f"simulate: {count(place.nodes, 'node')} x {count(place.ranks_per_node, 'rank')} "
-                f"assumed ({assumed}); --nodes / --ranks-per-node to plan another placement"
-            )
-        return summary
-
     _check_planning(spec.source, spec.config, spec.widths)
+    # once the inputs are checked and before the work, so that it is read first
+    if assumed is not None and notice is not None:
+        notice(
+            f"simulate: {count(place.nodes, 'node')} x {count(place.ranks_per_node, 'rank')} "
+            f"assumed ({assumed}); --nodes / --ranks-per-node to plan another placement"
+        )
     if sweep:
-        return said(sweep_summary(spec, place, quiet))
+        with status.phase(f"ranking every configuration on {count(ranks, 'rank')}"):
+            return sweep_summary(spec, place, quiet)
     t0 = time.perf_counter()
-    spec, search = resolve_grid(spec, ranks)
-    sim = plan_training(spec.plan_target(ranks), max_memory=spec.max_memory)
+    with status.phase(f"choosing the grid for {count(ranks, 'rank')}"):
+        spec, search = resolve_grid(spec, ranks)
+    with status.phase(f"planning {count(ranks, 'rank')}"):
+        sim = plan_training(spec.plan_target(ranks), max_memory=spec.max_memory)
     if per_rank is not None:
         from gcntrain.simulate.table import write_table
 
@@ -103,12 +104,13 @@ def plan_job(
     if place is not None:
         from gcntrain.simulate.timing import time_summary
 
-        summary.update(time_summary(sim, spec.config, place), device=spec.device)
+        with status.phase(f"pricing the epoch on {place.machine.name}"):
+            summary.update(time_summary(sim, spec.config, place), device=spec.device)
     if per_rank is not None:
         summary["per_rank"] = str(per_rank)
     if search is not None:
         summary["grid_search"] = search
-    return said(summary)
+    return summary
 
 
 def _store_shards(source) -> int | None:

@@ -15,6 +15,7 @@ from time import perf_counter
 
 import numpy as np
 
+from gcntrain import status
 from gcntrain.comm.agree import agree, on_root
 from gcntrain.comm.counters import Tally
 from gcntrain.comm.launch import launched_world_size
@@ -269,18 +270,19 @@ def train_with(
     if on_start is not None:
         on_start({"setup_seconds": setup_s, "setup_phases": phases})
     features_bytes = 0 if keeps_raw(scheme, sc) else counted_bytes(ops, local)
-    result = fit(
-        marks,
-        raw_features(scheme, sc, local),
-        local.labels,
-        local.masks,
-        local.num_classes,
-        config,
-        callback=callback,
-        num_features=local.num_features,
-        checkpoint=saver,
-        resume=state,
-    )
+    with status.phase("training"):
+        result = fit(
+            marks,
+            raw_features(scheme, sc, local),
+            local.labels,
+            local.masks,
+            local.num_classes,
+            config,
+            callback=callback,
+            num_features=local.num_features,
+            checkpoint=saver,
+            resume=state,
+        )
     ops.close(phase=Phase("control"))  # every rank, after its last product
     end = world.tally.snapshot()
     epochs = [b.since(a) for a, b in zip(marks.begins, marks.ends)]
@@ -393,11 +395,13 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     t_verify = time.perf_counter()
     verify_source(world, spec.source)  # before the auto search: it plans a checked file
     verified = {"verify": time.perf_counter() - t_verify} if world.size > 1 else {}
-    job = resolve(spec, size, world, per_node, notice, DEFAULT_MACHINE)
+    with status.phase("choosing the configuration"):
+        job = resolve(spec, size, world, per_node, notice, DEFAULT_MACHINE)
     spec, sch = job.spec, job.scheme
     handed, t_part = job.numbering, time.perf_counter()
     if handed is None:  # a slow partitioner: rank 0 alone, before the counters start
-        handed = numbering_once(world, spec, sch)
+        with status.phase("partitioning the graph"):
+            handed = numbering_once(world, spec, sch)
         if handed is not None:
             verified["partition"] = time.perf_counter() - t_part
     backend = None  # the host; a device backend, made once per rank, with --device gpu

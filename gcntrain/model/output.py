@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gcntrain import status
 from gcntrain.jsonutil import json_default
 
 FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5", "config.toml")
@@ -98,7 +99,10 @@ def folder_lock(path: Path):
     fd = os.open(path, os.O_RDONLY)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another run writes there: wait, and say so when long
+            with status.phase(f"waiting for another run to finish writing {path}"):
+                fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:  # pragma: no cover - a file system without flock (some NFS)
             pass
         yield

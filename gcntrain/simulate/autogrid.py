@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gcntrain import status
 from gcntrain.errors import InputError
 from gcntrain.schemes import registry
 from gcntrain.simulate.summary import epoch_median
@@ -38,6 +39,19 @@ def reusable_source(source, config):
     return source, None
 
 
+def _grid_row(grid, sim, ranks: int) -> dict:
+    """A planned grid's row of the ranking: its steady epoch's busiest volumes."""
+    med = epoch_median(sim.table.epoch_totals())  # (P, 4)
+    if med.ndim == 1:
+        med = np.zeros((ranks, 4))
+    return {
+        "grid": grid,
+        "volume_max": int((med[:, 0] + med[:, 1]).max(initial=0)),
+        "bytes_sent_max": int(med[:, 0].max(initial=0)),
+        "messages_max": int(med[:, 2].max(initial=0)),
+    }
+
+
 def rank_grids(target: PlanTarget) -> list[dict]:
     """Every candidate grid of ``target.scheme`` on ``target.ranks`` (the run `target`
     names, its grid option set to each candidate), best first: ``{"grid", "volume_max",
@@ -54,28 +68,20 @@ def rank_grids(target: PlanTarget) -> list[dict]:
     good, bad = [], []
     numberings: dict = {}  # grids of the same row parts share a partition, a support, ...
     derived: dict = {}
-    for grid in cands:
-        try:
-            sim = plan_training(
-                target.with_options(sch.with_grid(target.options, grid)),
-                support=support,
-                numberings=numberings,
-                derived=derived,
-            )
-        except InputError as e:
-            bad.append({"grid": grid, "error": str(e)})
-            continue
-        med = epoch_median(sim.table.epoch_totals())  # (P, 4)
-        if med.ndim == 1:
-            med = np.zeros((ranks, 4))
-        good.append(
-            {
-                "grid": grid,
-                "volume_max": int((med[:, 0] + med[:, 1]).max(initial=0)),
-                "bytes_sent_max": int(med[:, 0].max(initial=0)),
-                "messages_max": int(med[:, 2].max(initial=0)),
-            }
-        )
+    with status.phase(f"ranking the grids of {sch.name} on {ranks} ranks") as running:
+        for i, grid in enumerate(cands):
+            running.step(i, len(cands))
+            try:
+                sim = plan_training(
+                    target.with_options(sch.with_grid(target.options, grid)),
+                    support=support,
+                    numberings=numberings,
+                    derived=derived,
+                )
+            except InputError as e:
+                bad.append({"grid": grid, "error": str(e)})
+                continue
+            good.append(_grid_row(grid, sim, ranks))
     if not good:
         raise InputError(f"--grid auto: no grid of {sch.name} fits: {bad[0]['error']}")
     good.sort(key=lambda r: (r["volume_max"], r["messages_max"], r["grid"]))

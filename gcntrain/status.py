@@ -1,0 +1,188 @@
+"""Status lines: what a command is doing when it has printed nothing for a while.
+
+A command names its phases (``with status.phase("reading cora.h5"): ...``); while one runs
+and the command has written nothing to stdout or stderr for `QUIET_SECONDS`, rank 0 says
+which phase it is in, on stderr (stdout stays machine-readable):
+
+- at a terminal, one status line, ``gcntrain: reading cora.h5 ... 3 s``, redrawn every
+  second in place and erased before the command's next output, so that it leaves no trace;
+- into a pipe or a file (a batch log, every rank under ``mpiexec``), one line
+  ``gcntrain: reading cora.h5 ...`` per phase, and ``gcntrain: reading cora.h5: 60 s so
+  far`` every `LOG_SECONDS` while it lasts.
+
+``GCNTRAIN_STATUS`` chooses: ``auto`` (the default: as above), ``tty`` (the terminal form
+everywhere), ``log`` (the line form everywhere) or ``off``.  `watching` installs the
+watcher for one command (`gcntrain.cli.main.run`); without it `phase` only records the
+name.  The watcher is a daemon thread that wakes four times a second; a phase that holds
+Python's lock in C code (a partitioner's library call) is named when the lock is let go.
+
+A leaf module (standard library only), so that any layer may name its phases.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from time import monotonic
+
+#: seconds without output after which the running phase is named
+QUIET_SECONDS = 1.5
+#: seconds between redraws of the terminal line
+TTY_SECONDS = 1.0
+#: seconds between repeats of the line form
+LOG_SECONDS = 60.0
+#: the values GCNTRAIN_STATUS takes
+MODES = ("auto", "tty", "log", "off")
+
+_lock = threading.RLock()
+_phases: list = []  # the running `_Phase`s, innermost last
+_state = {"last": monotonic(), "shown": 0, "drawn_at": 0.0, "said": None, "said_at": 0.0}
+
+
+def mode(stream=None) -> str:
+    """The form status takes on `stream` (stderr by default): ``tty``, ``log`` or ``off``
+    (module docstring).
+
+    Raises
+    ------
+    InputError : GCNTRAIN_STATUS is not one of `MODES`
+    """
+    from gcntrain.errors import InputError
+
+    value = os.environ.get("GCNTRAIN_STATUS", "auto").strip().lower() or "auto"
+    if value not in MODES:
+        raise InputError(
+            f"GCNTRAIN_STATUS={value!r} is not one of {', '.join(MODES)} (status lines)"
+        )
+    if value != "auto":
+        return value
+    stream = sys.stderr if stream is None else stream
+    try:
+        return "tty" if stream.isatty() else "log"
+    except (AttributeError, ValueError):
+        return "log"
+
+
+class _Phase:
+    """A running phase: its name, when it began, and how far it is (`step`)."""
+
+    def __init__(self, name: str):
+        self.name, self.start, self.done = name, monotonic(), ""
+
+    def step(self, i: int, n: int) -> None:
+        """Say that `i` of `n` parts of the phase are done (shown on the terminal line)."""
+        self.done = f" ({i}/{n})"
+
+
+@contextmanager
+def phase(name: str):
+    """Name what the code inside does (a short lower-case clause: ``planning 1024
+    ranks``) for the status line; phases nest, the innermost is shown.  Yields the phase,
+    whose `_Phase.step` says how far it is."""
+    p = _Phase(name)
+    with _lock:
+        _phases.append(p)
+    try:
+        yield p
+    finally:
+        with _lock:
+            _phases.remove(p)
+
+
+def touch() -> None:
+    """Record output just written (the watched streams call it)."""
+    _state["last"] = monotonic()
+
+
+class _Watched:
+    """A text stream whose writes erase a shown status line first and count as output."""
+
+    def __init__(self, stream, err):
+        self._stream, self._err = stream, err
+
+    def write(self, text):
+        with _lock:
+            _erase(self._err)
+            n = self._stream.write(text)
+            if text:
+                touch()
+        return n
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _erase(err) -> None:
+    """Blank the terminal status line, if one is shown."""
+    if _state["shown"]:
+        err.write("\r" + " " * _state["shown"] + "\r")
+        err.flush()
+        _state["shown"] = 0
+
+
+def _tick(err, form: str) -> None:
+    """One look at the clock: show, redraw or repeat the status where due."""
+    with _lock:
+        if not _phases:
+            return
+        now = monotonic()
+        if now - _state["last"] < QUIET_SECONDS:
+            return
+        p = _phases[-1]
+        name, start = p.name, p.start
+        if form == "tty":
+            if _state["shown"] and now - _state["drawn_at"] < TTY_SECONDS:
+                return
+            text = f"gcntrain: {name}{p.done} ... {now - start:.0f} s"
+            err.write("\r" + text.ljust(_state["shown"]))
+            err.flush()
+            _state.update(shown=len(text), drawn_at=now)
+            return
+        if _state["said"] is not p:
+            line = f"gcntrain: {name} ..."
+        elif now - _state["said_at"] >= LOG_SECONDS:
+            line = f"gcntrain: {name}: {now - start:.0f} s so far"
+        else:
+            return
+        err.write(line + "\n")
+        err.flush()
+        _state.update(said=p, said_at=now, last=now)
+
+
+@contextmanager
+def watching(printer: bool = True):
+    """Watch this process's stdout and stderr for the command run inside, and show the
+    status where due (module docstring); `printer` False (a rank other than 0) only
+    records phases.  The streams are restored on leaving."""
+    form = mode() if printer else "off"
+    if form == "off":
+        yield
+        return
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Watched(out, err), _Watched(err, err)
+    touch()
+    stop = threading.Event()
+
+    def loop():
+        while not stop.wait(TTY_SECONDS / 4):
+            try:
+                _tick(err, form)
+            except (OSError, ValueError):  # the stream closed under us: stop showing
+                return
+
+    thread = threading.Thread(target=loop, name="gcntrain-status", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        with _lock:
+            _erase(err)
+        sys.stdout, sys.stderr = out, err

@@ -1,0 +1,125 @@
+"""Status lines (`gcntrain.status`): a command silent for a while names what it is doing, at a
+terminal in place and erased before its next output, into a pipe as a line; the suite turns
+them off (tests/conftest.py), these tests turn them on."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gcntrain import status
+from gcntrain.cli.main import run
+from tests.readme_lines import cli_env
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    """A quiet stretch of 0.2 s is long enough; the watcher wakes every 0.05 s."""
+    monkeypatch.setattr(status, "QUIET_SECONDS", 0.2)
+    monkeypatch.setattr(status, "TTY_SECONDS", 0.2)
+
+
+def _watched(monkeypatch, form: str, stream: io.StringIO, body) -> None:
+    monkeypatch.setenv("GCNTRAIN_STATUS", form)
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(sys, "stdout", stream)
+    with status.watching():
+        body()
+
+
+def test_log_form_names_a_quiet_phase_once(monkeypatch, quick):
+    err = io.StringIO()
+
+    def body():
+        with status.phase("planning 9 ranks"):
+            time.sleep(0.8)
+        print("done")
+        with status.phase("quick"):
+            pass
+
+    _watched(monkeypatch, "log", err, body)
+    assert err.getvalue() == "gcntrain: planning 9 ranks ...\ndone\n"
+    assert sys.stderr is err and sys.stdout is err  # the streams are given back
+
+
+def test_log_form_repeats_a_long_phase(monkeypatch, quick):
+    monkeypatch.setattr(status, "LOG_SECONDS", 0.3)
+    err = io.StringIO()
+
+    def body():
+        with status.phase("partitioning the graph"):
+            time.sleep(1.2)
+
+    _watched(monkeypatch, "log", err, body)
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "gcntrain: partitioning the graph ..."
+    assert len(lines) >= 2 and all(ln.endswith("s so far") for ln in lines[1:]), lines
+
+
+def test_terminal_form_is_erased_before_the_next_output(monkeypatch, quick):
+    term = FakeTerminal()
+
+    def body():
+        with status.phase("ranking the grids") as p:
+            p.step(3, 7)
+            time.sleep(0.7)
+        sys.stdout.write("result\n")
+
+    _watched(monkeypatch, "auto", term, body)
+    text = term.getvalue()
+    assert "\rgcntrain: ranking the grids (3/7) ... " in text
+    shown, after = text.rsplit("\r", 1)[0], text.rsplit("\r", 1)[1]
+    assert after == "result\n"  # what follows the erasing "\r" is the output alone
+    blank = shown.rsplit("\r", 1)[1]
+    assert blank.strip() == "" and len(blank) >= len("gcntrain: ranking the grids (3/7) ... 0 s")
+
+
+def test_off_and_other_ranks_say_nothing(monkeypatch, quick):
+    for form, printer in (("off", True), ("log", False)):
+        err = io.StringIO()
+        monkeypatch.setenv("GCNTRAIN_STATUS", form)
+        monkeypatch.setattr(sys, "stderr", err)
+        with status.watching(printer), status.phase("reading"):
+            time.sleep(0.5)
+        assert err.getvalue() == "", form
+
+
+def test_a_bad_mode_is_one_line_exit_2(monkeypatch, capsys):
+    monkeypatch.setenv("GCNTRAIN_STATUS", "loud")
+    assert run(["info"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "gcntrain: error: GCNTRAIN_STATUS='loud' is not one of auto, tty, log, off (status lines)"
+    ]
+
+
+def test_the_grid_ranking_names_itself(monkeypatch, quick, capsys):
+    """The slowest README simulate line (--grid auto) says what it ranks, and how far."""
+    monkeypatch.setattr(status, "QUIET_SECONDS", 0.0)
+    term = FakeTerminal()
+    monkeypatch.setenv("GCNTRAIN_STATUS", "tty")
+    monkeypatch.setattr(sys, "stderr", term)
+    assert run(["simulate", "--ranks", "64", "--scheme", "plexus", "--grid", "auto"]) == 0
+    assert "gcntrain: ranking the grids of plexus on 64 ranks (" in term.getvalue()
+
+
+def test_the_placement_note_comes_before_the_plan():
+    """`simulate --machine` without a placement says what it assumed first, not after."""
+    cmd = [sys.executable, "-m", "gcntrain.cli.main", "simulate", "--ranks", "8"]
+    cmd += ["--scheme", "1d", "--machine", "fugaku"]
+    res = subprocess.run(
+        cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert res.returncode == 0, res.stdout
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("simulate: 2 nodes x 4 ranks assumed"), lines[:3]
+    assert lines[1].startswith("graph "), lines[:3]
