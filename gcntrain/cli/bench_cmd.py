@@ -1,4 +1,5 @@
-"""`gcntrain bench`: measure this machine and write its profile for `simulate --machine`."""
+"""`gcntrain bench`: measure this machine and write its profile for `simulate --machine`
+(to ``-o``, else stdout; never to the ``--machine local`` cache, `gcntrain.simulate.local`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from gcntrain.cli.display import info
     type=click.Path(dir_okay=False),
     default=None,
     help="Profile file to write (TOML; written to a temporary name, then renamed) "
-    "[default: only this host's cached profile, what `--machine local` loads].",
+    "[default: stdout]. Never this host's cached `--machine local` profile, which only "
+    "`--machine local` writes.",
 )
 @click.option(
     "--name",
@@ -49,14 +51,14 @@ def bench(out, name, quick, mpiexec, device):
     """Calibrate a machine profile on this machine (memory bandwidth, kernel rates and their
     thread scaling with the project's own kernels, MPI latency and bandwidth, element-wise
     and per-call costs of serial training) in at most a minute on an idle machine; use it
-    with `gcntrain simulate --machine OUT`.  The profile also becomes this host's cached
-    `--machine local`."""
+    with `gcntrain simulate --machine OUT`.  Writes OUT (or stdout) only: this host's
+    cached `--machine local` profile is left as it is."""
     import platform
+    import sys
     from pathlib import Path
 
     from gcntrain.data.atomic import check_output_file, write_text
     from gcntrain.simulate.calibrate import calibrate
-    from gcntrain.simulate.local import store
     from gcntrain.simulate.profile_text import check_name, profile_text
 
     if name is not None:
@@ -73,10 +75,12 @@ def bench(out, name, quick, mpiexec, device):
 
         figs["device"] = device_figures(quick, log=info)
         text = profile_text(name, figs)
-    if out is not None:
-        write_text(Path(out), text)
-        info(f"wrote {out}")
-    info(f"cached as this host's local profile: {store(profile_text('local', figs))}")
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    write_text(Path(out), text)
+    info(f"wrote {out}")
 
 
 def _check_gpu() -> None:

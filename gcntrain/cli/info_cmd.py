@@ -1,5 +1,5 @@
-"""`gcntrain info`: versions, MPI library and vendor, Numba threads, CPU, GPUs (CuPy) and
-CUDA-aware MPI."""
+"""`gcntrain info`: versions, MPI library and vendor, Numba threads, CPU, GPUs (CuPy),
+CUDA-aware MPI and this host's cached ``--machine local`` profile."""
 
 from __future__ import annotations
 
@@ -97,7 +97,19 @@ def collect_info() -> dict:
         out["srun_mpi"] = None
         out["mpi_error"] = str(e)
     out.update(device_info(MPI))
+    out["local_profile"] = local_profile()
     return out
+
+
+def local_profile() -> dict:
+    """This host's cached ``--machine local`` profile: its path, state and when and by what
+    gcntrain it was measured (`gcntrain.simulate.local.cache_state`); never measures."""
+    from gcntrain.simulate.local import cache_state
+
+    try:
+        return cache_state()
+    except Exception as e:  # pragma: no cover - info reports, it does not fail
+        return {"state": f"unavailable ({e})"}
 
 
 def device_info(MPI=None, probe=None) -> dict:
@@ -147,6 +159,7 @@ def _thread_pools() -> str:
 @click.command("info", context_settings={"help_option_names": ["-h", "--help"]})
 @json_option
 def info(as_json: bool) -> None:
-    """Show versions, the MPI library and vendor, Numba threads, the CPU, the GPUs CuPy sees
-    and whether MPI is CUDA-aware."""
+    """Show versions, the MPI library and vendor, Numba threads, the CPU, the GPUs CuPy sees,
+    whether MPI is CUDA-aware, and this host's cached `--machine local` profile (its path and
+    when it was measured)."""
     emit(collect_info(), as_json)

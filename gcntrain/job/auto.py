@@ -23,7 +23,10 @@ epoch time, quickly and aloud.
   numbering (its METIS partition, say) sends it to the others, and the job trains with it
   (`gcntrain.job.runner.load_rank`) instead of partitioning the graph again on every rank.
 * **Said aloud.**  One line when the search starts and one with the choice, its predicted
-  epoch, the runner-up and the search's time (rank 0, stderr, through `notice`).
+  epoch, the runner-up and the search's time (rank 0, stderr, through `notice`); for
+  ``--machine local`` the choice's line names this host's cached profile and when it was
+  measured, and the choice carries the profile's file and date (``machine_file``,
+  ``machine_measured``).
 """
 
 from __future__ import annotations
@@ -184,6 +187,7 @@ def choose(
 
     say = notice if (notice is not None and world.rank == 0) else (lambda line: None)
     prof, shared = _profile(world, machine)
+    origin, cached_at = _origin(prof, machine)
     t0 = time.perf_counter()  # the choice's own time (not a first calibration of `local`)
 
     def widths():
@@ -205,14 +209,17 @@ def choose(
             return None
         shape = (world.size, per_node, options, partition, partition_seed, prof, source)
         key = cache_key(meta, config, *shape)
-        return key, _cached(key)
+        hit = _cached(key)
+        if hit is not None:
+            hit.update(origin)  # where the profile lies now (the key holds its figures)
+        return key, hit
 
     got = agree(world, lookup)
     key, hit = got if got is not None else ("", None)
     hit = json.loads(world.bcast_bytes(to_json(hit).encode() if world.rank == 0 else None))
     if hit is not None:
         hit.update(cached=True, sweep_seconds=time.perf_counter() - t0)
-        say(_chosen_line(hit))
+        say(_chosen_line(hit, cached_at))
         return hit, None
     # one planning rank per core of each node (`working_ranks`)
     planners = working_ranks(world, cores) if shared else [0]
@@ -278,6 +285,7 @@ def choose(
         choice["predicted_epoch_seconds"] = choice.pop("epoch_seconds")
         choice.update(
             machine=prof.name if prof is not None else str(machine),
+            **origin,
             configurations=total,
             sweep_seconds=time.perf_counter() - t0,
             runner_up={
@@ -294,7 +302,7 @@ def choose(
     mine = agree(world, pick, name_rank=False)
     choice = json.loads(world.bcast_bytes(mine, 0, "control").decode())
     choice["cached"] = False
-    say(_chosen_line(choice))
+    say(_chosen_line(choice, cached_at))
     return choice, _hand_over(world, choice, held, config, partition_seed)
 
 
@@ -340,10 +348,29 @@ def _graphs_fit(meta, per_node: int, max_memory) -> bool:
     return have is None or per_node * graph <= have / 4
 
 
-def _chosen_line(c: dict) -> str:
-    """The notice of a choice: what, its predicted epoch, why (the runner-up), how long."""
+def _origin(prof, machine) -> tuple[dict, str]:
+    """The profile's file and date for the choice (``machine_file``: None where it has no
+    file; ``machine_measured``: None where it records none), and for ``--machine local``
+    where this host's cache holds it, the words naming that cache and its date
+    (`gcntrain.simulate.local.cached_words`; "" otherwise, and on ranks without `prof`)."""
+    from gcntrain.simulate.local import LOCAL, cached_words
+
+    has_file = prof is not None and bool(prof.path) and os.path.isfile(prof.path)
+    origin = {
+        "machine_file": prof.path if has_file else None,
+        "machine_measured": (prof.measured or None) if prof is not None else None,
+    }
+    return origin, cached_words(prof) if has_file and str(machine) == LOCAL else ""
+
+
+def _chosen_line(c: dict, cached_at: str = "") -> str:
+    """The notice of a choice: what, its predicted epoch (on which profile: for ``--machine
+    local``, `cached_at` names this host's cached profile and its date), why (the
+    runner-up), how long."""
     ms = c["predicted_epoch_seconds"] * 1e3
     line = f"scheme auto: {c['label']}, predicted {ms:.3f} ms per epoch on profile {c['machine']}"
+    if cached_at:
+        line += f" (this host's, {cached_at})"
     r = c.get("runner_up") or {}
     if r.get("label"):
         line += f"; the next best, {r['label']}, {r['predicted_epoch_seconds'] * 1e3:.3f} ms"

@@ -5,9 +5,14 @@ of ``train --scheme auto``, ``plot``), `gcntrain bench --quick` measures it (at 
 15 s on an idle machine: its cores, memory, bandwidth, kernel rates and their thread
 scaling, MPI latency and bandwidth; `gcntrain.simulate.calibrate`), says so in one line,
 and caches the profile under the cache directory as ``machine-HOST.toml``; later runs read
-it.  A full `gcntrain bench` replaces the cached profile with its own.  A cached profile
-whose core count no longer matches this host's (a different node of the same name, a new
-affinity mask) is measured again.
+it.  Only this measurement writes the cache: `gcntrain bench` writes its own ``-o`` file
+(or stdout) and never the cache.  Every checkout on the host that runs with the same cache
+directory shares it, so the cached profile records when it was measured and by which
+gcntrain from which directory (``measured``, ``measured_by``); `gcntrain info` names it
+with its date (`cache_state`), and so does ``train --scheme auto`` (`gcntrain.job.auto`,
+`cached_words`).  A cached
+profile whose core count no longer matches this host's (a different node of the same name,
+a new affinity mask) is measured again; to measure it again otherwise, delete it.
 
 The cache directory is ``$GCNTRAIN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gcntrain``, else
 ``~/.cache/gcntrain``.
@@ -21,6 +26,7 @@ import re
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from gcntrain.comm.env import host_cores
@@ -91,15 +97,52 @@ def _calibration_lock():
         f.close()
 
 
-def _cached():
-    """This host's cached profile, or None (absent, unreadable, or of another core count)."""
+def _read_cache() -> tuple[Machine | None, str]:
+    """(this host's cached profile, "") or (None, why there is none to use)."""
     path = cache_path()
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, "none cached"
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"unreadable ({e})"
+    try:
         m = parse_machine(text, str(path))
-    except (OSError, UnicodeDecodeError, InputError):
-        return None
-    return m if m.cores == host_cores() else None
+    except InputError as e:
+        return None, f"not a profile ({e})"
+    if m.cores != host_cores():
+        return None, f"measured for {m.cores} cores, this host has {host_cores()}"
+    if not m.measured:  # cached before the key: the date of its first comment line
+        got = re.match(r"# Measured by `gcntrain bench.*? at (\d{4}-\d\d-\d\d \d\d:\d\d)\.", text)
+        m = replace(m, measured=got.group(1) if got else "")
+    return m, ""
+
+
+def _cached():
+    """This host's cached profile, or None (absent, unreadable, or of another core count)."""
+    return _read_cache()[0]
+
+
+def cache_state() -> dict:
+    """What `gcntrain info` says of this host's cached profile: ``path`` (where it is, or
+    would be), ``state`` (``cached``, else why none is used: the next ``--machine local``
+    measures this host), ``measured`` and ``measured_by`` (None where none is used;
+    "unknown" where the profile does not say)."""
+    m, why = _read_cache()
+    out: dict = {"path": str(cache_path()), "state": "cached" if m is not None else why}
+    if m is None:
+        out["state"] += "; the next --machine local run measures this host"
+    out["measured"] = None if m is None else (m.measured or "unknown")
+    out["measured_by"] = None if m is None else (m.measured_by or "unknown")
+    return out
+
+
+def cached_words(prof: Machine) -> str:
+    """``cached at PATH, measured DATE by ...``: where `prof`, this host's cached profile,
+    lies and when and by what it was measured (for the lines that name the profile used)."""
+    when = prof.measured or "at an unrecorded date"
+    by = f" by {prof.measured_by}" if prof.measured_by else ""
+    return f"cached at {prof.path}, measured {when}{by}"
 
 
 def local_machine(notice=None):
@@ -127,9 +170,11 @@ def local_machine(notice=None):
         where = store(text)
         busy = "; ".join((figs or {}).get("busy", []))
         if busy:  # its figures are the busy machine's: say so once, with the way out
+            again = f"delete {where} on an idle machine to measure it again, or " if where else ""
             say(
                 f"this machine was busy while it was measured ({busy}): --machine local "
-                "prices with its figures; run `gcntrain bench` on an idle machine to replace them"
+                f"prices with its figures; {again}price with a profile of `gcntrain bench -o "
+                "FILE` run on an idle machine (--machine FILE)"
             )
     return parse_machine(text, str(where or "<measured, not cached>"))
 

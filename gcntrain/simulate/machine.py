@@ -7,6 +7,8 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
     name = "fugaku"
     description = "..."
     sources = ["...", ...]
+    measured = "2026-01-31 14:05"   (optional: when `gcntrain bench` measured it)
+    measured_by = "gcntrain 0.4.0 from /path"   (optional: the version and directory that did)
     [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs (the
                       node's, every core streaming), core_bandwidth_gbs (optional: what one
                       core streams; default the node's),
@@ -248,6 +250,9 @@ class Machine(KernelRates):
     #: whether a plan's ranks compute on the GPUs (`on_device`: ``simulate --device gpu``)
     on_gpu: bool = False
     path: str = ""
+    #: when and by what gcntrain `gcntrain bench` measured it (empty: not recorded)
+    measured: str = ""
+    measured_by: str = ""
 
     def cores_per_rank(self, ranks_per_node: int | None = None) -> float:
         """Threads each rank computes with: its share of the node's cores (the runtime gives
@@ -329,6 +334,14 @@ def _get(d: dict, key: str, where: str, path: str, kind=float):
             raise InputError(f"machine profile: {where}{key} must be an integer", path)
         return int(v)
     return float(v)
+
+
+def _text(d: dict, key: str, path: str) -> str:
+    """A top-level string that may be absent ("")."""
+    v = d.get(key, "")
+    if not isinstance(v, str):
+        raise InputError(f"machine profile: {key} must be a string", path)
+    return v
 
 
 def _optional(d: dict, key: str, where: str, path: str) -> float:
@@ -483,6 +496,8 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         topology=_topology(net.get("topology"), path),
         device=_device(d.get("device"), path),
         path=path,
+        measured=_text(d, "measured", path),
+        measured_by=_text(d, "measured_by", path),
     )
     check_known(d, path)  # after the parse: its look-ups are the keys a profile may hold
     return machine

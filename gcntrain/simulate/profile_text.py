@@ -25,6 +25,17 @@ def check_name(name: str) -> None:
         raise InputError(f"--name must be 1-{NAME_MAX} printable characters, got {name!r}")
 
 
+def measured_by(version: str) -> str:
+    """The ``measured_by`` of a profile measured here: gcntrain's `version` and the
+    directory it was imported from (a checkout, or an installation's site-packages), so
+    that a profile cached for a whole host says which of its checkouts measured it."""
+    from pathlib import Path
+
+    import gcntrain
+
+    return f"gcntrain {version} from {Path(gcntrain.__file__).resolve().parent.parent}"
+
+
 def _table(d: dict, fmt: str = ".4g") -> str:
     return "{ " + ", ".join(f"{k} = {v:{fmt}}" for k, v in d.items()) + " }"
 
@@ -38,6 +49,8 @@ def profile_text(name: str, figs: dict) -> str:
     lines = [
         f"# Measured by `gcntrain bench{' --quick' if mode else ''}` on {host} at {figs['when']}.",
         f"name = {toml_string(name)}",
+        f"measured = {toml_string(figs['when'])}",
+        f"measured_by = {toml_string(measured_by(figs['version']))}",
         "description = "
         + toml_string(
             f"{figs['host']}: {figs['cores']} cores, measured by gcntrain bench"
