@@ -38,6 +38,7 @@ MODES = ("auto", "tty", "log", "off")
 
 _lock = threading.RLock()
 _phases: list = []  # the running `_Phase`s, innermost last
+_notes: list = []  # [say] of `say_before_long_work`, [None] once said
 _state = {"last": monotonic(), "shown": 0, "drawn_at": 0.0, "said": None, "said_at": 0.0}
 
 
@@ -91,6 +92,27 @@ def phase(name: str):
             _phases.remove(p)
 
 
+@contextmanager
+def say_before_long_work(say):
+    """Call `say()` (it prints a note about the work inside) once: as soon as the work has
+    been quiet for `QUIET_SECONDS`, so that it is read before the wait, else when the work
+    ends; never when the work raises (a refusal stays one line)."""
+    entry = [say]
+    with _lock:
+        _notes.append(entry)
+    try:
+        yield
+    except BaseException:
+        with _lock:
+            _notes.remove(entry)
+        raise
+    with _lock:
+        _notes.remove(entry)
+        due = entry[0]
+    if due is not None:
+        due()
+
+
 def touch() -> None:
     """Record output just written (the watched streams call it)."""
     _state["last"] = monotonic()
@@ -133,6 +155,13 @@ def _tick(err, form: str) -> None:
             return
         now = monotonic()
         if now - _state["last"] < QUIET_SECONDS:
+            return
+        due = [e for e in _notes if e[0] is not None]
+        if due:
+            _erase(err)
+            for e in due:
+                say, e[0] = e[0], None
+                say()
             return
         p = _phases[-1]
         name, start = p.name, p.start

@@ -5,7 +5,6 @@ them off (tests/conftest.py), these tests turn them on."""
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
 import time
 
@@ -13,7 +12,6 @@ import pytest
 
 from gcntrain import status
 from gcntrain.cli.main import run
-from tests.readme_lines import cli_env
 
 
 class FakeTerminal(io.StringIO):
@@ -112,14 +110,33 @@ def test_the_grid_ranking_names_itself(monkeypatch, quick, capsys):
     assert "gcntrain: ranking the grids of plexus on 64 ranks (" in term.getvalue()
 
 
-def test_the_placement_note_comes_before_the_plan():
-    """`simulate --machine` without a placement says what it assumed first, not after."""
-    cmd = [sys.executable, "-m", "gcntrain.cli.main", "simulate", "--ranks", "8"]
-    cmd += ["--scheme", "1d", "--machine", "fugaku"]
-    res = subprocess.run(
-        cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+def test_the_placement_note_comes_before_a_long_plan(monkeypatch, quick):
+    """`simulate --machine` without a placement says what it assumed before a plan that
+    takes a while (the grid ranking), after a quick one, and not at all with a refusal."""
+    monkeypatch.setattr(status, "QUIET_SECONDS", 0.0)
+    term = FakeTerminal()
+    _watched(
+        monkeypatch,
+        "log",
+        term,
+        lambda: run(
+            ["simulate", "-P", "64", "--scheme", "plexus", "--grid", "auto", "--machine", "fugaku"]
+        ),
     )
-    assert res.returncode == 0, res.stdout
-    lines = res.stdout.splitlines()
-    assert lines[0].startswith("simulate: 2 nodes x 4 ranks assumed"), lines[:3]
-    assert lines[1].startswith("graph "), lines[:3]
+    lines = term.getvalue().splitlines()
+    note = [
+        i for i, ln in enumerate(lines) if ln.startswith("simulate: 16 nodes x 4 ranks assumed")
+    ]
+    ranking = [i for i, ln in enumerate(lines) if ln.startswith("gcntrain: ranking the grids")]
+    graph = [i for i, ln in enumerate(lines) if ln.startswith("graph ")]
+    assert len(note) == 1 and note[0] < graph[0], lines
+    assert not ranking or note[0] < ranking[0], lines
+
+
+def test_the_placement_note_follows_a_quick_plan_and_not_a_refusal(capsys):
+    assert run(["simulate", "-P", "8", "--scheme", "1d", "--machine", "fugaku"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("simulate: 2 nodes x 4 ranks assumed") and "graph " in out
+    assert run(["simulate", "-P", "100000", "--scheme", "1d", "--machine", "fugaku"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("gcntrain: error:"), err

@@ -43,8 +43,6 @@ def plan_job(
     notice : called with one line saying the placement assumed when neither `nodes` nor
         `ranks_per_node` is given (None: silent).
     """
-    from gcntrain.simulate.run import plan_training, simulation_summary
-
     machine, nodes, ranks_per_node = spec.machine, spec.nodes, spec.ranks_per_node
     ranks = int(spec.ranks)
     if machine is None and (nodes is not None or ranks_per_node is not None):
@@ -73,15 +71,27 @@ def plan_job(
         place = placement(prof, ranks, nodes, ranks_per_node)
 
     _check_planning(spec.source, spec.config, spec.widths)
-    # once the inputs are checked and before the work, so that it is read first
-    if assumed is not None and notice is not None:
-        notice(
-            f"simulate: {count(place.nodes, 'node')} x {count(place.ranks_per_node, 'rank')} "
-            f"assumed ({assumed}); --nodes / --ranks-per-node to plan another placement"
-        )
-    if sweep:
-        with status.phase(f"ranking every configuration on {count(ranks, 'rank')}"):
-            return sweep_summary(spec, place, quiet)
+
+    def say():
+        if assumed is not None and notice is not None:
+            notice(
+                f"simulate: {count(place.nodes, 'node')} x "
+                f"{count(place.ranks_per_node, 'rank')} assumed ({assumed}); --nodes / "
+                "--ranks-per-node to plan another placement"
+            )
+
+    # the note comes before a long plan (read first), after a short one, never with a refusal
+    with status.say_before_long_work(say):
+        if sweep:
+            with status.phase(f"ranking every configuration on {count(ranks, 'rank')}"):
+                return sweep_summary(spec, place, quiet)
+        return _plan_one(spec, ranks, place, per_rank, notice)
+
+
+def _plan_one(spec: JobSpec, ranks: int, place, per_rank, notice) -> dict:
+    """`plan_job`'s summary of one planned run (its inputs checked)."""
+    from gcntrain.simulate.run import plan_training, simulation_summary
+
     t0 = time.perf_counter()
     with status.phase(f"choosing the grid for {count(ranks, 'rank')}"):
         spec, search = resolve_grid(spec, ranks)
