@@ -13,10 +13,18 @@ from __future__ import annotations
 
 import click
 
+from gcntrain import status
 from gcntrain.cli.display import count, emit
 from gcntrain.cli.options import json_option, model_options, train_config, width_options
 from gcntrain.cli.plot_style import save
 from gcntrain.errors import InputError
+
+
+def _draw(out: str, figure) -> None:
+    """Make the figure (`figure()`: matplotlib loads here) and save it as `out`, as a named
+    phase for the status line."""
+    with status.phase(f"drawing {out}"):
+        save(figure(), out)
 
 
 def _out_format(ctx, param, value: str | None) -> str | None:
@@ -126,7 +134,7 @@ def breakdown_cmd(graph, ranks, num_features, num_classes, schemes, machine, out
     if out:
         from gcntrain.cli.plot_sim import breakdown_figure
 
-        save(breakdown_figure(data), out)
+        _draw(out, lambda: breakdown_figure(data))
     emit(
         data,
         as_json,
@@ -188,7 +196,7 @@ def scaling_cmd(graph, ranks_list, num_features, num_classes, schemes, machine, 
     if out:
         from gcntrain.cli.plot_sim import scaling_figure
 
-        save(scaling_figure(data), out)
+        _draw(out, lambda: scaling_figure(data))
     emit(data, as_json, lambda s: _scaling_text(points, confs, ps, prof.name, out))
 
 
@@ -224,7 +232,7 @@ def measured_cmd(runs, nodes, machine, out, as_json):
     if out:
         from gcntrain.cli.plot_sim import measured_figure
 
-        save(measured_figure(data), out)
+        _draw(out, lambda: measured_figure(data))
     emit(
         data,
         as_json,
@@ -276,7 +284,7 @@ def runs_cmd(runs, out, machine, nodes, as_json):
     rows = [summary(r, predictions and predictions[r.path]) for r in loaded]
     groups = scaling_groups(loaded)
     if out:
-        save(run_figure(loaded, predictions, prof_name), out)
+        _draw(out, lambda: run_figure(loaded, predictions, prof_name))
     emit(
         {"out": out, "machine": prof_name, "runs": rows, "scaling": groups},
         as_json,

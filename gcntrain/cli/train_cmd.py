@@ -174,7 +174,8 @@ def _human(s: dict) -> str:
             (
                 "scheme auto",
                 f"{r['label']}: predicted {r['predicted_epoch_seconds'] * 1e3:.3f} ms per epoch "
-                f"on profile {r['machine']}, best exact of {r['configurations']} "
+                f"on profile {r['machine']}{_profile_source(r)}, best exact of "
+                f"{r['configurations']} "
                 f"configurations ({r['sweep_seconds']:.1f} s"
                 + (", the choice cached for this graph and job shape)" if r.get("cached") else ")"),
             )
@@ -186,6 +187,15 @@ def _human(s: dict) -> str:
     if s.get("out"):
         rows.append(("outputs", s["out"]))
     return rows_table(rows)
+
+
+def _profile_source(r: dict) -> str:
+    """Where the recommendation's profile came from: this host's cached profile and its
+    date (``--machine local``), a file, or nothing for a shipped profile."""
+    path = r.get("machine_file")
+    if not path or r.get("machine") != "local":
+        return ""
+    return f" (cached at {path}, measured {r.get('machine_measured') or 'on an unrecorded date'})"
 
 
 @click.command("train")

@@ -9,6 +9,7 @@ import statistics
 from dataclasses import fields
 from pathlib import Path
 
+from gcntrain import status
 from gcntrain.errors import InputError
 from gcntrain.model.trainer import TrainConfig
 from gcntrain.schemes.loading import DEFAULT_SOURCE
@@ -53,9 +54,10 @@ def breakdown(source, config, ranks, machine, schemes, **kw) -> list[dict]:
     source, kw["support"] = reusable_source(source, config)
     kw.setdefault("numberings", {})
     out = []
-    for name in schemes:
+    for k, name in enumerate(schemes):
         try:
-            t, conf = _planned(source, config, name, ranks, machine, **dict(kw))
+            with status.phase(f"planning {name} on {ranks} ranks ({k}/{len(schemes)} done)"):
+                t, conf = _planned(source, config, name, ranks, machine, **dict(kw))
         except InputError as e:
             out.append({"scheme": name, "error": str(e)})
             continue
@@ -85,19 +87,22 @@ def scaling(source, config, ranks_list, machine, schemes, **kw) -> tuple[dict, d
     out: dict[str, list] = {}
     confs: dict[str, list] = {}
     first = None
-    for name in schemes:
-        pts, cs = [], []
-        for P in ranks_list:
-            try:
-                t, conf = _planned(source, config, name, int(P), machine, **dict(kw))
-                pts.append([int(P), t["epoch_seconds"]])
-                cs.append([int(P), conf])
-            except InputError as e:
-                first = first or e
-                pts.append([int(P), None])
-                cs.append([int(P), None])
-        out[name] = pts
-        confs[name] = cs
+    where = ", ".join(str(int(p)) for p in ranks_list)
+    with status.phase(f"planning {len(schemes)} schemes on {where} ranks") as running:
+        for k, name in enumerate(schemes):
+            running.step(k, len(schemes))
+            pts, cs = [], []
+            for P in ranks_list:
+                try:
+                    t, conf = _planned(source, config, name, int(P), machine, **dict(kw))
+                    pts.append([int(P), t["epoch_seconds"]])
+                    cs.append([int(P), conf])
+                except InputError as e:
+                    first = first or e
+                    pts.append([int(P), None])
+                    cs.append([int(P), None])
+            out[name] = pts
+            confs[name] = cs
     if first is not None and all(t is None for pts in out.values() for _, t in pts):
         raise first
     return out, confs
