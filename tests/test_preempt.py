@@ -189,3 +189,44 @@ def test_kill_9_during_a_checkpoint_write_keeps_the_previous_one(graph, tmp_path
         "rank-00001.npz",
     ]
     _resumed_equals_uninterrupted(graph, ck, tmp_path)
+
+
+def _wchan(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
+def test_a_signal_while_starting_is_one_line_and_no_launcher_banner(tmp_path, sig):
+    """Issue 51 item 13: a signal before `train` installs its handling (here every rank waits
+    to open its --config, a FIFO nobody writes) ends every rank with status 128 + N and one
+    line, not the signal's default death, for which MPICH's mpiexec prints its "BAD
+    TERMINATION" banner on stdout, where --json promises one JSON object."""
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [mpiexec(), "-n", "3", *gcntrain_exe(), "train", "--config", str(fifo), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    t0 = time.monotonic()
+    while True:  # until the 3 ranks wait in open() for a FIFO writer
+        ranks = [p for p, a in _descendants(proc.pid) if f"--config {fifo}" in a]
+        waiting = [p for p in ranks if _wchan(p) == "wait_for_partner"]
+        if len(waiting) == 3:
+            break
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 60, f"ranks not waiting: {ranks}"
+        time.sleep(0.05)
+    os.kill(proc.pid, sig)
+    rc, out, err = _finish(proc)
+    assert rc == 128 + sig, (rc, out, err)
+    assert out == "", out
+    assert err.splitlines() == [f"gcntrain: stopped by {signal.Signals(sig).name}"], err

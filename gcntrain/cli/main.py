@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import sys
+import time
 from typing import NamedTuple
 
 import click
@@ -217,6 +219,47 @@ def _quiet_unraisable_interrupts() -> None:
     sys.unraisablehook = hook
 
 
+#: seconds a rank waits under MPI before it leaves on a signal (as StopOnSignal does)
+SIGNAL_GRACE_SECONDS = 0.5
+
+
+@contextlib.contextmanager
+def _signals_end_at_once():
+    """SIGTERM and SIGUSR1 end a command at once with one line from rank 0 and status
+    128 + N, from the moment it starts (a command may install its own handling inside:
+    `train` does, `gcntrain.job.checkpoint`), instead of the signals' default death, which
+    MPICH's mpiexec reports with a "BAD TERMINATION" banner on its stdout.  Standard library
+    only: this runs before any heavy import."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from gcntrain.comm.env import launch_counts, launcher_rank
+
+    rank, several = launcher_rank(), any(n > 1 for _, n in launch_counts())
+
+    def leave(signum, frame):
+        if rank == 0:
+            os.write(2, f"gcntrain: stopped by {signal.Signals(signum).name}\n".encode())
+        if several:  # let the launcher forward the signal to every rank first
+            time.sleep(SIGNAL_GRACE_SECONDS)
+        os._exit(128 + int(signum))
+
+    old = {}
+    for name in ("SIGTERM", "SIGUSR1"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            old[sig] = signal.signal(sig, leave)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def _notes_as_lines() -> None:
     """A `gcntrain.errors.Note` warning prints as one line ``gcntrain: note: ...`` (rank 0
     only, as every line); other warnings as Python prints them."""
@@ -248,7 +291,7 @@ def run(argv: list[str] | None = None) -> int:
         from gcntrain.cli.display import is_printer
 
         # the command's first phase, until it names its own: loading its libraries
-        with status.watching(is_printer()), status.phase("starting"):
+        with _signals_end_at_once(), status.watching(is_printer()), status.phase("starting"):
             cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
         return 0
     except click.exceptions.Exit as e:
