@@ -69,8 +69,8 @@ def mode(stream=None) -> str:
 class _Phase:
     """A running phase: its name, when it began, and how far it is (`step`)."""
 
-    def __init__(self, name: str):
-        self.name, self.start, self.done = name, monotonic(), ""
+    def __init__(self, name: str, quiet: float | None = None):
+        self.name, self.start, self.done, self.quiet = name, monotonic(), "", quiet
 
     def step(self, i: int, n: int) -> None:
         """Say that `i` of `n` parts of the phase are done (shown on the terminal line)."""
@@ -78,11 +78,13 @@ class _Phase:
 
 
 @contextmanager
-def phase(name: str):
+def phase(name: str, quiet: float | None = None):
     """Name what the code inside does (a short lower-case clause: ``planning 1024
     ranks``) for the status line; phases nest, the innermost is shown.  Yields the phase,
-    whose `_Phase.step` says how far it is."""
-    p = _Phase(name)
+    whose `_Phase.step` says how far it is.  `quiet`: the seconds without output after
+    which this phase is shown (default `QUIET_SECONDS`; longer for a phase that prints
+    its own progress at a known rate, so that the two do not alternate)."""
+    p = _Phase(name, quiet)
     with _lock:
         _phases.append(p)
     try:
@@ -164,6 +166,8 @@ def _tick(err, form: str) -> None:
                 say()
             return
         p = _phases[-1]
+        if p.quiet is not None and now - _state["last"] < p.quiet:
+            return
         name, start = p.name, p.start
         if form == "tty":
             if _state["shown"] and now - _state["drawn_at"] < TTY_SECONDS:

@@ -140,3 +140,17 @@ def test_the_placement_note_follows_a_quick_plan_and_not_a_refusal(capsys):
     assert run(["simulate", "-P", "100000", "--scheme", "1d", "--machine", "fugaku"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("gcntrain: error:"), err
+
+
+def test_a_phase_with_its_own_rate_waits_longer(monkeypatch, quick):
+    """`training` prints epoch lines at a known rate: its status waits longer than that."""
+    err = io.StringIO()
+
+    def body():
+        with status.phase("training", quiet=1.0):
+            time.sleep(0.6)
+        with status.phase("training on", quiet=0.3):
+            time.sleep(0.8)
+
+    _watched(monkeypatch, "log", err, body)
+    assert err.getvalue() == "gcntrain: training on ...\n"

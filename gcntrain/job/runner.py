@@ -24,6 +24,7 @@ from gcntrain.data import setup_phases
 from gcntrain.job.drift import measure_drift
 from gcntrain.job.features import counted_bytes, keeps_raw, raw_features
 from gcntrain.job.numbering import handed_numbering, numbering_once, own_numbering
+from gcntrain.job.progress import EVERY_SECONDS
 from gcntrain.job.report import epoch_comm, gather_phases, summarize_ranks
 from gcntrain.job.spec import JobOutputs, JobSpec, resolve
 from gcntrain.kernels.warm import start_numba
@@ -36,6 +37,7 @@ from gcntrain.model.wrappers import FaultOps, OpsProxy
 from gcntrain.schemes import registry
 from gcntrain.schemes.loading import DEFAULT_SOURCE, check_classes, open_source
 from gcntrain.schemes.loading.numbering import partition_label
+from gcntrain.status import QUIET_SECONDS
 
 
 class EpochMarks(OpsProxy):
@@ -270,7 +272,8 @@ def train_with(
     if on_start is not None:
         on_start({"setup_seconds": setup_s, "setup_phases": phases})
     features_bytes = 0 if keeps_raw(scheme, sc) else counted_bytes(ops, local)
-    with status.phase("training"):
+    # the epoch lines come at least every `EVERY_SECONDS` while epochs are shorter
+    with status.phase("training", quiet=EVERY_SECONDS + QUIET_SECONDS):
         result = fit(
             marks,
             raw_features(scheme, sc, local),
