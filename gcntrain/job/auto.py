@@ -189,6 +189,7 @@ def choose(
     prof, shared = _profile(world, machine)
     origin, cached_at = _origin(prof, machine)
     t0 = time.perf_counter()  # the choice's own time (not a first calibration of `local`)
+    prof = process_room(prof, per_node, max_memory)  # a choice must fit --max-memory too
 
     def widths():
         config.validate()  # a bad value is its own line, not "no configuration fits"
@@ -279,6 +280,8 @@ def choose(
 
         if not rows:  # every configuration refused: say why, as `simulate --sweep` does
             raise InputError(f"--scheme auto: no configuration fits: {whys[0] if whys else '-'}")
+        if max_memory is not None:
+            no_fit_line(rows, max_memory, np.dtype(config.dtype).itemsize)
         best = recommend(SweepResult(rows, None, [], 0.0, 0.0))
         others = [r for r in rows if r["exact"] and r["fits"] and r is not best]
         choice = {k: best[k] for k in KEEP}
@@ -346,6 +349,46 @@ def _graphs_fit(meta, per_node: int, max_memory) -> bool:
     graph = 16.0 * meta.nnz + 4.0 * meta.n * max(meta.num_features, 1)
     have = float(max_memory) * per_node if max_memory is not None else available_bytes()
     return have is None or per_node * graph <= have / 4
+
+
+def process_room(prof, per_node: int, max_memory):
+    """`prof` (a `Machine`, or None) with its node's memory bounded by ``--max-memory``:
+    each of the `per_node` ranks of a node has `max_memory` bytes less the fixed
+    `gcntrain.job.memory_guard.PROCESS_BYTES` for its share, so that the sweep's ``fits``
+    (a rank's estimated memory times the ranks of a node within the node's memory) holds a
+    configuration to the bound, its pruning keeps the best and runner-up among those that
+    fit, and the cache key names the bound.  Unchanged without `max_memory`."""
+    from gcntrain.job.memory_guard import PROCESS_BYTES
+
+    if prof is None or max_memory is None:
+        return prof
+    # at least a byte: a node memory of 0 reads as unknown, which everything fits
+    room = max(float(per_node) * (float(max_memory) - PROCESS_BYTES), 1.0)
+    return replace(prof, memory=min(prof.memory, room) if prof.memory > 0 else room)
+
+
+def no_fit_line(rows: list[dict], max_memory: float, itemsize: int) -> None:
+    """`InputError` when no exact configuration of `rows` (the sweep's, held to
+    `process_room`) fits because of ``--max-memory``: the bound, the smallest need among
+    them (the fixed part and the share apart, `gcntrain.job.memory_guard.need_words`) and
+    whether more ranks could help.  Nothing where one fits, or where the node's own memory,
+    not the bound, excludes them (`recommend` says so)."""
+    from gcntrain.data.memory import fmt_bytes
+    from gcntrain.job.memory_guard import need_words
+
+    exact = [r for r in rows if r["exact"]]
+    if not exact or any(r["fits"] for r in exact):
+        return
+    least = min(exact, key=lambda r: r["memory_bytes_max"])
+    what = "its share (graph, model, activations and buffers: the plan's estimate)"
+    ways = ["more ranks", "a smaller --hidden"]
+    need, split, ways_out = need_words(least["memory_bytes_max"], what, max_memory, ways, itemsize)
+    if need <= max_memory:
+        return
+    raise InputError(
+        f"--scheme auto: no configuration fits the {fmt_bytes(max_memory)} of --max-memory "
+        f"per rank: the smallest need, {least['label']}'s, is about {split}; {ways_out}"
+    )
 
 
 def _origin(prof, machine) -> tuple[dict, str]:

@@ -8,19 +8,33 @@ rank's rows times the sum of the layer widths, a few copies).  `check_rank` comp
 the memory available to the rank (the node's available memory divided by the ranks sharing
 it) or with ``--max-memory``, and refuses with both figures in one line.  Being low, it
 refuses only runs that cannot fit; a run it admits may still need more.
+
+``--max-memory`` bounds a whole process, so against it the need is `PROCESS_BYTES` (what
+every process takes before it holds any graph) plus the rank's share, and a refusal names
+the two apart (`need_words`): more ranks shrink the share, never the fixed part.  The
+node's available memory is measured with the ranks already started, so against it the
+need is the share alone.  ``--scheme auto`` holds its candidates to the same bound
+(`gcntrain.job.auto`: `process_room`, `no_fit_line`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gcntrain.data.memory import available_bytes, check_fits
+from gcntrain.data.memory import available_bytes, check_fits, fmt_bytes
+from gcntrain.errors import InputError
 from gcntrain.schemes.protocol import GraphMeta, LoadRequest
 
 #: copies of each parameter: weights, Adam's two moments, the gradient
 PARAM_COPIES = 4
 #: copies of the widest activations kept or made per layer (Z, H, dropout, the gradient)
 ACTIVATION_COPIES = 3
+#: bytes every training process holds before any graph: the interpreter with numpy, scipy,
+#: Numba, h5py, mpi4py and gcntrain imported (143 MiB measured on the 2-core development VM,
+#: 183-203 MiB at the end of a tiny run; a little less here, as the estimate is low)
+PROCESS_BYTES = 128 << 20
+#: the fixed part in words
+FIXED_WORDS = "fixed per process (the interpreter and its libraries)"
 
 
 def request_rows(req: LoadRequest) -> tuple[int, int]:
@@ -79,6 +93,25 @@ def memory_limit(ranks_on_node: int, max_memory: float | None, per: str):
     return have / k, "available memory" + (per.format(k=k) if k > 1 else "")
 
 
+def need_words(share: float, share_what: str, limit: float, ways: list[str], itemsize: int):
+    """How a process's need under ``--max-memory`` of `limit` bytes splits: (the need in
+    bytes, ``"X: F fixed per process (...) and S for <share_what>"``, the ways out).  Where
+    the fixed part alone exceeds `limit`, the ways out say that only a larger
+    ``--max-memory`` helps (`ways`, the ways out of a large share, shrink only the share)."""
+    need = PROCESS_BYTES + share
+    split = (
+        f"{fmt_bytes(need)}: {fmt_bytes(PROCESS_BYTES)} {FIXED_WORDS} and "
+        f"{fmt_bytes(share)} for {share_what}"
+    )
+    ways_out = "use " + _hint(ways, itemsize)
+    if PROCESS_BYTES >= limit:
+        ways_out = (
+            f"the fixed part alone is more than --max-memory, so no rank count fits: raise "
+            f"--max-memory ({_hint(ways, itemsize)} shrink only the share)"
+        )
+    return need, split, ways_out
+
+
 def check_rank(
     meta: GraphMeta,
     req: LoadRequest,
@@ -87,18 +120,30 @@ def check_rank(
     ranks_on_node: int,
     max_memory: float | None = None,
 ) -> None:
-    """`InputError` (one line) when this rank's estimate exceeds its memory."""
+    """`InputError` (one line) when this rank's estimate exceeds its memory: its share, plus
+    the fixed `PROCESS_BYTES` under ``--max-memory`` (named apart, `need_words`)."""
     got = memory_limit(ranks_on_node, max_memory, " per rank ({k} ranks on the node)")
     if got is None:
         return
     limit, source = got
-    check_fits(
-        rank_bytes(meta, req, widths, itemsize),
-        "training this rank's share (graph rows, parameters with Adam's moments, activations)",
-        limit=limit,
-        hint=_hint(["use more ranks", "a smaller --hidden"], itemsize),
-        source=source,
-    )
+    share = rank_bytes(meta, req, widths, itemsize)
+    what = "graph rows, parameters with Adam's moments, activations"
+    ways = ["more ranks", "a smaller --hidden"]
+    if max_memory is None:
+        check_fits(
+            share,
+            f"training this rank's share ({what})",
+            limit=limit,
+            hint="use " + _hint(ways, itemsize),
+            source=source,
+        )
+        return
+    need, split, ways_out = need_words(share, f"its share ({what})", limit, ways, itemsize)
+    if need > limit:
+        raise InputError(
+            f"training this rank needs about {split}, more than the {fmt_bytes(limit)} of "
+            f"--max-memory; {ways_out}"
+        )
 
 
 def check_planning(

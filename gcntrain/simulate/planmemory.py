@@ -63,8 +63,8 @@ def block_entries(
     within `max_memory` bytes (None: the default block, no bound); `shard`: bytes of the
     largest shard a store summary holds whole; `tables`: (bytes, what) of the scheme's
     tables (`Scheme.plan_table_bytes`).  `InputError` (one line naming what would not fit and both
-    sizes) when the summary, the support with the smallest block (`MIN_BLOCK`) or the
-    priced plan cannot fit."""
+    sizes, the fixed `BASE_BYTES` apart from the graph's part) when the summary, the support
+    with the smallest block (`MIN_BLOCK`) or the priced plan cannot fit."""
     if max_memory is None:
         return None
     entries = nnz + n
@@ -76,7 +76,7 @@ def block_entries(
             build + BLOCK_ENTRY_BYTES * MIN_BLOCK,
             f"the support matrix of {nnz:,} entries and {n:,} nodes",
         ),
-        (held + shard, "the largest shard of the store beside the node counts"),
+        (held + shard, "the node counts and the largest shard of the store"),
         (
             held + PATTERN_ENTRY_BYTES * entries + max(ranges, tables[0]),
             f"the support's pattern and {tables[1] or 'the passes over it'}",
@@ -84,9 +84,12 @@ def block_entries(
     ]
     need, what = max(phases, key=lambda p: p[0])
     if need > max_memory:
+        alone = BASE_BYTES >= max_memory
         raise InputError(
-            f"planning needs at least {fmt_bytes(need)} for {what}, "
-            f"--max-memory is {fmt_bytes(max_memory)}",
+            f"planning needs at least {fmt_bytes(need)}: {fmt_bytes(BASE_BYTES)} fixed per "
+            f"process (the interpreter and its libraries) and {fmt_bytes(need - BASE_BYTES)} "
+            f"for {what}, --max-memory is {fmt_bytes(max_memory)}"
+            + ("; the fixed part alone is more than that: raise --max-memory" if alone else ""),
             where,
         )
     room = int((max_memory - build) // BLOCK_ENTRY_BYTES)
