@@ -161,31 +161,6 @@ def test_a_busy_quick_calibration_says_so(tmp_path, monkeypatch, capsys):
     assert "busy" in err[1] and "load 4.20 on 2 cores" in err[1] and "gcntrain bench" in err[1]
 
 
-def test_bench_quick_writes_a_profile_with_measured_scaling(tmp_path):
-    """`gcntrain bench --quick` on this machine: a profile that loads, with one-core and
-    node bandwidth, thread and node scaling measured at 1 and all cores, and the date it was
-    measured; this host's ``local`` cache is left alone (tests/test_bench_cache.py)."""
-    env = {**__import__("os").environ, "GCNTRAIN_CACHE_DIR": str(tmp_path / "cache")}
-    out = tmp_path / "q.toml"
-    exe = Path(sys.executable).parent / "gcntrain"
-    r = subprocess.run(
-        [str(exe), "bench", "--quick", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    m = parse_machine(out.read_text(), str(out))
-    assert m.threads_source == "measured" and m.core_bandwidth > 0
-    assert m.memory_bandwidth >= m.core_bandwidth
-    for kind in N.KINDS:
-        assert m.scaling(kind).threads[0] == 1.0 and m.sharing(kind).speedups[0] == 1.0
-    assert "measured in" in r.stderr and m.measured and m.measured_by.startswith("gcntrain ")
-    assert not list((tmp_path / "cache").glob("machine-*.toml"))  # bench never caches
-    assert m.name == "q"  # named after its file (what `simulate` and `plot` print)
-
-
 def test_bench_refuses_an_unwritable_output_before_measuring(tmp_path, capsys):
     from gcntrain.cli.main import run
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from gcntrain.simulate.machine import parse_machine
+from gcntrain.simulate.node import KINDS
 from tests.readme_lines import REPO, cli_env, command_lines, fenced_block, fenced_blocks, shared_dir
 
 TOUR = "A short tour"
@@ -179,14 +181,19 @@ def test_readme_tour_runs_as_written(tmp_path):
     assert "lr = 0.02 " in stdout[_line(lines, r"config show --config run1/config\.toml")]
     assert "grid auto" in stdout[_line(lines, r"--scheme plexus --grid auto")]
     assert "recommended" in stdout[_line(lines, r"--sweep --top 10")]
-    # the bench line writes its -o file only; the --machine local line measures this host
-    # once, caches it, and names the cached profile and its date
+    # the --machine local line measures this host once (`bench --quick`'s calibration, the
+    # suite's one real run of it), caches it, and names the cached profile and its date
     local = _line(lines, r"--machine local")
-    assert _line(lines, r"^gcntrain bench --quick") < local
     (cached,) = (tmp_path / "cache").glob("machine-*.toml")
     assert "scheme auto" in stdout[local]
     err = (log / f"{local}.err").read_text()
     assert "measuring this machine" in err and f"cached at {cached}, measured " in err
+    m = parse_machine(cached.read_text(), str(cached))
+    assert m.threads_source == "measured" and m.core_bandwidth > 0
+    assert m.memory_bandwidth >= m.core_bandwidth
+    for kind in KINDS:  # thread and node scaling measured at 1 and all cores
+        assert m.scaling(kind).threads[0] == 1.0 and m.sharing(kind).speedups[0] == 1.0
+    assert m.measured and m.measured_by.startswith("gcntrain ")
     # the checkpointed run stops at 100 epochs; the resumed one trains 101-200 and ends
     # where one 200-epoch run of the same scheme and seed ends
     ck, resume = _line(lines, r"--epochs 100 --checkpoint ck"), _line(lines, r"--resume ck")
