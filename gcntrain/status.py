@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from time import monotonic
 
 #: seconds without output after which the running phase is named
-QUIET_SECONDS = 1.5
+QUIET_SECONDS = 1.0
 #: seconds between redraws of the terminal line
 TTY_SECONDS = 1.0
 #: seconds between repeats of the line form
@@ -39,7 +39,14 @@ MODES = ("auto", "tty", "log", "off")
 _lock = threading.RLock()
 _phases: list = []  # the running `_Phase`s, innermost last
 _notes: list = []  # [say] of `say_before_long_work`, [None] once said
-_state = {"last": monotonic(), "shown": 0, "drawn_at": 0.0, "said": None, "said_at": 0.0}
+_state = {
+    "last": monotonic(),
+    "shown": 0,
+    "drawn_at": 0.0,
+    "said": None,
+    "said_at": 0.0,
+    "hushed": False,
+}
 
 
 def mode(stream=None) -> str:
@@ -115,6 +122,11 @@ def say_before_long_work(say):
         due()
 
 
+def hush() -> None:
+    """No status for the rest of this command (its ``--quiet``)."""
+    _state["hushed"] = True
+
+
 def touch() -> None:
     """Record output just written (the watched streams call it)."""
     _state["last"] = monotonic()
@@ -153,7 +165,7 @@ def _erase(err) -> None:
 def _tick(err, form: str) -> None:
     """One look at the clock: show, redraw or repeat the status where due."""
     with _lock:
-        if not _phases:
+        if not _phases or _state["hushed"]:
             return
         now = monotonic()
         if now - _state["last"] < QUIET_SECONDS:
@@ -200,6 +212,7 @@ def watching(printer: bool = True):
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Watched(out, err), _Watched(err, err)
     touch()
+    _state["hushed"] = False
     stop = threading.Event()
 
     def loop():

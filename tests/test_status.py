@@ -154,3 +154,15 @@ def test_a_phase_with_its_own_rate_waits_longer(monkeypatch, quick):
 
     _watched(monkeypatch, "log", err, body)
     assert err.getvalue() == "gcntrain: training on ...\n"
+
+
+def test_quiet_train_shows_no_status(monkeypatch, quick, capsys):
+    """`train --quiet` asks for no progress on stderr: status lines included."""
+    monkeypatch.setattr(status, "QUIET_SECONDS", 0.0)
+    err = io.StringIO()
+    monkeypatch.setenv("GCNTRAIN_STATUS", "log")
+    monkeypatch.setattr(sys, "stderr", err)
+    assert run(["train", "--epochs", "2", "--quiet", "--json"]) == 0
+    assert "gcntrain: " not in err.getvalue().replace("gcntrain: starting ...\n", ""), (
+        err.getvalue()
+    )

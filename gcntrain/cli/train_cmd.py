@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from gcntrain import status
 from gcntrain.cli.display import count, emit, grid_choice, info, optional, rows_table
 from gcntrain.cli.options import apply
 from gcntrain.errors import InputError
@@ -240,6 +241,8 @@ def train(
         resume=resume,
         config_toml=None if out_dir is None else _config_toml(out_dir),
     )
+    if quiet:
+        status.hush()
     progress = None if quiet else Progress(config.epochs)
     try:
         _, summary = run_job(

@@ -10,7 +10,7 @@ from time import monotonic
 from gcntrain.comm.env import launcher_rank
 
 #: at most one epoch line per this many seconds (the first and the last are always shown)
-EVERY_SECONDS = 2.0
+EVERY_SECONDS = 1.5
 #: ETA from the median of this many most recent epochs
 ETA_WINDOW = 10
 

@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from gcntrain import status
 from gcntrain.schemes.registry import AUTO
 from gcntrain.simulate import measure as M
 from gcntrain.simulate.fits import (  # noqa: F401 (fit_sync_slice, SLICES: used by tests)
@@ -216,7 +217,8 @@ def _network(figs: dict, exe: str | None, quick: bool, log) -> dict | None:
             "node's bandwidth assumed"
         )
         return None
-    mpi = mpi_figures(exe, reps=3 if quick else 9)
+    with status.phase("measuring MPI's latency and bandwidth"):
+        mpi = mpi_figures(exe, reps=3 if quick else 9)
     pingpong_alpha, pingpong_bw = fit_link(mpi["pingpong"])
     # reductions at the rate the model gives a rank of two on this node
     mem_rate = bandwidth_share(figs["core_gbs"] * 1e9, figs["node_gbs"] * 1e9, 2)
@@ -237,8 +239,9 @@ def _measure_kernels(figs: dict, quick: bool, log) -> None:
     """Memory bandwidth, kernel rates and thread scaling (`gcntrain.simulate.measure`)."""
     cores = figs["cores"]
     n = 1 << (23 if quick else 25)
-    figs["core_gbs"] = M.triad_gbs(n, 3 if quick else 5)
-    figs["node_gbs"] = max(M.node_triad_gbs(cores, n, 3 if quick else 5), figs["core_gbs"])
+    with status.phase("measuring the memory bandwidth"):
+        figs["core_gbs"] = M.triad_gbs(n, 3 if quick else 5)
+        figs["node_gbs"] = max(M.node_triad_gbs(cores, n, 3 if quick else 5), figs["core_gbs"])
     log(
         f"memory bandwidth (triad)  one core {figs['core_gbs']:.1f} GB/s, all {cores} cores "
         f"{figs['node_gbs']:.1f} GB/s"
@@ -246,9 +249,10 @@ def _measure_kernels(figs: dict, quick: bool, log) -> None:
     figs["spmm_scale"] = 16 if quick else 17
     figs["spmm_edge_factors"] = M.SPMM_EDGE_FACTORS
     widths = M.QUICK_WIDTHS if quick else M.SPMM_WIDTHS
-    figs["spmm"], figs["spmm_row_ns"] = M.spmm_fit(
-        figs["spmm_scale"], widths, figs["spmm_edge_factors"]
-    )
+    with status.phase("measuring the SpMM rates"):
+        figs["spmm"], figs["spmm_row_ns"] = M.spmm_fit(
+            figs["spmm_scale"], widths, figs["spmm_edge_factors"]
+        )
     rows = figs["spmm_row_ns"]
     log(
         "SpMM, one thread          "
@@ -260,7 +264,8 @@ def _measure_kernels(figs: dict, quick: bool, log) -> None:
             else ""
         )
     )
-    figs["gemm"] = M.gemm_gflops(1 << 16, QUICK_GEMM) if quick else M.gemm_gflops()
+    with status.phase("measuring the GEMM rates"):
+        figs["gemm"] = M.gemm_gflops(1 << 16, QUICK_GEMM) if quick else M.gemm_gflops()
     log(
         "GEMM, one thread          "
         + ", ".join(f"kn{k} {r:.1f}" for k, r in figs["gemm"].items())
@@ -268,8 +273,9 @@ def _measure_kernels(figs: dict, quick: bool, log) -> None:
     )
     figs["quant"] = M.quant_gelems()
     log(f"quantize + dequantize     {figs['quant']:.3f} G elements/s")
-    figs["threads"] = M.thread_scaling(cores, figs["spmm_scale"], 3, 2 if quick else 5)
-    figs["node_scaling"] = M.node_scaling(cores, figs["spmm_scale"], 3 if quick else 5)
+    with status.phase("measuring the thread and process scaling"):
+        figs["threads"] = M.thread_scaling(cores, figs["spmm_scale"], 3, 2 if quick else 5)
+        figs["node_scaling"] = M.node_scaling(cores, figs["spmm_scale"], 3 if quick else 5)
     rows = (("threads, one process", "threads"), ("processes, one thread", "node_scaling"))
     for what, key in rows:
         log(
@@ -311,11 +317,12 @@ def calibrate(
         figs["scales"] = [12] if quick else [12, 14, 16]
         runs, epochs = (1, 4) if quick else (FIT_RUNS, 8)
         with tempfile.TemporaryDirectory() as tmp:
-            serial_fits(figs, name, tmp, epochs, runs, exe, log, epoch_threads=not quick)
+            with status.phase("timing serial epochs"):
+                serial_fits(figs, name, tmp, epochs, runs, exe, log, epoch_threads=not quick)
             fit = figs["scales"][:2]
             if exe is not None and 2 <= cores <= MAX_OVERSUBSCRIBE_CORES:
                 graphs = [figs["graphs"][sc] for sc in fit]
-                with messages_only():
+                with messages_only(), status.phase("timing oversubscribed runs"):
                     figs["floor"], figs["sync"], figs["slice"], got, base = oversubscribed_fit(
                         exe, graphs, name, figs, epochs, runs, figs["graphs"][TINY_SCALE]
                     )
