@@ -166,3 +166,36 @@ def test_quiet_train_shows_no_status(monkeypatch, quick, capsys):
     assert "gcntrain: " not in err.getvalue().replace("gcntrain: starting ...\n", ""), (
         err.getvalue()
     )
+
+
+@pytest.mark.mpi
+def test_under_mpiexec_only_rank_0_says_its_phase(tmp_path):
+    """np 3, log form (ranks' stderr is a pipe under mpiexec): every rank waits to open its
+    --config (a FIFO nobody writes), long enough for a status line; one line comes, rank
+    0's, and SIGTERM then ends every rank with one more."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.mpi.launch import gcntrain_exe, mpiexec
+
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    env = {**os.environ, "GCNTRAIN_STATUS": "log", "NUMBA_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [mpiexec(), "-n", "3", *gcntrain_exe(), "train", "--config", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        first = proc.stderr.readline()  # blocks until a rank says something
+        time.sleep(3 * status.QUIET_SECONDS)  # the other ranks would have said it by now
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+    (rest,) = proc.communicate(timeout=60)[1:]
+    assert first == "gcntrain: starting ...\n", first
+    assert rest.splitlines() == ["gcntrain: stopped by SIGTERM"], rest
+    assert proc.returncode == 143
