@@ -18,12 +18,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gcntrain.kernels.prefetch import prefetch_distance, prefetch_row_read
+from gcntrain.kernels.prefetch import (
+    CACHE_LINE,
+    LLC_BYTES,
+    line_step,
+    prefetch_distance,
+    prefetch_lines_read,
+    prefetch_span,
+)
+from gcntrain.kernels.simd import LANES, vec_load, vec_madd, vec_store, vec_zero
 
 #: `spmm_csr_dense` cuts the rows into at most this many equal-work chunks ...
 MAX_PARTS = 1024
 #: ... of at least this many rows each (small matrices get fewer chunks)
 MIN_ROWS_PER_PART = 32
+#: a column slab of X is sized to take at most 1 / SLAB_CACHE_SHARE of the last-level cache
+#: (the rest holds the streamed matrix, the output and the other tenants)
+SLAB_CACHE_SHARE = 2
+#: ... and to span at least this many cache lines of each row (else no slabs: one pass)
+SLAB_MIN_LINES = 4
 
 
 @njit(nogil=True, cache=True)
@@ -82,42 +95,135 @@ def balanced_row_splits(indptr: np.ndarray, parts: int) -> np.ndarray:
 
 
 @njit(nogil=True, cache=True)
-def _spmm_rows(indptr, indices, data, X, out, r0, r1, acc, add):  # pragma: no cover - jitted
-    """out[r0:r1] = A[r0:r1] @ X (``+=`` when `add`: rows without entries are not touched),
-    serially, with accumulator row `acc` (length X.shape[1])."""
-    f = X.shape[1]
+def slab_width(m, f, itemsize):  # pragma: no cover - jitted
+    """Columns per slab when gathering from an m x f X of `itemsize` bytes.
+
+    Rule: one slab (`f`) unless X exceeds ``LLC_BYTES / SLAB_CACHE_SHARE`` (`prefetch.
+    LLC_BYTES`: the last-level cache the machine reports) and a slab of at least
+    `SLAB_MIN_LINES` cache lines per row fits in that budget; then the widest multiple of
+    `LANES` columns that fits, evened out over the slabs it takes.  Narrower slabs were
+    measured slower than one pass on the 2-core EPYC (32 MiB L3): a slab of one line per
+    row makes every gather a lone random line, 2-3x slower than gathering 4 adjacent lines
+    (docs/measurements/spmm-2026-12-07.md)."""
+    budget = LLC_BYTES // SLAB_CACHE_SHARE
+    if m * f * itemsize <= budget:
+        return max(f, 1)
+    w = (budget // max(1, m * itemsize)) // LANES * LANES
+    if w * itemsize < SLAB_MIN_LINES * CACHE_LINE or w >= f:
+        return max(f, 1)
+    slabs = (f + w - 1) // w
+    return min(f, ((f + slabs - 1) // slabs + LANES - 1) // LANES * LANES)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _row_v4(indices, data, X, out, i, k0, k1, jb, add, pf):  # pragma: no cover - jitted
+    """out[i, jb : jb + 4 LANES] (=, or += when `add`) the row's sum over nonzeros k0..k1
+    in storage order, four vector accumulators in registers.  `pf`: (prefetch?, kend,
+    ahead, j0, lines, step, last) for the rows gathered `ahead` nonzeros later."""
+    if add:
+        a0 = vec_load(out, i, jb)
+        a1 = vec_load(out, i, jb + LANES)
+        a2 = vec_load(out, i, jb + 2 * LANES)
+        a3 = vec_load(out, i, jb + 3 * LANES)
+    else:
+        a0 = vec_zero(out)
+        a1 = a0
+        a2 = a0
+        a3 = a0
+    on, kend, ahead, j0, lines, step, last = pf
+    for k in range(k0, k1):
+        if on and k + ahead < kend:
+            prefetch_lines_read(X, indices[k + ahead], j0, lines, step, last)
+        c = indices[k]
+        v = data[k]
+        a0 = vec_madd(a0, v, X, c, jb)
+        a1 = vec_madd(a1, v, X, c, jb + LANES)
+        a2 = vec_madd(a2, v, X, c, jb + 2 * LANES)
+        a3 = vec_madd(a3, v, X, c, jb + 3 * LANES)
+    vec_store(out, i, jb, a0)
+    vec_store(out, i, jb + LANES, a1)
+    vec_store(out, i, jb + 2 * LANES, a2)
+    vec_store(out, i, jb + 3 * LANES, a3)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _row_v1(indices, data, X, out, i, k0, k1, jb, add, pf):  # pragma: no cover - jitted
+    """`_row_v4` for `LANES` columns: one vector accumulator."""
+    a0 = vec_load(out, i, jb) if add else vec_zero(out)
+    on, kend, ahead, j0, lines, step, last = pf
+    for k in range(k0, k1):
+        if on and k + ahead < kend:
+            prefetch_lines_read(X, indices[k + ahead], j0, lines, step, last)
+        a0 = vec_madd(a0, data[k], X, indices[k], jb)
+    vec_store(out, i, jb, a0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _row_acc(indices, data, X, out, i, k0, k1, ja, j1, acc, add, pf):  # pragma: no cover
+    """`_row_v4` for the columns ja..j1 (fewer than `LANES`, any count) through the
+    accumulator row `acc` in memory."""
+    if add:
+        for j in range(ja, j1):
+            acc[j - ja] = out[i, j]
+    else:
+        for j in range(j1 - ja):
+            acc[j] = 0
+    on, kend, ahead, j0, lines, step, last = pf
+    for k in range(k0, k1):
+        if on and k + ahead < kend:
+            prefetch_lines_read(X, indices[k + ahead], j0, lines, step, last)
+        c = indices[k]
+        v = data[k]
+        for j in range(ja, j1):
+            acc[j - ja] += v * X[c, j]
+    for j in range(ja, j1):
+        out[i, j] = acc[j - ja]
+
+
+@njit(nogil=True, cache=True)
+def _spmm_rows(indptr, indices, data, X, out, r0, r1, j0, j1, acc, add):  # pragma: no cover
+    """out[r0:r1, j0:j1] = A[r0:r1] @ X[:, j0:j1] (``+=`` when `add`: rows without entries
+    are not touched), serially.  Each row is summed in passes of 4 `LANES`, then `LANES`,
+    columns with accumulators in vector registers, then the remaining columns through `acc`
+    (length >= ``LANES - 1``); the first pass of a row prefetches the rows gathered
+    `prefetch_distance` nonzeros later (columns j0..j1, at most `MAX_LINES` lines).  Every
+    element is the sum of its row's products in storage order, whatever the pass."""
+    if j1 <= j0:
+        return
     kend = indptr[r1]
-    ahead = prefetch_distance(f, X.itemsize)
-    # the chunk's first `ahead` gathers: the loop below prefetches from the next ones on
+    step = line_step(X.itemsize)
+    lines, last = prefetch_span(j0, j1, step)
+    ahead = prefetch_distance(j1 - j0, X.itemsize)
+    # the chunk's first `ahead` gathers: the passes below prefetch from the next ones on
     for k in range(indptr[r0], min(indptr[r0] + ahead, kend)):
-        prefetch_row_read(X, indices[k])
+        prefetch_lines_read(X, indices[k], j0, lines, step, last)
+    jw = j0 + (j1 - j0) // (4 * LANES) * (4 * LANES)
+    jv = j0 + (j1 - j0) // LANES * LANES
+    first = (True, kend, ahead, j0, lines, step, last)
+    rest = (False, kend, ahead, j0, lines, step, last)
     for i in range(r0, r1):
-        if add:
-            if indptr[i] == indptr[i + 1]:
-                continue
-            for j in range(f):
-                acc[j] = out[i, j]
-        else:
-            for j in range(f):
-                acc[j] = 0
-        for k in range(indptr[i], indptr[i + 1]):
-            kp = k + ahead
-            if kp < kend:
-                prefetch_row_read(X, indices[kp])
-            c = indices[k]
-            v = data[k]
-            for j in range(f):
-                acc[j] += v * X[c, j]
-        for j in range(f):
-            out[i, j] = acc[j]
+        k0 = indptr[i]
+        k1 = indptr[i + 1]
+        if add and k0 == k1:
+            continue
+        for jb in range(j0, jw, 4 * LANES):
+            _row_v4(indices, data, X, out, i, k0, k1, jb, add, first if jb == j0 else rest)
+        for jb in range(jw, jv, LANES):
+            _row_v1(indices, data, X, out, i, k0, k1, jb, add, first if jb == j0 else rest)
+        if jv < j1:
+            _row_acc(
+                indices, data, X, out, i, k0, k1, jv, j1, acc, add, first if jv == j0 else rest
+            )
 
 
 @njit(parallel=True, nogil=True, cache=True)
 def spmm_csr_dense_balanced(
-    indptr, indices, data, X, out, row_splits, add=False
+    indptr, indices, data, X, out, row_splits, add=False, slab=0
 ):  # pragma: no cover - jitted
     """out = A @ X (``out += A @ X`` when `add`) over caller-given row chunks (see
-    `balanced_row_splits`).
+    `balanced_row_splits`), in column slabs of `slab_width` columns: all chunks finish a
+    slab before the next starts, so that the threads gather from one slab of X at a time
+    (a slab sized to stay in the last-level cache).
 
     Parameters
     ----------
@@ -129,6 +235,11 @@ def spmm_csr_dense_balanced(
         Preallocated n x f, C-contiguous, X's dtype; fully overwritten.
     row_splits : numpy.ndarray
         int64 chunk boundaries covering ``0..n`` (one chunk per prange iteration).
+    add : bool
+        ``out += A @ X`` (rows without entries untouched) instead of ``out = A @ X``.
+    slab : int
+        Columns per slab; 0 (default): `slab_width`'s choice for this X.  Any value gives
+        the same bits.
 
     Returns
     -------
@@ -137,9 +248,14 @@ def spmm_csr_dense_balanced(
     """
     parts = row_splits.shape[0] - 1
     f = X.shape[1]
-    for p in prange(parts):
-        acc = np.empty(f, dtype=out.dtype)
-        _spmm_rows(indptr, indices, data, X, out, row_splits[p], row_splits[p + 1], acc, add)
+    w = slab if slab > 0 else slab_width(X.shape[0], f, X.itemsize)
+    for j0 in range(0, f, w):
+        j1 = min(f, j0 + w)
+        for p in prange(parts):
+            acc = np.empty(LANES, dtype=out.dtype)
+            _spmm_rows(
+                indptr, indices, data, X, out, row_splits[p], row_splits[p + 1], j0, j1, acc, add
+            )
     return out
 
 

@@ -18,7 +18,12 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from gcntrain.kernels.prefetch import prefetch_distance, prefetch_row_write
+from gcntrain.kernels.prefetch import (
+    line_step,
+    prefetch_distance,
+    prefetch_lines_write,
+    prefetch_span,
+)
 from gcntrain.kernels.spmm import balanced_row_splits_csr
 
 
@@ -65,13 +70,17 @@ def csr_transpose(indptr, indices, data, n_cols):  # pragma: no cover - jitted
 def _scatter_rows(indptr, indices, data, X, Y, r0, r1):  # pragma: no cover - jitted
     """Y[indices[k]] += data[k] * X[i] for the nonzeros of rows r0..r1 (Y already zeroed)."""
     f = X.shape[1]
+    if f == 0:
+        return
     kend = indptr[r1]
     ahead = prefetch_distance(f, Y.itemsize)
+    step = line_step(Y.itemsize)  # once per call: no division per nonzero (issue 52)
+    lines, last = prefetch_span(0, f, step)
     for i in range(r0, r1):
         for k in range(indptr[i], indptr[i + 1]):
             kp = k + ahead
             if kp < kend:
-                prefetch_row_write(Y, indices[kp])
+                prefetch_lines_write(Y, indices[kp], 0, lines, step, last)
             c = indices[k]
             v = data[k]
             for j in range(f):
