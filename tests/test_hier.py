@@ -114,8 +114,8 @@ def test_startup_partitions_need_the_structure_and_equal_the_partitioner():
     with pytest.raises(InputError, match="computed at start-up from a graph file"):
         partition_vector("metis", g.n, 3, 0, "")
     part = partition_vector("metis", g.n, 3, 0, "", lambda: (g.indptr, g.indices))
-    # training partitions balance the SpMM work: vertices weighted by their row nonzeros
-    expect = metis_partition(g.indptr, g.indices, 3, vweights="degree", seed=0)
+    # training partitions balance the dense and the SpMM work: rows and row nonzeros
+    expect = metis_partition(g.indptr, g.indices, 3, vweights="rows+degree", seed=0)
     assert np.array_equal(part, expect)
     hp = partition_vector("hypergraph", g.n, 3, 0, "", lambda: (g.indptr, g.indices))
     again = partition_vector("hypergraph", g.n, 3, 0, "", lambda: (g.indptr, g.indices))

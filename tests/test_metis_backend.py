@@ -238,9 +238,11 @@ def test_train_partition_metis_through_the_fallback(cora_file, tmp_path, capsys)
 
 @pytest.mark.parametrize("backend", ["pymetis", "mtkahypar"])
 def test_metis_output_stays_off_stdout_and_a_bad_balance_is_said(tmp_path, backend):
-    """Too many parts for a small graph: METIS's C library complains on stdout and leaves
-    parts empty. stdout keeps one JSON object; one note line on stderr says what came out
-    (issue 51, item 19); a fine partition says nothing."""
+    """Too many parts for a small graph: METIS leaves parts empty (its C library's complaints
+    on stdout, under the nonzero weights alone: tests/test_metis_balance.py). stdout keeps
+    one JSON object; one note line on stderr says what came out (issue 51, item 19); a fine
+    partition says nothing.  136 parts: the two-constraint default (issue 49) balances 128
+    parts well enough on Mt-KaHyPar to say nothing."""
     from gcntrain.data.generate import rmat
 
     g = tmp_path / "r8.h5"
@@ -248,16 +250,16 @@ def test_metis_output_stays_off_stdout_and_a_bad_balance_is_said(tmp_path, backe
     env = {**os.environ, BACKEND_ENV: backend}
     cmd = [*gcntrain_exe(), "simulate", str(g), "--scheme", "p2p", "--partition", "metis"]
     res = subprocess.run(
-        [*cmd, "-P", "128", "--json"], env=env, capture_output=True, text=True, timeout=300
+        [*cmd, "-P", "136", "--json"], env=env, capture_output=True, text=True, timeout=300
     )
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["ranks"] == 128
+    assert json.loads(res.stdout)["ranks"] == 136
     notes = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(notes) == 1, res.stderr
-    assert notes[0].startswith("gcntrain: note: METIS's 128-way partition: ")
+    assert notes[0].startswith("gcntrain: note: METIS's 136-way partition: ")
     assert "times the mean weight (asked: 1.03)" in notes[0]
     if backend == "pymetis":
-        assert "parts empty" in notes[0] and "too many parts" in notes[0]
+        assert "parts empty" in notes[0]
     res = subprocess.run(
         [*cmd, "-P", "2", "--json"], env=env, capture_output=True, text=True, timeout=300
     )

@@ -55,12 +55,13 @@ def _human(rep: dict) -> str:
 @threads_option
 @click.option(
     "--vweights",
-    type=click.Choice(["none", "degree", "train"]),
-    default="degree",
+    type=click.Choice(["none", "degree", "rows+degree", "train"]),
+    default="rows+degree",
     show_default=True,
-    help="METIS vertex weights: degree (the row's nonzeros: balances the SpMM work, as "
-    "train --partition metis does), none (unit: balances rows), train (SuperGCN-style: "
-    "nonzeros plus training vertices).",
+    help="METIS vertex weights: rows+degree (two constraints: rows and the row's nonzeros, "
+    "balancing the dense and the SpMM work, as train --partition metis does), degree (the "
+    "nonzeros only), none (unit: balances rows), train (SuperGCN-style: nonzeros plus "
+    "training vertices).",
 )
 @click.option(
     "--grid",

@@ -48,7 +48,8 @@ def _human(s: dict) -> str:
             "compute / epoch",
             f"SpMM nonzeros max {s['spmm_nnz_max']}, flops max "
             f"{(s['spmm_flops_max'] + s['dense_flops_max']) / 1e9:.3f} G "
-            f"(imbalance {s['flops_imbalance']:.3f})",
+            f"(imbalance {s['flops_imbalance']:.3f}: sparse {s['spmm_imbalance']:.3f}, "
+            f"dense {s['dense_imbalance']:.3f})",
         ),
         ("memory (estimate)", f"max {_mb(s['memory_bytes_max'])} per rank"),
         *(

@@ -72,7 +72,7 @@ def _vertex_partition(
         )
         return part, {"imbalance": eps, "vweights": vweights or "none"}
     if method == "hypergraph":
-        if vweights not in (None, "none", "degree"):
+        if vweights not in (None, "none", "degree", "rows+degree"):
             raise InputError(
                 "hypergraph vertex weights are the row nonzero counts "
                 f"('degree'); --vweights {vweights} is not supported"
@@ -112,10 +112,11 @@ def run_method(
     seed : random seed
     imbalance : allowed imbalance eps (metis, hypergraph; default `DEFAULT_IMBALANCE`)
     threads : threads for Mt-KaHyPar
-    vweights : METIS vertex weights: "degree" (default, `DEFAULT_VWEIGHTS`: the row's
-        nonzeros, which balances the SpMM work), "none" or None (unit: balances rows), or
-        "train" (see `gcntrain.partition.metis.vertex_weights`); hypergraph takes "degree"
-        (its only model) and accepts "none" as the same
+    vweights : METIS vertex weights: "rows+degree" (default, `DEFAULT_VWEIGHTS`: two
+        constraints, rows and the row's nonzeros, which balances the dense and the SpMM
+        work), "degree" (the nonzeros only), "none" or None (unit: balances rows), or "train"
+        (see `gcntrain.partition.metis.vertex_weights`); hypergraph takes "degree" (its only
+        model) and accepts "none" and "rows+degree" as the same
     train_mask : training vertices for ``vweights="train"``
     grid : (r, c) for double-perm (default: the most square factorisation of P)
     base : for mvc: a vertex partition (int array) or a name from `BASE_METHODS`

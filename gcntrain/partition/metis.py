@@ -5,15 +5,27 @@ a directed or unsymmetric input is replaced by the pattern of ``A + A^T`` minus 
 (the graph model of the hypergraph-partitioning GCN paper, section 4.3.1).  Edge weights are
 unit; vertex weights encode the computational load:
 
-* ``None`` / ``"none"``: unit weights (balance rows; `metis_partition`'s default),
-* ``"degree"``: the row's nonzero count in the matrix used by the SpMM (at least 1); the
-  default of the partitions made for training (`DEFAULT_VWEIGHTS`, see
-  `gcntrain.partition.methods.run_method`),
+* ``None`` / ``"none"``: unit weights (balance rows, the dense work; `metis_partition`'s
+  default),
+* ``"degree"``: the row's nonzero count in the matrix used by the SpMM (at least 1): balances
+  the sparse work only; at large P on a power-law graph the rows (the dense GEMM work) end
+  up far from balanced (R-MAT scale 16, P = 256: the busiest rank holds 25 times the mean
+  rows, docs/measurements/metis-balance-2026-12-07.md),
+* ``"rows+degree"``: two balance constraints at once (METIS ``ncon = 2``): one per row, and
+  the row's nonzeros capped at one part's share ``ceil(nnz / P)`` (a row heavier than that
+  cannot be balanced by any vertex partition; the cap keeps the constraint reachable, so that
+  METIS does not give up the rows for it).  The default of the partitions made for training
+  (`DEFAULT_VWEIGHTS`, see `gcntrain.partition.methods.run_method`).  Multi-constraint METIS is
+  called in pymetis' library directly (`gcntrain.partition.metis_multi`: pymetis' API passes
+  one constraint only); where that is not available, and with the Mt-KaHyPar backend (one
+  constraint), both are folded into one weight ``w_i = a + min(nnz_i, cap)`` with
+  ``a = round(sum of the capped nonzeros / n)``: rows and nonzeros carry half the total each,
+  which bounds each max/mean by ``2 (1 + eps)`` only (`MULTI_FALLBACK`),
 * ``"train"``: SuperGCN (section 6, "node weights based on in-degree of nodes and training
-  masks"): pymetis exposes no multi-constraint weights, so both are folded into one weight
-  ``w_i = nnz_i + lam * train_i`` with ``lam = round(nnz / n_train)``; training vertices then
-  carry half of the total weight and get spread evenly together with the work,
-* an integer array of length n (non-negative).
+  masks"), folded into one weight ``w_i = nnz_i + lam * train_i`` with
+  ``lam = round(nnz / n_train)``; training vertices then carry half of the total weight and
+  get spread evenly together with the work,
+* an integer array of length n (non-negative), or (n, ncon) for ncon constraints.
 
 Backends.  METIS itself comes from pymetis, which has wheels only for x86-64 Linux and macOS
 (elsewhere, e.g. on aarch64 / A64FX, it builds from source with a C++ compiler and is left
@@ -43,14 +55,18 @@ import numpy as np
 from gcntrain.errors import InputError, Note
 from gcntrain.partition.basic import check_parts
 from gcntrain.partition.csr import check_csr, symmetrized_without_loops
+from gcntrain.partition.metis_multi import metis_multi_partition, multi_constraint_available
 
 #: allowed names for `vertex_weights`
-VWEIGHT_CHOICES = ("none", "degree", "train")
+VWEIGHT_CHOICES = ("none", "degree", "rows+degree", "train")
 #: vertex weights of every METIS run made for training (`gcntrain partition -m metis`,
-#: ``--partition metis`` at start-up, METIS bases of mvc): the row's nonzeros, i.e. the SpMM
-#: work, so that the busiest rank does not multiply several times the mean.  `metis_partition`
-#: itself keeps unit weights unless told otherwise.
-DEFAULT_VWEIGHTS = "degree"
+#: ``--partition metis`` at start-up, METIS bases of mvc): rows and the row's nonzeros
+#: balanced together (two constraints), i.e. the dense and the SpMM work, so that the busiest
+#: rank neither multiplies nor holds rows several times the mean.  `metis_partition` itself
+#: keeps unit weights unless told otherwise.
+DEFAULT_VWEIGHTS = "rows+degree"
+#: how "rows+degree" is partitioned without multi-constraint METIS (see the module docstring)
+MULTI_FALLBACK = "one folded weight: mean nonzeros per row + capped nonzeros"
 #: environment variable that chooses the backend of `metis_partition`
 BACKEND_ENV = "GCNTRAIN_METIS_BACKEND"
 #: its values: auto (pymetis when importable, else mtkahypar), pymetis, mtkahypar
@@ -120,18 +136,21 @@ def vertex_weights(
     indptr: np.ndarray,
     spec: str | np.ndarray | None,
     train_mask: np.ndarray | None = None,
+    parts: int | None = None,
 ) -> np.ndarray | None:
     """Integer vertex weights for a partitioner, or None for unit weights.
 
     Parameters
     ----------
     indptr : CSR row pointers of the matrix whose rows are partitioned
-    spec : ``None``/"none", "degree", "train", or an integer array (n,)
+    spec : ``None``/"none", "degree", "rows+degree", "train", or an integer array (n,) or
+        (n, ncon)
     train_mask : bool (n,) training vertices, required for "train"
+    parts : number of parts, for the cap of "rows+degree" (None: no cap)
 
     Returns
     -------
-    int64 array (n,) or None.
+    int64 array (n,), (n, ncon) (two columns for "rows+degree": rows, capped nonzeros) or None.
     """
     n = len(indptr) - 1
     if spec is None or (isinstance(spec, str) and spec == "none"):
@@ -140,6 +159,9 @@ def vertex_weights(
     if isinstance(spec, str):
         if spec == "degree":
             return nnz
+        if spec == "rows+degree":
+            cap = -(-int(nnz.sum()) // max(int(parts), 1)) if parts else int(nnz.max(initial=1))
+            return np.stack([np.ones(n, dtype=np.int64), np.minimum(nnz, cap)], axis=1)
         if spec == "train":
             if train_mask is None:
                 raise InputError("vertex weights 'train' need a training mask, the graph has none")
@@ -153,9 +175,22 @@ def vertex_weights(
             return nnz + lam * train.astype(np.int64)
         raise InputError(f"unknown vertex weights {spec!r} (choose from {VWEIGHT_CHOICES})")
     w = np.asarray(spec)
-    if w.shape != (n,) or not np.issubdtype(w.dtype, np.integer) or (n and w.min() < 0):
-        raise InputError(f"vertex weights must be {n} non-negative integers")
+    ok = w.ndim in (1, 2) and w.shape[0] == n and (w.ndim == 1 or w.shape[1] >= 1)
+    if not ok or not np.issubdtype(w.dtype, np.integer) or (w.size and w.min() < 0):
+        raise InputError(f"vertex weights must be {n} (or {n} x ncon) non-negative integers")
     return w.astype(np.int64)
+
+
+def folded_weights(w: np.ndarray) -> np.ndarray:
+    """One weight per vertex standing for the columns of `w` (n, ncon): each column scaled
+    to the same total (the largest), then summed; a single-constraint partitioner balancing
+    it keeps every column's max/mean within ``ncon (1 + eps)``."""
+    w = np.asarray(w, dtype=np.int64)
+    if w.ndim == 1:
+        return w
+    totals = np.maximum(w.sum(axis=0), 1)
+    scale = np.maximum(np.round(totals.max() / totals), 1).astype(np.int64)
+    return (w * scale).sum(axis=1)
 
 
 def metis_partition(
@@ -176,7 +211,8 @@ def metis_partition(
     ----------
     indptr, indices : CSR pattern (any symmetry, self-loops allowed; values ignored)
     P : number of parts, ``1 <= P <= n``
-    vweights : vertex weights, see `vertex_weights`
+    vweights : vertex weights, see `vertex_weights` (several constraints: multi-constraint
+        METIS, or one folded weight where that is not available, `MULTI_FALLBACK`)
     train_mask : training vertices for ``vweights="train"``
     imbalance : allowed load imbalance eps (METIS ``ufactor = round(1000 * eps)``;
         Mt-KaHyPar: every part weight ``<= (1 + eps) * ceil(total / P)``)
@@ -194,16 +230,29 @@ def metis_partition(
     check_parts(n, P)
     if imbalance < 0:
         raise InputError(f"imbalance must be >= 0 (got {imbalance})")
-    w = vertex_weights(indptr, vweights, train_mask)
+    w = vertex_weights(indptr, vweights, train_mask, parts=P)
     backend = metis_backend_name()
     if P == 1:
         return np.zeros(n, dtype=np.int64)
     xadj, adjncy = symmetrized_without_loops(indptr, indices, n)
     said: list[str] = []  # what METIS's C library printed
-    if backend == "mtkahypar":
-        membership = _mtkahypar_graph_partition(n, xadj, adjncy, w, P, imbalance, seed, threads)
+    if w is not None and w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    multi = w is not None and w.ndim == 2
+    if multi and (backend == "mtkahypar" or not multi_constraint_available()):
+        w_one = folded_weights(w)  # `MULTI_FALLBACK`: one constraint only
     else:
-        membership = _pymetis_partition(xadj, adjncy, w, P, imbalance, seed, recursive, said)
+        w_one = w
+    if backend == "mtkahypar":
+        membership = _mtkahypar_graph_partition(n, xadj, adjncy, w_one, P, imbalance, seed, threads)
+    elif w_one is not None and w_one.ndim == 2:
+        if recursive is None:
+            recursive = P <= 8  # pymetis' choice
+        ufactor = max(1, int(round(1000 * imbalance)))
+        with captured_stdout(said):
+            membership = metis_multi_partition(xadj, adjncy, w_one, P, ufactor, seed, recursive)
+    else:
+        membership = _pymetis_partition(xadj, adjncy, w_one, P, imbalance, seed, recursive, said)
     remark = balance_remark(membership, P, w, imbalance, said)
     if remark is not None:
         warnings.warn(Note(remark), stacklevel=2)
@@ -231,11 +280,15 @@ def balance_remark(
     membership: np.ndarray, P: int, w: np.ndarray | None, eps: float, said: list[str]
 ) -> str | None:
     """One line on a METIS result that is not what was asked for: parts left empty, the
-    heaviest part over twice the allowed ``(1 + eps)`` times the mean weight, or anything
-    METIS printed (`said`); None when all is well."""
-    weights = np.bincount(membership, weights=w, minlength=P)
+    heaviest part over twice the allowed ``(1 + eps)`` times the mean weight (of any
+    constraint, for (n, ncon) weights), or anything METIS printed (`said`); None when all is
+    well."""
+    columns = [None] if w is None else [w] if w.ndim == 1 else list(w.T)
+    ratio = 0.0
+    for col in columns:
+        weights = np.bincount(membership, weights=col, minlength=P)
+        ratio = max(ratio, float(weights.max() / max(weights.mean(), 1e-300)))
     empty = int((np.bincount(membership, minlength=P) == 0).sum())
-    ratio = float(weights.max() / max(weights.mean(), 1e-300))
     lines = sorted({ln.strip().strip("*").strip() for t in said for ln in t.splitlines()} - {""})
     if not empty and ratio <= 2 * (1 + eps) and not lines:
         return None

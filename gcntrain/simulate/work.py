@@ -25,16 +25,30 @@ from gcntrain.simulate.summary import epoch_median
 
 
 def work_summary(table) -> dict:
-    """Max and mean over ranks of a steady-state epoch's work (median over epochs)."""
+    """Max and mean over ranks of a steady-state epoch's work (median over epochs).
+
+    Besides ``<work>_max`` / ``<work>_mean``, the max / mean over ranks of the flops
+    (``flops_imbalance``, both kinds together) and of each kind alone: ``spmm_imbalance``
+    (the sparse work, the rank's nonzeros) and ``dense_imbalance`` (the GEMMs, the rank's
+    rows); 1.0 where a kind has no work.
+    """
     med = epoch_median(table.epoch_totals("work"))
     out = {}
     for i, name in enumerate(("spmm_nnz", "spmm_flops", "dense_flops")):
         col = med[:, i] if med.ndim == 2 else np.zeros(table.P)
         out[f"{name}_max"] = int(round(float(col.max(initial=0.0))))
         out[f"{name}_mean"] = float(col.mean()) if col.size else 0.0
-    flops = med[:, 1] + med[:, 2] if med.ndim == 2 else np.zeros(table.P)
-    out["flops_imbalance"] = float(flops.max() / flops.mean()) if flops.mean() > 0 else 1.0
+    spmm = med[:, 1] if med.ndim == 2 else np.zeros(table.P)
+    dense = med[:, 2] if med.ndim == 2 else np.zeros(table.P)
+    out["flops_imbalance"] = _max_over_mean(spmm + dense)
+    out["spmm_imbalance"] = _max_over_mean(spmm)
+    out["dense_imbalance"] = _max_over_mean(dense)
     return out
+
+
+def _max_over_mean(values: np.ndarray) -> float:
+    """max / mean of per-rank work, 1.0 without work."""
+    return float(values.max() / values.mean()) if values.size and values.mean() > 0 else 1.0
 
 
 def memory(
