@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,10 +41,26 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from gcntrain.kernels.spmm import balanced_row_splits, spmm_csr_dense, spmm_csr_dense_balanced
+from gcntrain.kernels.prefetch import (
+    LLC_BYTES,
+    line_step,
+    prefetch_distance,
+    prefetch_lines_read,
+    prefetch_span,
+)
+from gcntrain.kernels.simd import LANES, vec_madd, vec_store, vec_zero
+from gcntrain.kernels.spmm import (
+    balanced_row_splits,
+    slab_width,
+    spmm_csr_dense,
+    spmm_csr_dense_balanced,
+)
 from gcntrain.kernels.stream import triad_parallel
 from gcntrain.kernels.threads import set_threads
 from gcntrain.kernels.transpose import csr_transpose, spmm_csr_t_dense
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spmm_legacy import legacy_spmm_csr_dense  # noqa: E402  (the pre-issue-52 kernel)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -60,6 +77,57 @@ def plain_row_prange(indptr, indices, data, X, out):  # pragma: no cover - jitte
             for j in range(f):
                 out[i, j] += v * X[c, j]
     return out
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def gather_rows(X, idx, sink, parts):  # pragma: no cover - jitted
+    """Sum the rows ``X[idx[k]]`` (width a multiple of LANES) in vector registers, prefetching
+    as the SpMM does: the gather alone, no matrix values, no output rows."""
+    f = X.shape[1]
+    n = idx.shape[0]
+    step = line_step(X.itemsize)
+    lines, last = prefetch_span(0, f, step)
+    ahead = prefetch_distance(f, X.itemsize)
+    for p in prange(parts):
+        k0 = n * p // parts
+        k1 = n * (p + 1) // parts
+        one = X.dtype.type(1)
+        for jb in range(0, f, LANES):
+            a = vec_zero(sink)
+            for k in range(k0, k1):
+                if jb == 0 and k + ahead < k1:
+                    prefetch_lines_read(X, idx[k + ahead], 0, lines, step, last)
+                a = vec_madd(a, one, X, idx[k], jb)
+            vec_store(sink, p, jb, a)
+
+
+def gather_rate(rows: int, f: int, gathers: int, threads: int, repeat: int = 3) -> float:
+    """GB/s of gathering `gathers` random rows of a rows x f float32 array (best of
+    `repeat`; `f` rounded up to LANES)."""
+    f = -(-f // LANES) * LANES
+    rng = np.random.default_rng(5)
+    X = rng.random((rows, f), dtype=np.float32)
+    idx = rng.integers(0, rows, size=gathers, dtype=np.int32)
+    sink = np.empty((max(1, threads) * 8, f), np.float32)
+    gather_rows(X, idx[:16], sink, sink.shape[0])
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        gather_rows(X, idx, sink, sink.shape[0])
+        best = min(best, time.perf_counter() - t0)
+    return gathers * f * 4 / best / 1e9
+
+
+def interleaved(kernels: dict, rounds: int) -> dict:
+    """Median and min seconds of each kernel over `rounds` rounds, one run of each per
+    round in turn (so that a change of load hits all of them alike)."""
+    times = {k: [] for k in kernels}
+    for _ in range(rounds):
+        for k, fn in kernels.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: (float(np.median(v)), min(v)) for k, v in times.items()}
 
 
 def triad_arrays(n: int = 1 << 25) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -202,6 +270,15 @@ def main(argv: list[str] | None = None) -> None:
         default=7,
         help="rounds of (triad, spmm_csr_dense) pairs for the paired roofline (0: none)",
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=7,
+        help="rounds of the interleaved legacy / new / torch comparison (0: none)",
+    )
+    p.add_argument(
+        "--slab", type=int, default=0, help="also time the new kernel forced to this slab width"
+    )
     a = p.parse_args(argv)
     threads = set_threads(a.threads)
 
@@ -222,6 +299,7 @@ def main(argv: list[str] | None = None) -> None:
     x1, o2 = np.ones((1, f), np.float32), np.empty((2, f), np.float32)
     plain_row_prange(ti, tx, td, x1, o2)
     spmm_csr_dense(ti, tx, td, x1, o2)
+    legacy_spmm_csr_dense(ti, tx, td, x1, o2)
     spmm_csr_dense_balanced(ti, tx, td, x1, o2, balanced_row_splits(ti, 2))
     ip1, ix1, d1 = csr_transpose(ti, tx, td, 1)
     spmm_csr_dense(ip1, ix1, d1, o2, x1)
@@ -248,6 +326,13 @@ def main(argv: list[str] | None = None) -> None:
         (
             "numba plain prange A@X",
             lambda: plain_row_prange(indptr, indices, data, X, out),
+            lambda: out,
+            ref,
+            "fwd",
+        ),
+        (
+            "numba legacy (pre-issue-52) A@X",
+            lambda: legacy_spmm_csr_dense(indptr, indices, data, X, out),
             lambda: out,
             ref,
             "fwd",
@@ -340,6 +425,56 @@ def main(argv: list[str] | None = None) -> None:
             f"paired roofline: median {np.median(frac):.0%} of the bandwidth measured right "
             f"before (min {min(frac):.0%}, max {max(frac):.0%}; triad {min(gbs):.1f}"
             f"-{max(gbs):.1f} GB/s)"
+        )
+    # the gather bound: gathered bytes at the rate measured for an operand of X's size
+    gathered = nnz * f * 4
+    streamed = nbytes - gathered
+    g_size = gather_rate(n, f, min(nnz, 1 << 22), threads)
+    resident_rows = max(1024, LLC_BYTES // 4 // (max(f, LANES) * 4))
+    g_res = gather_rate(resident_rows, f, min(nnz, 1 << 22), threads)
+    t_gather = gathered / (g_size * 1e9) + streamed / (bw * 1e9)
+    bound = min(roof, t_gather)
+    print(
+        f"gather rate: {g_size:.1f} GB/s from a {n * f * 4 / 1e6:.0f} MB operand (X's size), "
+        f"{g_res:.1f} GB/s from {resident_rows * max(f, LANES) * 4 / 1e6:.0f} MB (a quarter "
+        f"of the {LLC_BYTES >> 20} MiB last-level cache); gather bound {t_gather * 1e3:.0f} ms, "
+        f"DRAM roofline {roof * 1e3:.0f} ms: stated bound {bound * 1e3:.0f} ms (the lower); "
+        f"slab_width here {slab_width(n, f, 4)} of {f} columns"
+    )
+    if a.rounds > 0:
+        kernels = {
+            "legacy": lambda: legacy_spmm_csr_dense(indptr, indices, data, X, out),
+            "new": lambda: spmm_csr_dense(indptr, indices, data, X, out),
+        }
+        if a.slab:
+            kernels[f"new slab {a.slab}"] = lambda: spmm_csr_dense_balanced(
+                indptr, indices, data, X, out, splits, False, a.slab
+            )
+        t_before = None
+        if a.anchor_python:
+            arrays = {"indptr": indptr, "indices": indices, "data": data, "X": X}
+            t_before = torch_sparse_ms(a.anchor_python, arrays, threads, a.rounds)
+        load0 = os.getloadavg()[0]
+        res = interleaved(kernels, a.rounds)
+        load1 = os.getloadavg()[0]
+        t_after = None
+        if a.anchor_python:
+            t_after = torch_sparse_ms(a.anchor_python, arrays, threads, a.rounds)
+        tt = [t[0] for t in (t_before, t_after) if t is not None]
+        print(
+            f"interleaved, {a.rounds} rounds (load {load0:.2f} -> {load1:.2f}), median / min ms:"
+            + "".join(f" {k} {m * 1e3:.0f} / {b * 1e3:.0f};" for k, (m, b) in res.items())
+            + (
+                f" torch.sparse.mm best {', '.join(f'{t * 1e3:.0f}' for t in tt)} (before, after)"
+                if tt
+                else ""
+            )
+        )
+        new_med = res["new"][0]
+        print(
+            f"new: {res['legacy'][0] / new_med:.2f}x legacy, {bound / new_med:.0%} of the "
+            f"stated bound"
+            + (f", {min(tt) / new_med:.2f}x torch.sparse.mm (its best)" if tt else "")
         )
     print(
         f"roofline: best Numba A@X at {roof / best_numba * 100:.0f}% of {bw:.1f} "
