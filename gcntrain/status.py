@@ -7,8 +7,9 @@ which phase it is in, on stderr (stdout stays machine-readable):
 - at a terminal, one status line, ``gcntrain: reading cora.h5 ... 3 s``, redrawn every
   second in place and erased before the command's next output, so that it leaves no trace;
 - into a pipe or a file (a batch log, every rank under ``mpiexec``), one line
-  ``gcntrain: reading cora.h5 ...`` per phase, and ``gcntrain: reading cora.h5: 60 s so
-  far`` every `LOG_SECONDS` while it lasts.
+  ``gcntrain: reading cora.h5 ...`` per phase (and per step of a phase that counts them,
+  `_Phase.step`), and ``gcntrain: reading cora.h5: 60 s so far`` every `LOG_SECONDS` while
+  it lasts.
 
 ``GCNTRAIN_STATUS`` chooses: ``auto`` (the default: as above), ``tty`` (the terminal form
 everywhere), ``log`` (the line form everywhere) or ``off``.  `watching` installs the
@@ -45,6 +46,7 @@ _state = {
     "drawn_at": 0.0,
     "said": None,
     "said_at": 0.0,
+    "said_done": "",
     "hushed": False,
 }
 
@@ -189,15 +191,15 @@ def _tick(err, form: str) -> None:
             err.flush()
             _state.update(shown=len(text), drawn_at=now)
             return
-        if _state["said"] is not p:
-            line = f"gcntrain: {name} ..."
+        if _state["said"] is not p or _state["said_done"] != p.done:
+            line = f"gcntrain: {name}{p.done} ..."
         elif now - _state["said_at"] >= LOG_SECONDS:
             line = f"gcntrain: {name}: {now - start:.0f} s so far"
         else:
             return
         err.write(line + "\n")
         err.flush()
-        _state.update(said=p, said_at=now, last=now)
+        _state.update(said=p, said_done=p.done, said_at=now, last=now)
 
 
 @contextmanager

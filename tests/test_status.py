@@ -199,3 +199,19 @@ def test_under_mpiexec_only_rank_0_says_its_phase(tmp_path):
     assert first == "gcntrain: starting ...\n", first
     assert rest.splitlines() == ["gcntrain: stopped by SIGTERM"], rest
     assert proc.returncode == 143
+
+
+def test_log_form_says_each_step_of_a_counted_phase(monkeypatch, quick):
+    err = io.StringIO()
+
+    def body():
+        with status.phase("ranking the grids") as p:
+            for i in range(2):
+                p.step(i, 2)
+                time.sleep(0.5)
+
+    _watched(monkeypatch, "log", err, body)
+    assert err.getvalue().splitlines() == [
+        "gcntrain: ranking the grids (0/2) ...",
+        "gcntrain: ranking the grids (1/2) ...",
+    ]

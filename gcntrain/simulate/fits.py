@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gcntrain import status
 from gcntrain.schemes.registry import AUTO, OVERHEAD_CALIBRATION
 from gcntrain.simulate import measure as M
 from gcntrain.simulate.launch import (
@@ -240,15 +241,19 @@ def serial_fits(
     """The fits of the module docstring into `figs`: ``spmm`` and ``gemm`` scaled to the
     epochs, ``product_scales``, ``overhead``, ``overhead_all``, ``mpi_op``,
     ``other``; the graphs made (``graphs``: scale -> file, `TINY_SCALE` included)."""
-    figs["graphs"] = {
-        s: generate_rmat(str(Path(tmp) / f"rmat{s}.h5"), s) for s in (TINY_SCALE, *figs["scales"])
-    }
+    with status.phase("generating the timing graphs"):
+        figs["graphs"] = {
+            s: generate_rmat(str(Path(tmp) / f"rmat{s}.h5"), s)
+            for s in (TINY_SCALE, *figs["scales"])
+        }
     got, pred, calls, elems = [], [], [], []
     one = {"cores": 1, "other": 1e21, "overhead": 1e-30, **NO_TABLES}
     for scale in figs["scales"]:
         g = figs["graphs"][scale]
-        got.append(serial_epochs(g, REFERENCE, epochs))
-        _, parts, n_calls, n_elems = _model(figs, name, g, REFERENCE, 1, **one)
+        with status.phase(f"timing serial epochs on R-MAT {scale}"):
+            got.append(serial_epochs(g, REFERENCE, epochs))
+        with status.phase(f"pricing them on R-MAT {scale}"):
+            _, parts, n_calls, n_elems = _model(figs, name, g, REFERENCE, 1, **one)
         pred.append(parts)
         calls.append(n_calls)
         elems.append(n_elems)
