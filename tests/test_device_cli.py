@@ -118,3 +118,26 @@ def test_gpu_under_the_test_hook_runs_on_the_emulated_device_bit_for_bit(
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(run(sys.argv[1:]))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("value", ["banana", "true"])
+def test_a_bad_cuda_aware_override_exits_2_on_every_rank_of_a_cpu_run(graph, tmp_path, value):
+    """Issue 51 item 7: GCNTRAIN_CUDA_AWARE_MPI other than 0/1 is refused on a CPU run too
+    (it used to go unread there), at np 3, before anything is read or written."""
+    import os
+
+    from tests.mpi.launch import gcntrain_exe, run_mpi
+
+    exe = " ".join(gcntrain_exe())
+    out = tmp_path / "out"
+    script = (
+        f"GCNTRAIN_CUDA_AWARE_MPI={value} {exe} train {graph} --scheme 1d --epochs 2 -o {out}; "
+        f"echo $? > {tmp_path}/rc.$PMI_RANK"
+    )
+    res = run_mpi(3, ["sh", "-c", script], timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert sorted(p.read_text().strip() for p in tmp_path.glob("rc.*")) == ["2", "2", "2"]
+    errs = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(errs) == 1 and "GCNTRAIN_CUDA_AWARE_MPI must be 0" in errs[0], errs
+    assert res.stdout == "" and not os.path.exists(out)

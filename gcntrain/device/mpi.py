@@ -87,6 +87,12 @@ def library_query() -> int | None:
     return None
 
 
+def check_override(env: Mapping[str, str] = os.environ) -> None:
+    """Refuse (`InputError`) a ``GCNTRAIN_CUDA_AWARE_MPI`` other than 0 or 1 on every run,
+    a CPU run too, where it would otherwise go unread."""
+    verdict(env.get(OVERRIDE_VAR), None, None, False, None)
+
+
 def cuda_aware(MPI=None, env: Mapping[str, str] = os.environ) -> tuple[str, str]:
     """Whether the MPI library of the `mpi4py.MPI` module `MPI` is CUDA-aware (None: the
     library is not loaded; only the override can answer); raises `InputError` only for an

@@ -366,6 +366,9 @@ def run_job(
 
 def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, notice):
     """`run_job`'s body, under its signal handling."""
+    from gcntrain.device.mpi import check_override
+
+    check_override()  # every rank alike: the launcher gives them one environment
     t0 = time.perf_counter()
     per_node = ranks_on_node(world)
     nthreads = auto_threads(world, spec.threads, per_node)
