@@ -81,3 +81,15 @@ def test_huge_times_print_with_an_exponent():
     assert _ms(0.5) == "500.000 ms" and _ms(999.0) == "999000.000 ms"
     assert _ms(3.4671e292) == "3.467e+295 ms"
     assert _ms(-2e4) == "-2e+07 ms"
+
+
+@pytest.mark.mpi
+def test_threads_beyond_the_pool_are_said_once_at_np_3():
+    """The --threads note at np 3: one line (rank 0's), and the job trains."""
+    from tests.mpi.launch import gcntrain_exe, run_mpi
+
+    argv = [*gcntrain_exe(), "train", "--epochs", "1", "--threads", "1000", "--json"]
+    res = run_mpi(3, argv, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    notes = [ln for ln in res.stderr.splitlines() if ln.startswith("note: --threads 1000")]
+    assert len(notes) == 1, res.stderr
