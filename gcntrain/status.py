@@ -156,6 +156,18 @@ class _Watched:
         return getattr(self._stream, name)
 
 
+def erase_from_signal_handler() -> None:
+    """Blank a shown terminal status line with a plain write to file descriptor 2 (no lock,
+    no stream: safe in a signal handler that writes its own line next with `os.write`)."""
+    shown = _state["shown"]
+    if shown:
+        _state["shown"] = 0
+        try:
+            os.write(2, ("\r" + " " * shown + "\r").encode())
+        except OSError:
+            pass
+
+
 def _erase(err) -> None:
     """Blank the terminal status line, if one is shown."""
     if _state["shown"]:

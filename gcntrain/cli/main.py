@@ -242,6 +242,9 @@ def _signals_end_at_once():
     rank, several = launcher_rank(), any(n > 1 for _, n in launch_counts())
 
     def leave(signum, frame):
+        from gcntrain import status
+
+        status.erase_from_signal_handler()
         if rank == 0:
             os.write(2, f"gcntrain: stopped by {signal.Signals(signum).name}\n".encode())
         if several:  # let the launcher forward the signal to every rank first

@@ -27,6 +27,7 @@ from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
+from gcntrain import status
 from gcntrain.comm.agree import agree
 from gcntrain.data import checkpoint as ckio
 from gcntrain.errors import AgreedError, InputError, Preempted
@@ -206,6 +207,7 @@ class StopOnSignal:
         if not self._lock.acquire(blocking=False):
             time.sleep(3600)  # the other path is leaving
         if self.rank == 0:
+            status.erase_from_signal_handler()
             os.write(2, (self.message(signum) + "\n").encode())
         if self.size > 1:
             time.sleep(self.GRACE_SECONDS)
