@@ -490,13 +490,16 @@ def test_runs_figure_names_runs_and_keeps_equal_runs_visible(runs, tmp_path):
         "train (line style)",
         "validation (line style)",
         "test (line style)",
+        "best epoch (lowest val loss)",
     ]
     loss = _visible_lines(axes["loss"])
     assert len(loss) == 3
     assert list(loss[0].get_ydata()) == list(loss[1].get_ydata())
     assert _distinguishable(loss[0], loss[1])
-    acc = _visible_lines(axes["accuracy"])
+    acc = [ln for ln in _visible_lines(axes["accuracy"]) if len(set(ln.get_xdata())) > 1]
     assert len(acc) == 9
+    best = [ln for ln in _visible_lines(axes["accuracy"]) if len(set(ln.get_xdata())) == 1]
+    assert len(best) == 3 and {ln.get_linestyle() for ln in best} == {"-."}  # best epochs
     assert {ln.get_linestyle() for ln in acc} == {"-", "--", ":"}
     assert all(_distinguishable(a, b) for a, b in zip(acc[0:3], acc[3:6]))
 

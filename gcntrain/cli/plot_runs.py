@@ -339,6 +339,11 @@ def _draw_curves(ax_loss, ax_acc, runs: list[Run], names: list[str]) -> None:
                     label=label,
                 )
                 label = "_nolegend_"  # one entry per run and panel: colour and marker
+        if panel == "accuracy":  # each run's best epoch (lowest validation loss)
+            for i, r in enumerate(runs):
+                for rec in r.records:
+                    if rec.get("best"):
+                        ax.axvline(rec["epoch"], color=f"C{i % 10}", linestyle="-.", linewidth=0.8)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if not ax.lines:
@@ -348,6 +353,9 @@ def _draw_curves(ax_loss, ax_acc, runs: list[Run], names: list[str]) -> None:
             for key, line in keys:
                 handles.append(Line2D([], [], color="0.35", linestyle=line))
                 texts.append(f"{_SPLITS[key]} (line style)")
+        if panel == "accuracy" and any(rec.get("best") for r in runs for rec in r.records):
+            handles.append(Line2D([], [], color="0.35", linestyle="-.", linewidth=0.8))
+            texts.append("best epoch (lowest val loss)")
         style.legend_beside(ax, handles, texts, fontsize=6)
     ax_loss.set_ylabel("training loss")
     ax_loss.set_title("training loss", fontsize=9)

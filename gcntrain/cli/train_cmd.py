@@ -104,6 +104,7 @@ def _human(s: dict) -> str:
         ("train acc", f"{s['train_acc']:.4f}"),
         ("val loss / acc", f"{optional(s['val_loss'])} / {optional(s['val_acc'])}"),
         ("test acc", optional(s["test_acc"])),
+        *_best_rows(s),
         (
             "epoch time (median)",
             f"{s['epoch_seconds'] * 1e3:.2f} ms (aggregation "
@@ -188,6 +189,22 @@ def _human(s: dict) -> str:
     if s.get("out"):
         rows.append(("outputs", s["out"]))
     return rows_table(rows)
+
+
+def _best_rows(s: dict) -> list[tuple[str, str]]:
+    """The best epoch (lowest validation loss) beside the final figures, and whose weights
+    the outputs hold."""
+    if s.get("best_epoch") is None:
+        return []
+    kept = s.get("weights_epoch") == s["best_epoch"] and s["best_epoch"] != s["epochs"]
+    return [
+        (
+            "best epoch",
+            f"{s['best_epoch']}: val loss / acc {optional(s['best_val_loss'])} / "
+            f"{optional(s['best_val_acc'])}, test acc {optional(s['test_acc_at_best'])}"
+            + (" (its weights kept: --keep-best)" if kept else ""),
+        )
+    ]
 
 
 def _profile_source(r: dict) -> str:

@@ -172,6 +172,13 @@ MODEL = [
             help="Instead: stop after P epochs without a lower val loss.",
         ),
     ),
+    Opt(
+        ("--keep-best",),
+        dict(
+            is_flag=True,
+            help="End with the weights of the best epoch (lowest val loss), not the last.",
+        ),
+    ),
     Opt(("--bias/--no-bias",), dict(default=None, help="Layer bias [default: gcn no, sage yes].")),
     Opt(
         ("--no-normalize-features", "no_normalize"),
@@ -271,6 +278,7 @@ def train_config(kw: dict):
         label_prop=v["label_prop"],
         label_scale=v["label_scale"],
         norm=v["norm"],
+        keep_best=v["keep_best"],
     )
     try:
         return config.validate()

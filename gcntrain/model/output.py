@@ -40,11 +40,19 @@ def check_out_dir(out_dir) -> None:
 
 
 def metrics_text(history: Iterable) -> str:
-    """One JSON object per epoch (records with ``to_dict`` or plain dicts), one per line."""
-    lines = [
-        json.dumps(r.to_dict() if hasattr(r, "to_dict") else r, default=json_default)
-        for r in history
-    ]
+    """One JSON object per epoch (records with ``to_dict`` or plain dicts), one per line;
+    the best epoch's (`gcntrain.model.state.best_record`, for `EpochRecord`s) has
+    ``"best": true``."""
+    from gcntrain.model.state import EpochRecord, best_record
+
+    history = list(history)
+    best = best_record([r for r in history if isinstance(r, EpochRecord)])
+    lines = []
+    for r in history:
+        d = r.to_dict() if hasattr(r, "to_dict") else r
+        if r is best:
+            d = {**d, "best": True}
+        lines.append(json.dumps(d, default=json_default))
     return "".join(line + "\n" for line in lines)
 
 

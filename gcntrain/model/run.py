@@ -11,6 +11,7 @@ import numpy as np
 from gcntrain.data.graph import Graph
 from gcntrain.data.validate import require_node_data
 from gcntrain.errors import InputError
+from gcntrain.model.state import best_record
 from gcntrain.model.trainer import TrainConfig, TrainResult
 
 
@@ -59,6 +60,7 @@ def _median(values: list[float]) -> float:
 def result_summary(result: TrainResult) -> dict:
     """Final metrics and median per-epoch times of a run (serial or distributed)."""
     h = result.history
+    best = best_record(h)
     return {
         "final_loss": result.final["loss"],
         "train_acc": result.final["train_acc"],
@@ -68,6 +70,11 @@ def result_summary(result: TrainResult) -> dict:
         "test_acc": result.final["test_acc"],
         "epochs": result.epochs,
         "stopped_early": result.stopped_early,
+        "best_epoch": None if best is None else best.epoch,
+        "best_val_loss": None if best is None else best.val_loss,
+        "best_val_acc": None if best is None else best.val_acc,
+        "test_acc_at_best": None if best is None else best.test_acc,
+        "weights_epoch": result.weights_epoch,
         "epoch_seconds": _median([r.seconds for r in h]),
         "t_aggregation": _median([r.t_aggregation for r in h]),
         "t_dense": _median([r.t_dense for r in h]),

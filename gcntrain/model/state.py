@@ -2,8 +2,9 @@
 
 Everything `gcntrain.model.trainer.fit` carries from one epoch to the next: the local
 parameter shards, Adam's moments and step count, the epochs done, the epoch records, the
-validation losses that drive early stopping, whether a stopping rule fired, and the scheme's
-own state (`Ops.state_dict`).  Random numbers need no state: dropout masks and label draws
+validation losses that drive early stopping, whether a stopping rule fired, the scheme's
+own state (`Ops.state_dict`) and, with ``--keep-best``, the parameters of the best epoch so
+far (`best_record`).  Random numbers need no state: dropout masks and label draws
 are counter-based on (seed, epoch), so a resumed run draws what the uninterrupted one draws.
 """
 
@@ -18,6 +19,8 @@ from gcntrain.errors import InputError
 
 #: array-name prefixes of the parameter-shaped groups
 GROUPS = ("w", "m", "v")
+#: the prefix of the best epoch's parameters (``--keep-best``)
+BEST = "b"
 SCHEME = "scheme."
 
 
@@ -53,6 +56,18 @@ class EpochRecord:
         return d
 
 
+def best_record(history: list[EpochRecord]) -> EpochRecord | None:
+    """The evaluated epoch with the lowest validation loss (the earliest of equal ones),
+    None where no epoch has a finite one: the run's best epoch, whose test accuracy is
+    reported as ``test_acc_at_best`` and whose weights ``--keep-best`` keeps."""
+    best = None
+    for r in history:
+        v = r.val_loss
+        if v is not None and np.isfinite(v) and (best is None or v < best.val_loss):
+            best = r
+    return best
+
+
 @dataclass
 class TrainState:
     """See the module docstring; ``weights``, ``m`` and ``v`` have the structure of
@@ -67,6 +82,8 @@ class TrainState:
     val_losses: list[float]
     stopped: bool = False
     scheme: dict[str, np.ndarray] = field(default_factory=dict)
+    #: ``--keep-best``: the parameters after the best epoch so far (None: not kept)
+    best: list[dict[str, np.ndarray]] | None = None
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat {name: array} (``w.0.W``, ``m.0.W``, ``scheme.KEY``, ...), no objects."""
@@ -75,6 +92,9 @@ class TrainState:
             for i, lp in enumerate(layers):
                 for k, a in lp.items():
                     out[f"{g}.{i}.{k}"] = np.asarray(a)
+        for i, lp in enumerate(self.best or []):
+            for k, a in lp.items():
+                out[f"{BEST}.{i}.{k}"] = np.asarray(a)
         for k, a in self.scheme.items():
             out[SCHEME + k] = np.asarray(a)
         out["epoch"] = np.array(self.epoch, dtype=np.int64)
@@ -111,6 +131,25 @@ class TrainState:
                         return f"{g}.{i}.{k} holds {b.dtype}, not floating-point numbers"
                     if not np.isfinite(b).all():
                         return f"{g}.{i}.{k} holds non-finite values (NaN or infinity)"
+        if self.best is not None:
+            return self._best_inconsistency()
+        return None
+
+    def _best_inconsistency(self) -> str | None:
+        """`inconsistency` of the kept best parameters against the weights."""
+        if len(self.best) != len(self.weights):
+            return f"{len(self.best)} layers of best weights against {len(self.weights)}"
+        for i, (b, w) in enumerate(zip(self.best, self.weights)):
+            if set(b) != set(w):
+                return f"layer {i}'s best weights hold {sorted(b)}, its weights {sorted(w)}"
+            for k, a in b.items():
+                if a.shape != w[k].shape or a.dtype != w[k].dtype:
+                    return (
+                        f"{BEST}.{i}.{k} is {a.dtype}{list(a.shape)} but w.{i}.{k} is "
+                        f"{w[k].dtype}{list(w[k].shape)}"
+                    )
+                if not np.isfinite(a).all():
+                    return f"{BEST}.{i}.{k} holds non-finite values (NaN or infinity)"
         return None
 
     def model_mismatch(self, weights: list[dict]) -> str | None:
@@ -156,7 +195,7 @@ class TrainState:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TrainState:
-        groups: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in GROUPS}
+        groups: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in (*GROUPS, BEST)}
         scheme = {}
         for name, a in arrays.items():
             if name.startswith(SCHEME):
@@ -181,12 +220,22 @@ class TrainState:
             val_losses=[float(x) for x in arrays["val_losses"]],
             stopped=bool(arrays["stopped"]),
             scheme=scheme,
+            best=groups[BEST] or None,
         )
 
 
 def _shape(shape) -> str:
     """``16x7`` for (16, 7); ``a scalar`` for ()."""
     return "x".join(str(int(n)) for n in shape) if len(shape) else "a scalar"
+
+
+def host_copy(a, to_host) -> np.ndarray:
+    """A host copy of parameter `a` that later steps do not change (`to_host`: the compute
+    backend's; on the host it may hand back `a` itself)."""
+    h = to_host(a)
+    if isinstance(a, np.ndarray) and (h is a or np.shares_memory(h, a)):
+        return h.copy()
+    return np.asarray(h)
 
 
 def restore_into(

@@ -36,7 +36,13 @@ from gcntrain.model.network import LP_STREAM, STREAMS_PER_EPOCH, Network, build_
 from gcntrain.model.ops import Ops
 from gcntrain.model.optim import Adam
 from gcntrain.model.phase import Phase
-from gcntrain.model.state import EpochRecord, TrainState, restore_into
+from gcntrain.model.state import (
+    EpochRecord,
+    TrainState,
+    best_record,
+    host_copy,
+    restore_into,
+)
 from gcntrain.model.wrappers import TimedOps
 
 #: CSR features are used for the first layer when the global density is below this (auto)
@@ -93,6 +99,9 @@ class TrainConfig:
     norm : "none" | "layer" (LayerNorm of every layer's input)
     label_scale : the label embedding enters as ``label_scale * E[label]`` (a smaller
         effective step for E than for the weights)
+    keep_best : end with the parameters of the best epoch (the lowest validation loss,
+        `gcntrain.model.state.best_record`) instead of the last epoch's: the final metrics,
+        predictions and weights are then the best epoch's
     """
 
     model: str = "gcn"
@@ -117,6 +126,7 @@ class TrainConfig:
     label_prop: float = 0.0
     norm: str = "none"
     label_scale: float = 0.01
+    keep_best: bool = False
 
     def validate(self) -> TrainConfig:
         """Return self; raise `ConfigValueError` (an `InputError`) naming the first bad
@@ -239,6 +249,8 @@ class TrainResult:
     rows : global ids of those rows
     stopped_early : whether a stopping rule ended training before `epochs`
     layers : per-layer description (kind, sizes, order, bias, dropout)
+    weights_epoch : the epoch after which `weights` were taken (the last one, or the best
+        one with ``keep_best``)
     """
 
     history: list[EpochRecord]
@@ -248,6 +260,7 @@ class TrainResult:
     rows: np.ndarray
     stopped_early: bool
     layers: list[dict]
+    weights_epoch: int = 0
 
     @property
     def epochs(self) -> int:
@@ -460,6 +473,7 @@ def fit(
     val_losses: list[float] = []
     stopped = False
     first = 0
+    best = None  # --keep-best: host copies of the best epoch's parameters so far
     if resume is not None:
         resume.check_model(weights)  # another model's parameters: refused before training
         for dst, src in ((weights, resume.weights), (opt.m, resume.m), (opt.v, resume.v)):
@@ -467,6 +481,7 @@ def fit(
         opt.t = resume.t
         history, val_losses = list(resume.history), list(resume.val_losses)
         first = resume.epoch
+        best = resume.best if config.keep_best else None
         # a stopping rule that fired before the checkpoint ends the run there
         stopped = resume.stopped and first < config.epochs
         ops.load_state(resume.scheme, phase=Phase("control"))
@@ -531,6 +546,8 @@ def fit(
             callback(rec)
         if not math.isfinite(loss):
             raise FloatingPointError(f"training loss is {loss} at epoch {epoch + 1}")
+        if config.keep_best and best_record(history) is rec:  # a new best: keep it
+            best = [{k: host_copy(a, ops.compute.to_host) for k, a in lp.items()} for lp in weights]
         stop = False
         if do_eval and val_loss is not None:
             val_losses.append(val_loss)
@@ -557,11 +574,14 @@ def fit(
                     val_losses,
                     bool(stop),
                     {k: host(a) for k, a in scheme.items()},
+                    best,
                 )
             )
         if stop:
             break
 
+    if best is not None:  # --keep-best: the model ends as it was after its best epoch
+        restore_into(weights, best, ops.compute.load_into)
     final_ctx = Phase("epoch", training=False)
     wd = wd_value(final_ctx)
     ev, logits = evaluate(ops, net, X, labels, masks, counts, wd, -1, lp_embed)
@@ -581,4 +601,5 @@ def fit(
         rows=np.asarray(ops.rows, dtype=np.int64).copy(),
         stopped_early=stopped,
         layers=net.describe(),
+        weights_epoch=(best_record(history).epoch if best is not None else len(history)),
     )
