@@ -9,59 +9,56 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
     sources = ["...", ...]
     measured = "2026-01-31 14:05"   (optional: when `gcntrain bench` measured it)
     measured_by = "gcntrain 0.4.0 from /path"   (optional: the version and directory that did)
-    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs (the
-                      node's, every core streaming), core_bandwidth_gbs (optional: what one
-                      core streams; default the node's),
-                      oversubscribed_sync_us (optional, default 0: what each synchronising
-                      step adds when a node runs more ranks than cores, as MPI ranks
+    [node]            cores, ranks (default ranks per node), memory_bandwidth_gbs (the node's, every
+                      core streaming), core_bandwidth_gbs (optional: what one core streams; default
+                      the node's), oversubscribed_sync_us (optional, default 0: what each
+                      synchronising step adds when a node runs more ranks than cores, as MPI ranks
                       busy-polling on shared cores wait for a descheduled partner),
                       oversubscribed_slice_us (optional, default 0: with it, a step adds
-                      ``oversubscribed_sync_us x min(1, w / slice)``, w the compute the
-                      rank did since its previous synchronisation),
-                      oversubscribed_floor_us (optional, default 0: what such a step adds
-                      at least: a waiting rank sleeps, and wakes no sooner than the kernel's
-                      timer allows; the figure of a step over twice the node's cores in
-                      ranks, as `gcntrain bench` fits it, scaled by the wake-up rounds of
-                      each step's group: `gcntrain.simulate.oversubscribed`),
-                      scheduler_slice_us (optional, default Linux's base slice for the
-                      node's cores: how long a rank outside a synchronising group keeps
-                      a core on an oversubscribed node),
-                      memory_gib (optional, 0 = unknown: memory per node, for the sweep's
-                      check that a configuration fits),
-                      busy_compute_factor (written by older benches only: read to derive
-                      the thread scaling, `gcntrain.simulate.node`)
-    [network.intra]   latency_us, bandwidth_gbs          (ranks of one node); optional
-                      eager_bytes, rendezvous_us: a message above eager_bytes pays
-                      rendezvous_us more (MPI's handshake before a large message)
+                      ``oversubscribed_sync_us x min(1, w / slice)``, w the compute the rank did
+                      since its previous synchronisation), oversubscribed_floor_us (optional,
+                      default 0: what such a step adds at least: a waiting rank sleeps, and wakes no
+                      sooner than the kernel's timer allows; the figure of a step over twice the
+                      node's cores in ranks, as `gcntrain bench` fits it, scaled by the wake-up
+                      rounds of each step's group: `gcntrain.simulate.oversubscribed`),
+                      scheduler_slice_us (optional, default Linux's base slice for the node's cores:
+                      how long a rank outside a synchronising group keeps a core on an
+                      oversubscribed node), memory_gib (optional, 0 = unknown: memory per node, for
+                      the sweep's check that a configuration fits), busy_compute_factor (written by
+                      older benches only: read to derive the thread scaling,
+                      `gcntrain.simulate.node`)
+    [network]         mpi_rules (optional, "min"): whose collective algorithms are priced
+                      ("mpich", "openmpi": `gcntrain.simulate.mpi_rules`)
+    [network.intra]   latency_us, bandwidth_gbs (ranks of one node); optional eager_bytes,
+                      rendezvous_us: a message above eager_bytes pays rendezvous_us more (MPI's
+                      handshake before a large message)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
     [network.topology] (optional) kind = "torus" (link_gbs, wraparound) or "fattree"
                       (taper, rack_nodes): the bisection all-to-all traffic crosses
                       (`gcntrain.simulate.topology`)
-    [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops
-                      / s), gemm_gflops (a number, or {kn = rate, ...} by the product k * n
-                      of a GEMM's two short dimensions: (m x k) @ (k x n) and its
-                      transposed forms), quant_gelems (elements quantized or dequantized / s),
-                      other_gelems (the model's element-wise work: local rows x the sum of
-                      the layer widths, per epoch, / s), call_overhead_us (per Ops call
-                      on one thread), call_overhead_all_us (optional: per call with a
-                      thread on every core; linear between), mpi_op_us (optional: what each
-                      MPI operation costs a rank beyond the link model), spmm_row_ns
-                      (optional: {width = ns, ...}, what an SpMM kernel spends on each row
-                      it sweeps, whatever its entries; with it, spmm_gflops is the rate
-                      per stored entry net of the rows; an older profile without it has
-                      the row sweep folded into its rates at its bench graphs' density,
-                      and prices rows at zero)
+    [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops / s),
+                      gemm_gflops (a number, or {kn = rate, ...} by the product k * n of a GEMM's
+                      two short dimensions: (m x k) @ (k x n) and its transposed forms),
+                      quant_gelems (elements quantized or dequantized / s), other_gelems (the
+                      model's element-wise work: local rows x the sum of the layer widths, per
+                      epoch, / s), call_overhead_us (per Ops call on one thread),
+                      call_overhead_all_us (optional: per call with a thread on every core; linear
+                      between), mpi_op_us (optional: what each MPI operation costs a rank beyond the
+                      link model), spmm_row_ns (optional: {width = ns, ...}, what an SpMM kernel
+                      spends on each row it sweeps, whatever its entries; with it, spmm_gflops is
+                      the rate per stored entry net of the rows; an older profile without it has the
+                      row sweep folded into its rates at its bench graphs' density, and prices rows
+                      at zero)
     [compute.threads] (optional) spmm, gemm, other = {T = S(T), ...}: one process's
-                      throughput with T threads over one thread's
-    [compute.node]    (optional) the same for T one-thread processes at once (the node
+                      throughput with T threads over one thread's; [compute.node]
+                      (optional) the same for T one-thread processes at once (the node
                       shared by its ranks); default: the threads' tables
-    [device]          (optional) the node's GPUs, for ``simulate --device gpu``: count (GPUs
-                      per node: one rank each by default), model (optional string),
-                      memory_gib (per GPU), memory_bandwidth_gbs (per GPU: the rate of a
-                      call's streamed bytes), spmm_gflops, spmm_row_ns (optional) and
-                      gemm_gflops per GPU as in [compute], other_gelems (element-wise work,
-                      quantization included), launch_us (optional: what each Ops call
-                      costs on the device beyond its kernels' work)
+    [device]          (optional) the node's GPUs, for ``simulate --device gpu``: count (GPUs per
+                      node: one rank each by default), model (optional string), memory_gib (per
+                      GPU), memory_bandwidth_gbs (per GPU: the rate of a call's streamed bytes),
+                      spmm_gflops, spmm_row_ns (optional) and gemm_gflops per GPU as in [compute],
+                      other_gelems (element-wise work, quantization included), launch_us (optional:
+                      what each Ops call costs on the device beyond its kernels' work)
     [device.host_link] kind ("pcie" or "nvlink"), latency_us, bandwidth_gbs: the host <->
                       device link a message staged through host buffers crosses twice
 
@@ -71,8 +68,7 @@ other ranks compute (`gcntrain.simulate.node`); a profile without the tables der
 GPUs (`on_device`) a rank computes at its GPU's rates, alone on it.
 
 `load_machine` takes ``local``, a shipped name or a path; any problem is one `InputError`
-line naming the file and the key.
-"""
+line naming the file and the key."""
 
 from __future__ import annotations
 
@@ -82,6 +78,7 @@ from pathlib import Path
 import numpy as np
 
 from gcntrain.errors import InputError
+from gcntrain.simulate.mpi_rules import rules_of
 from gcntrain.simulate.node import (
     ELEMENTWISE_BYTES,
     KINDS,
@@ -245,6 +242,8 @@ class Machine(KernelRates):
     spmm_row_seconds: tuple[float, ...] = ()
     #: the network's shared middle (`gcntrain.simulate.topology`)
     topology: Topology = field(default_factory=Topology)
+    #: whose collective algorithms are priced (`gcntrain.simulate.mpi_rules`)
+    mpi_rules: str = "min"
     #: the node's GPUs (the optional ``[device]`` table; None: a profile without one)
     device: Device | None = None
     #: whether a plan's ranks compute on the GPUs (`on_device`: ``simulate --device gpu``)
@@ -494,6 +493,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         spmm_row_widths=row_widths,
         spmm_row_seconds=row_ns,
         topology=_topology(net.get("topology"), path),
+        mpi_rules=rules_of(net, path),
         device=_device(d.get("device"), path),
         path=path,
         measured=_text(d, "measured", path),

@@ -80,6 +80,7 @@ from gcntrain.simulate.compute import (  # noqa: F401 (callers import them from 
     other_seconds,
     scheme_footprint,
 )
+from gcntrain.simulate.mpi_rules import one_way as one_way_rule
 from gcntrain.simulate.oversubscribed import (
     intra_link,
     members_on_node,
@@ -113,8 +114,8 @@ def _one_node(groups: Groups, place: Placement) -> np.ndarray:
     return (hi == lo)[groups.gid]
 
 
-def _by_link(fn, intra_mask, place: Placement, *args) -> np.ndarray:
-    return np.where(intra_mask, fn(*args, intra_link(place)), fn(*args, place.inter))
+def _by_link(fn, intra_mask, place: Placement, *args, **kw) -> np.ndarray:
+    return np.where(intra_mask, fn(*args, intra_link(place), **kw), fn(*args, place.inter, **kw))
 
 
 def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
@@ -128,22 +129,23 @@ def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
     group_sync = _group_max(sync, g.gid, G)
     sync = np.where(p > 1, group_sync[g.gid], 0.0)
     many = float(place.P > 1)  # a one-member group copies (a one-rank job's runtime: not)
+    rules = place.machine.mpi_rules  # whose algorithms (`gcntrain.simulate.mpi_rules`)
     if isinstance(step, Allreduce):
         n = np.asarray(step.nelems, np.float64)[g.gid] * step.itemsize
         red = C.reduction(p, n, place.memory_rate) + many * C.local_copy(p, n, place.memory_rate)
-        return _by_link(C.allreduce, one, place, p, n) + red + sync
+        return _by_link(C.allreduce, one, place, p, n, rules=rules) + red + sync
     if isinstance(step, (Allgatherv, ReduceScatterv)):
         tot = np.zeros(G)
         np.add.at(tot, g.gid, np.asarray(step.nbytes, np.float64))
         copy = many * C.local_copy(p, tot[g.gid], place.memory_rate)
         if isinstance(step, Allgatherv):
             n = tot[g.gid] / np.maximum(p, 1)
-            return _by_link(C.allgather, one, place, p, n) + copy + sync
+            return _by_link(C.allgather, one, place, p, n, rules=rules) + copy + sync
         red = C.reduction(p, tot[g.gid], place.memory_rate) + copy
-        return _by_link(C.reduce_scatter, one, place, p, tot[g.gid]) + red + sync
+        cost = _by_link(C.reduce_scatter, one, place, p, tot[g.gid], rules=rules)
+        return cost + red + sync
     if isinstance(step, Uniform):
-        b = (p - 1) * float(step.nbytes)
-        cost = _by_link(C.alltoallv, one, place, p - 1, b, b)
+        cost = _by_link(C.alltoall, one, place, p, float(step.nbytes), rules=rules)
         return np.maximum(cost, np.where(one, 0.0, _uniform_bisection(step, place))) + sync
     if isinstance(step, BcastStages):
         size = g.sizes[step.group]
@@ -156,8 +158,8 @@ def _group_cost(step, place: Placement, sync: np.ndarray) -> np.ndarray:
         cost = (
             np.where(
                 intra_g,
-                C.bcast(size[live], step.nbytes[live], intra_link(place)),
-                C.bcast(size[live], step.nbytes[live], place.inter),
+                C.bcast(size[live], step.nbytes[live], intra_link(place), rules),
+                C.bcast(size[live], step.nbytes[live], place.inter, rules),
             )
             + group_sync[grp]
         )
@@ -190,7 +192,8 @@ def _peers(src: np.ndarray, dst: np.ndarray, P: int) -> np.ndarray:
 def _uniform_bisection(step, place: Placement) -> float:
     """Seconds a world-spanning Alltoall's bytes need across the topology's cut: for every
     group, each pair of members on opposite halves of the node range sends `nbytes` each
-    way (`gcntrain.simulate.topology`; a pairwise exchange, one way at a time)."""
+    way (`gcntrain.simulate.topology`; one way at a time where the algorithm the profile's
+    `mpi_rules` select for the Alltoall shifts every rank the same way round)."""
     topo = place.machine.topology
     if topo.kind == "none" or place.nodes < 2:
         return 0.0
@@ -200,40 +203,53 @@ def _uniform_bisection(step, place: Placement) -> float:
     lo = np.bincount(g.gid, weights=low, minlength=G)
     hi = g.sizes - lo
     crossing = float(2.0 * (lo * hi).sum() * float(step.nbytes))
-    return bisection_seconds(topo, place.nodes, place.machine.injection, crossing, True)
+    one_way = one_way_rule(place.machine.mpi_rules, "alltoall", g.sizes.max(), step.nbytes)
+    return bisection_seconds(topo, place.nodes, place.machine.injection, crossing, one_way)
 
 
-def _pairs_bisection(step: Pairs, place: Placement) -> float:
+def _pairs_bisection(step: Pairs, place: Placement, nonblocking: bool = False) -> float:
     """Seconds a sparse exchange's bytes need across the topology's cut (all at once for
-    point-to-point messages, one way at a time for a pairwise Alltoallv)."""
+    point-to-point messages; an Alltoallv, or `nonblocking` an Ialltoallv, one way at a
+    time where the algorithm the profile's `mpi_rules` select shifts every rank the same
+    way round: always with ``"min"``)."""
     topo = place.machine.topology
     if topo.kind == "none" or place.nodes < 2:
         return 0.0
     node = place.node
     crossing = crossing_bytes(node[step.src], node[step.dst], step.nbytes, place.nodes)
-    one_way = step.kind != POINT_TO_POINT
+    coll = "ialltoallv" if nonblocking else "alltoallv"
+    one_way = step.kind != POINT_TO_POINT and one_way_rule(place.machine.mpi_rules, coll, place.P)
     return bisection_seconds(topo, place.nodes, place.machine.injection, crossing, one_way)
 
 
-def _pairs_parts(step: Pairs, place: Placement, sync: np.ndarray) -> tuple[np.ndarray, ...]:
+def _pairs_parts(
+    step: Pairs, place: Placement, sync: np.ndarray, nonblocking: bool = False
+) -> tuple[np.ndarray, ...]:
     """(intra, inter, sync) (P,) seconds of a rank's part of a sparse exchange: per peer one
     latency, its bytes in its larger direction, separately on the intra- and inter-node
-    links; the synchronisation cost where the rank exchanges anything."""
+    links; the synchronisation cost where the rank exchanges anything.  An Alltoallv (an
+    Ialltoallv where `nonblocking`) is priced by the algorithm the profile's `mpi_rules`
+    select over the world (a pairwise one's empty steps on the inter-node link when the
+    job spans nodes); point-to-point messages as they are."""
     P = place.P
     live = (step.src != step.dst) & (step.nbytes > 0)
     s, d, b = step.src[live], step.dst[live], step.nbytes[live].astype(np.float64)
     node = place.node
     same = node[s] == node[d]
-    out, near = [], None
-    for mask, link in ((same, intra_link(place)), (~same, place.inter)):
+    rules = "min" if step.kind == POINT_TO_POINT else place.machine.mpi_rules
+    split = [(same, intra_link(place)), (~same, place.inter)]
+    peers = [_peers(s[m], d[m], P) for m, _ in split]
+    idle = np.maximum(P - 1 - peers[0] - peers[1], 0)  # a pairwise loop's empty steps
+    out, near = [], peers[0]
+    for (mask, link), n, last in zip(split, peers, (place.nodes == 1, place.nodes > 1)):
         ss, dd, bb = s[mask], d[mask], b[mask]
         sent = np.bincount(ss, weights=bb, minlength=P)
         recv = np.bincount(dd, weights=bb, minlength=P)
-        peers = _peers(ss, dd, P)
-        near = peers if near is None else near
-        out.append(C.alltoallv(peers, sent, recv, link))
+        kw = {"p": P, "nonblocking": nonblocking, "idle": idle * last}
+        out.append(C.alltoallv(n, sent, recv, link, rules, **kw))
     intra, inter = out
-    inter = np.where(inter > 0, np.maximum(inter, _pairs_bisection(step, place)), 0.0)
+    cut = _pairs_bisection(step, place, nonblocking)
+    inter = np.where(inter > 0, np.maximum(inter, cut), 0.0)
     # who must run before the rank's part completes: its partners on its node (an
     # Alltoallv: every rank of the node, as it starts when everybody has arrived)
     members = near + 1 if step.kind == POINT_TO_POINT else place.local_ranks
@@ -459,7 +475,7 @@ class TimeModel:
                 elif pairs and overlaps == OVERLAP_CALL and isinstance(st, Pairs):
                     # what the rank's CPU does for the exchange (intra-node copies, the
                     # oversubscribed wait) comes after its compute; the NIC's part overlaps
-                    intra, inter, syn = _pairs_parts(st, self.place, sync)
+                    intra, inter, syn = _pairs_parts(st, self.place, sync, nonblocking=True)
                     start, kind = _pairs_start_kind(st, clock)
                     cost = intra + inter + syn
                     done = done + intra + syn + op
