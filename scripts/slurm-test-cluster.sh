@@ -49,6 +49,9 @@ CredType=cred/munge
 # a requeued job may start again after the credential lifetime: 120 s by default, 10 here
 AuthInfo=cred_expire=10
 MpiDefault=$MPI_DEFAULT
+# seconds between SIGTERM and SIGKILL when a job step ends: 30 by default, 5 here (the
+# killed-rank test waits for it)
+KillWait=5
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
