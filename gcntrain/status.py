@@ -8,8 +8,8 @@ which phase it is in, on stderr (stdout stays machine-readable):
   second in place and erased before the command's next output, so that it leaves no trace;
 - into a pipe or a file (a batch log, every rank under ``mpiexec``), one line
   ``gcntrain: reading cora.h5 ...`` per phase (and per step of a phase that counts them,
-  `_Phase.step`), and ``gcntrain: reading cora.h5: 60 s so far`` every `LOG_SECONDS` while
-  it lasts.
+  `_Phase.step`), and ``gcntrain: reading cora.h5: 4 s so far`` while it lasts: 2, 4, 6, 8,
+  16 and 32 s after its first line, then every minute (`LOG_REPEATS`, `LOG_SECONDS`).
 
 ``GCNTRAIN_STATUS`` chooses: ``auto`` (the default: as above), ``tty`` (the terminal form
 everywhere), ``log`` (the line form everywhere) or ``off``.  `watching` installs the
@@ -32,7 +32,11 @@ from time import monotonic
 QUIET_SECONDS = 1.0
 #: seconds between redraws of the terminal line
 TTY_SECONDS = 1.0
-#: seconds between repeats of the line form
+#: seconds after a phase's first line at which the line form says it again (then every
+#: `LOG_SECONDS`): often while a wait is young (a newcomer watches it), rarely in a long one
+#: (a batch log: about 15 lines in a 10-minute phase)
+LOG_REPEATS = (2.0, 4.0, 6.0, 8.0, 16.0, 32.0)
+#: seconds between repeats of the line form after `LOG_REPEATS`
 LOG_SECONDS = 60.0
 #: the values GCNTRAIN_STATUS takes
 MODES = ("auto", "tty", "log", "off")
@@ -46,6 +50,8 @@ _state = {
     "drawn_at": 0.0,
     "said": None,
     "said_at": 0.0,
+    "first_said": 0.0,
+    "repeats": 0,
     "said_done": "",
     "hushed": False,
 }
@@ -176,6 +182,15 @@ def _erase(err) -> None:
         _state["shown"] = 0
 
 
+def _repeat_due() -> float:
+    """When the line form says the shown phase again: `LOG_REPEATS` after its first line,
+    then every `LOG_SECONDS` after the previous one."""
+    k = _state["repeats"]
+    if k < len(LOG_REPEATS):
+        return _state["first_said"] + LOG_REPEATS[k]
+    return _state["said_at"] + LOG_SECONDS
+
+
 def _tick(err, form: str) -> None:
     """One look at the clock: show, redraw or repeat the status where due."""
     with _lock:
@@ -205,12 +220,15 @@ def _tick(err, form: str) -> None:
             return
         if _state["said"] is not p or _state["said_done"] != p.done:
             line = f"gcntrain: {name}{p.done} ..."
-        elif now - _state["said_at"] >= LOG_SECONDS:
+        elif now >= _repeat_due():
             line = f"gcntrain: {name}: {now - start:.0f} s so far"
+            _state["repeats"] += 1
         else:
             return
         err.write(line + "\n")
         err.flush()
+        if _state["said"] is not p:
+            _state.update(first_said=now, repeats=0)
         _state.update(said=p, said_done=p.done, said_at=now, last=now)
 
 

@@ -5,6 +5,7 @@ them off (tests/conftest.py), these tests turn them on."""
 from __future__ import annotations
 
 import io
+import re
 import sys
 import time
 
@@ -50,7 +51,8 @@ def test_log_form_names_a_quiet_phase_once(monkeypatch, quick):
 
 
 def test_log_form_repeats_a_long_phase(monkeypatch, quick):
-    monkeypatch.setattr(status, "LOG_SECONDS", 0.3)
+    monkeypatch.setattr(status, "LOG_REPEATS", (0.3, 0.6))
+    monkeypatch.setattr(status, "LOG_SECONDS", 10.0)
     err = io.StringIO()
 
     def body():
@@ -60,7 +62,8 @@ def test_log_form_repeats_a_long_phase(monkeypatch, quick):
     _watched(monkeypatch, "log", err, body)
     lines = err.getvalue().splitlines()
     assert lines[0] == "gcntrain: partitioning the graph ..."
-    assert len(lines) >= 2 and all(ln.endswith("s so far") for ln in lines[1:]), lines
+    # 0.3 and 0.6 s after the first line, then not before 10 s
+    assert len(lines) == 3 and all(ln.endswith("s so far") for ln in lines[1:]), lines
 
 
 def test_terminal_form_is_erased_before_the_next_output(monkeypatch, quick):
@@ -197,7 +200,11 @@ def test_under_mpiexec_only_rank_0_says_its_phase(tmp_path):
         os.kill(proc.pid, signal.SIGTERM)
     (rest,) = proc.communicate(timeout=60)[1:]
     assert first == "gcntrain: starting ...\n", first
-    assert rest.splitlines() == ["gcntrain: stopped by SIGTERM"], rest
+    *repeats, last = rest.splitlines()
+    assert last == "gcntrain: stopped by SIGTERM", rest
+    # rank 0's repeats of its phase (2 s after the first line): no other rank's line
+    assert all(re.fullmatch(r"gcntrain: starting: \d+ s so far", ln) for ln in repeats), rest
+    assert len(repeats) <= 2, rest
     assert proc.returncode == 143
 
 
