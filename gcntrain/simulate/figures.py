@@ -53,6 +53,7 @@ def breakdown(source, config, ranks, machine, schemes, **kw) -> list[dict]:
     ``error``.  The graph is read and each partition computed once."""
     source, kw["support"] = reusable_source(source, config)
     kw.setdefault("numberings", {})
+    kw.setdefault("derived", {})  # the model's schedule, the supports: built once, as a sweep
     out = []
     for k, name in enumerate(schemes):
         try:
@@ -84,6 +85,7 @@ def scaling(source, config, ranks_list, machine, schemes, **kw) -> tuple[dict, d
     reason)."""
     source, kw["support"] = reusable_source(source, config)
     kw.setdefault("numberings", {})
+    kw.setdefault("derived", {})  # the model's schedule, the supports: built once, as a sweep
     out: dict[str, list] = {}
     confs: dict[str, list] = {}
     first = None
