@@ -8,8 +8,9 @@ which phase it is in, on stderr (stdout stays machine-readable):
   second in place and erased before the command's next output, so that it leaves no trace;
 - into a pipe or a file (a batch log, every rank under ``mpiexec``), one line
   ``gcntrain: reading cora.h5 ...`` per phase (and per step of a phase that counts them,
-  `_Phase.step`), and ``gcntrain: reading cora.h5: 4 s so far`` while it lasts: 2, 4, 6, 8,
-  16 and 32 s after its first line, then every minute (`LOG_REPEATS`, `LOG_SECONDS`).
+  `_Phase.step`), and ``gcntrain: reading cora.h5: 4 s so far`` while it lasts: every 1.5 s
+  for 9 s after its first line, then 16 and 32 s after it, then every minute
+  (`LOG_REPEATS`, `LOG_SECONDS`).
 
 ``GCNTRAIN_STATUS`` chooses: ``auto`` (the default: as above), ``tty`` (the terminal form
 everywhere), ``log`` (the line form everywhere) or ``off``.  `watching` installs the
@@ -33,9 +34,9 @@ QUIET_SECONDS = 1.0
 #: seconds between redraws of the terminal line
 TTY_SECONDS = 1.0
 #: seconds after a phase's first line at which the line form says it again (then every
-#: `LOG_SECONDS`): often while a wait is young (a newcomer watches it), rarely in a long one
-#: (a batch log: about 15 lines in a 10-minute phase)
-LOG_REPEATS = (2.0, 4.0, 6.0, 8.0, 16.0, 32.0)
+#: `LOG_SECONDS`): often while a wait is young (a newcomer watches it: never 2 s without a
+#: line), rarely in a long one (a batch log: about 17 lines in a 10-minute phase)
+LOG_REPEATS = (1.5, 3.0, 4.5, 6.0, 7.5, 9.0, 16.0, 32.0)
 #: seconds between repeats of the line form after `LOG_REPEATS`
 LOG_SECONDS = 60.0
 #: the values GCNTRAIN_STATUS takes
@@ -163,8 +164,10 @@ class _Watched:
 
 
 def erase_from_signal_handler() -> None:
-    """Blank a shown terminal status line with a plain write to file descriptor 2 (no lock,
-    no stream: safe in a signal handler that writes its own line next with `os.write`)."""
+    """Show no status from now on, and blank a shown terminal status line with a plain
+    write to file descriptor 2 (no lock, no stream: safe in a signal handler that writes its
+    own line next with `os.write`, then waits for the other ranks before leaving)."""
+    _state["hushed"] = True
     shown = _state["shown"]
     if shown:
         _state["shown"] = 0
