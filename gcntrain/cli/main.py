@@ -291,10 +291,12 @@ def run(argv: list[str] | None = None) -> int:
     _notes_as_lines()
     try:
         from gcntrain import status
-        from gcntrain.cli.display import is_printer
+        from gcntrain.comm.env import launcher_rank
 
-        # the command's first phase, until it names its own: loading its libraries
-        with _signals_end_at_once(), status.watching(is_printer()), status.phase("starting"):
+        # the command's first phase, until it names its own: loading its libraries (rank 0
+        # prints: `is_printer`'s test, without the numpy its module imports)
+        printer = launcher_rank() == 0
+        with _signals_end_at_once(), status.watching(printer), status.phase("starting"):
             cli.main(args=argv, prog_name="gcntrain", standalone_mode=False)
         return 0
     except click.exceptions.Exit as e:

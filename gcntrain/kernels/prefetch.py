@@ -170,29 +170,6 @@ def prefetch_lines_write(X, r, j0, lines, step, last):  # pragma: no cover - jit
 
 
 @njit(nogil=True, cache=True)
-def prefetch_row_read(X, r):  # pragma: no cover - jitted
-    """Prefetch for reading the first cache lines (at most `MAX_LINES`) of row ``r`` of X
-    (computes its line counts on each call; the kernels hoist them: `prefetch_lines_read`)."""
-    f = X.shape[1]
-    if f == 0:
-        return
-    step = line_step(X.itemsize)
-    lines, last = prefetch_span(0, f, step)
-    prefetch_lines_read(X, r, 0, lines, step, last)
-
-
-@njit(nogil=True, cache=True)
-def prefetch_row_write(X, r):  # pragma: no cover - jitted
-    """Prefetch for writing the first cache lines (at most `MAX_LINES`) of row ``r`` of X."""
-    f = X.shape[1]
-    if f == 0:
-        return
-    step = line_step(X.itemsize)
-    lines, last = prefetch_span(0, f, step)
-    prefetch_lines_write(X, r, 0, lines, step, last)
-
-
-@njit(nogil=True, cache=True)
 def prefetch_distance(f, itemsize):  # pragma: no cover - jitted
     """Nonzeros ahead at which to prefetch gathered rows of `f` values of `itemsize` bytes:
     `LINES_AHEAD` cache lines in flight, i.e. 64 nonzeros for one-line rows (width 16

@@ -474,6 +474,7 @@ def fit(
     stopped = False
     first = 0
     best = None  # --keep-best: host copies of the best epoch's parameters so far
+    best_loss, best_epoch = math.inf, 0  # that epoch (`best_record`, kept as it goes)
     if resume is not None:
         resume.check_model(weights)  # another model's parameters: refused before training
         for dst, src in ((weights, resume.weights), (opt.m, resume.m), (opt.v, resume.v)):
@@ -482,6 +483,9 @@ def fit(
         history, val_losses = list(resume.history), list(resume.val_losses)
         first = resume.epoch
         best = resume.best if config.keep_best else None
+        so_far = best_record(history)
+        if so_far is not None:
+            best_loss, best_epoch = so_far.val_loss, so_far.epoch
         # a stopping rule that fired before the checkpoint ends the run there
         stopped = resume.stopped and first < config.epochs
         ops.load_state(resume.scheme, phase=Phase("control"))
@@ -546,8 +550,12 @@ def fit(
             callback(rec)
         if not math.isfinite(loss):
             raise FloatingPointError(f"training loss is {loss} at epoch {epoch + 1}")
-        if config.keep_best and best_record(history) is rec:  # a new best: keep it
-            best = [{k: host_copy(a, ops.compute.to_host) for k, a in lp.items()} for lp in weights]
+        # a new best (`best_record`'s rule: the earliest lowest finite loss): keep it
+        if config.keep_best and val_loss is not None and math.isfinite(val_loss):
+            if val_loss < best_loss:
+                best_loss, best_epoch = val_loss, rec.epoch
+                host = ops.compute.to_host
+                best = [{k: host_copy(a, host) for k, a in lp.items()} for lp in weights]
         stop = False
         if do_eval and val_loss is not None:
             val_losses.append(val_loss)
@@ -601,5 +609,5 @@ def fit(
         rows=np.asarray(ops.rows, dtype=np.int64).copy(),
         stopped_early=stopped,
         layers=net.describe(),
-        weights_epoch=(best_record(history).epoch if best is not None else len(history)),
+        weights_epoch=best_epoch if best is not None else len(history),
     )

@@ -54,7 +54,7 @@ import numpy as np
 
 from gcntrain.errors import InputError, Note
 from gcntrain.partition.basic import check_parts
-from gcntrain.partition.csr import check_csr, symmetrized_without_loops
+from gcntrain.partition.csr import check_csr, row_ids, symmetrized_without_loops
 from gcntrain.partition.metis_multi import metis_multi_partition, multi_constraint_available
 
 #: allowed names for `vertex_weights`
@@ -358,7 +358,7 @@ def _mtkahypar_graph_partition(
 
     # The preset ignores Mt-KaHyPar's seed: a nonzero seed numbers the vertices by a seeded
     # permutation instead (PCG64: the same on every machine), seed 0 keeps the given numbering.
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(xadj))
+    src = row_ids(xadj)
     upper = src < adjncy  # each undirected edge once
     u, v = src[upper], adjncy[upper]
     new_id = np.arange(n, dtype=np.int64)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gcntrain.partition.metrics import imbalance
 from gcntrain.simulate.summary import epoch_median
 
 
@@ -40,15 +41,10 @@ def work_summary(table) -> dict:
         out[f"{name}_mean"] = float(col.mean()) if col.size else 0.0
     spmm = med[:, 1] if med.ndim == 2 else np.zeros(table.P)
     dense = med[:, 2] if med.ndim == 2 else np.zeros(table.P)
-    out["flops_imbalance"] = _max_over_mean(spmm + dense)
-    out["spmm_imbalance"] = _max_over_mean(spmm)
-    out["dense_imbalance"] = _max_over_mean(dense)
+    out["flops_imbalance"] = imbalance(spmm + dense)
+    out["spmm_imbalance"] = imbalance(spmm)
+    out["dense_imbalance"] = imbalance(dense)
     return out
-
-
-def _max_over_mean(values: np.ndarray) -> float:
-    """max / mean of per-rank work, 1.0 without work."""
-    return float(values.max() / values.mean()) if values.size and values.mean() > 0 else 1.0
 
 
 def memory(
