@@ -440,8 +440,7 @@ def main(argv: list[str] | None = None) -> None:
         f"gather rate: {g_size:.1f} GB/s from a {n * f * 4 / 1e6:.0f} MB operand (X's size), "
         f"{g_res:.1f} GB/s from {resident_rows * max(f, LANES) * 4 / 1e6:.0f} MB (a quarter "
         f"of the {LLC_BYTES >> 20} MiB last-level cache); gather bound {t_gather * 1e3:.0f} ms, "
-        f"DRAM roofline {roof * 1e3:.0f} ms: stated bound {bound * 1e3:.0f} ms (the lower; "
-        f"the kernel at the gather bound would be {t_gather * 1e3:.0f} ms); "
+        f"DRAM roofline {roof * 1e3:.0f} ms: stated bound {bound * 1e3:.0f} ms (the lower); "
         f"slab_width here {slab_width(n, f, 4)} of {f} columns"
     )
     if a.rounds > 0:

@@ -119,8 +119,7 @@ def silences(events, limit):
             cur["gaps"].append((gap, cur["prev"]))
         if m:  # the end marker: the line's last silence ends when it exits
             gaps = cur["gaps"]
-            longest = max(gaps, default=(gap, cur["prev"]), key=lambda g: g[0])
-            longest = max(longest, (gap, cur["prev"]), key=lambda g: g[0])
+            longest = max([*gaps, (gap, cur["prev"])], key=lambda g: g[0])
             out[cur["i"]] = (int(m.group(3)), t - cur["t0"], longest[0], longest[1], gaps)
             cur = None
             continue

@@ -209,7 +209,12 @@ def test_rendering_a_job_script_does_not_start_mpi(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k not in TASK_COUNT_VARS}
     res = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert "initialized False 0" in res.stderr, res.stderr
     assert "\nsrun --mpi=pmi2 --kill-on-bad-exit=1 " in res.stdout

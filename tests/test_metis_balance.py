@@ -126,7 +126,7 @@ def test_multi_constraint_partition_is_seeded_and_deterministic(skewed, monkeypa
     assert r.params["vweights"] == "rows+degree" and np.array_equal(r.part, a)
 
 
-def test_partition_report_and_simulate_give_both_imbalances(skewed, tmp_path, capsys):
+def test_partition_report_and_simulate_give_both_imbalances(tmp_path, capsys):
     graph = tmp_path / "g.h5"
     write_graph(graph, rmat(9, seed=3, num_features=4, num_classes=3))
     part = tmp_path / "p.h5"

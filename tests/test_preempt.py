@@ -217,14 +217,18 @@ def test_a_signal_while_starting_is_one_line_and_no_launcher_banner(tmp_path, si
         start_new_session=True,
     )
     t0 = time.monotonic()
-    while True:  # until the 3 ranks wait in open() for a FIFO writer
-        ranks = [p for p, a in _descendants(proc.pid) if f"--config {fifo}" in a]
-        waiting = [p for p in ranks if _wchan(p) == "wait_for_partner"]
-        if len(waiting) == 3:
-            break
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() - t0 < 60, f"ranks not waiting: {ranks}"
-        time.sleep(0.05)
+    try:
+        while True:  # until the 3 ranks wait in open() for a FIFO writer
+            ranks = [p for p, a in _descendants(proc.pid) if f"--config {fifo}" in a]
+            waiting = [p for p in ranks if _wchan(p) == "wait_for_partner"]
+            if len(waiting) == 3:
+                break
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - t0 < 60, f"ranks not waiting: {ranks}"
+            time.sleep(0.05)
+    except BaseException:  # no job left blocked on the FIFO
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     os.kill(proc.pid, sig)
     rc, out, err = _finish(proc)
     assert rc == 128 + sig, (rc, out, err)

@@ -148,11 +148,10 @@ def test_asm_inner_loop_divides_nothing_spills_nothing(code, name, add):
     # accumulator's loop adds from memory and stores back: it is the remainder's path)
     reg_add = re.compile(rf"^\s+{add}\s+%[xyz]mm\d+, %[xyz]mm\d+, %[xyz]mm\d+$", re.M)
     loops = [lp for lp in _asm_loops(code[f"{name}.s"]) if reg_add.search("\n".join(lp))]
-    spans = [(id(lp), lp) for lp in loops]
     inner = [
         lp
-        for _, lp in spans
-        if not any(o is not lp and len(o) < len(lp) and _inside(o, lp) for _, o in spans)
+        for lp in loops
+        if not any(o is not lp and len(o) < len(lp) and _inside(o, lp) for o in loops)
     ]
     assert inner, f"no loop accumulates with {add} in registers"
     for lp in inner:
