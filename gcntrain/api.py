@@ -51,9 +51,10 @@ from gcntrain.data.construct import (  # noqa: F401 (the API's graph constructor
 
 #: the API's wording of the planner's refusals (its keywords, not the command's flags)
 _WORDS = {
-    "placement": "nodes and ranks_per_node need a machine profile (machine=...)",
+    "placement": "nodes, ranks_per_node and node_shape need a machine profile (machine=...)",
     "sweep_machine": "sweep ranks configurations by predicted time: give machine=...",
     "sweep_per_rank": "per_rank tables one run; it does not combine with sweep",
+    "node_shape": "node_shape",
 }
 
 
@@ -377,7 +378,8 @@ def simulate(
     **options
         The other options of ``gcntrain simulate``, dashes as underscores: the model options
         of `train`, the scheme options (``grid``, ``replication``, ``partition``, ...),
-        ``features``, ``classes``, ``nodes``, ``ranks_per_node``, ``per_rank``, ``sweep``.
+        ``features``, ``classes``, ``nodes``, ``ranks_per_node``, ``node_shape`` (a
+        torus profile's job box, ``(a, b, c)`` or ``"AxBxC"``), ``per_rank``, ``sweep``.
 
     Returns
     -------
@@ -397,6 +399,7 @@ def simulate(
         ranks=v["ranks"],
         nodes=v["nodes"],
         ranks_per_node=v["ranks_per_node"],
+        node_shape=v["node_shape"],
         num_features=v["num_features"],
         num_classes=v["num_classes"],
     )

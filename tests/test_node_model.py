@@ -92,7 +92,10 @@ def test_torus_bisection_prices_an_alltoall_by_the_links_across_the_cut():
     place = placement(fugaku, P, None, 4)
     b = 1 << 16
     _, cost, _ = step_timing(Uniform(Groups.world(P), b), place, np.zeros(P))
-    crossing = 2 * 1024 * 1024 * b
+    # 512 nodes in whole 2x3x2 Tofu units: a 9x8x8 box of 576 (128 links across its cut);
+    # the job's first 288 nodes (1152 ranks) below the cut, 224 (896 ranks) above
+    assert fugaku.topology.box(512) == (9, 8, 8)
+    crossing = 2 * 1152 * 896 * b
     assert cost.max() == pytest.approx(crossing / (128 * 6.8e9), rel=1e-6)
     # without the topology the same Alltoall is priced by each node's injection alone
     from dataclasses import replace

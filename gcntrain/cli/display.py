@@ -91,7 +91,8 @@ def time_rows(s: dict) -> list[tuple[str, str]]:
     return [
         (
             "machine",
-            f"{s['machine']}: {s['nodes']} nodes x {s['ranks_per_node']} ranks per node",
+            f"{s['machine']}: {s['nodes']} nodes x {s['ranks_per_node']} ranks per node"
+            + (f" ({s['network']})" if s.get("network", "none") != "none" else ""),
         ),
         ("epoch (predicted)", f"{_ms(s['epoch_seconds'])} (critical rank {b['critical_rank']})"),
         (

@@ -93,6 +93,7 @@ def simulate(
     machine,
     nodes,
     ranks_per_node,
+    node_shape,
     sweep,
     top,
     as_json,
@@ -118,6 +119,7 @@ def simulate(
         ranks=ranks,
         nodes=nodes,
         ranks_per_node=ranks_per_node,
+        node_shape=node_shape,
         num_features=num_features,
         num_classes=num_classes,
     )

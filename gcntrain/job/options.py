@@ -401,7 +401,25 @@ WIDTHS = [
     ),
 ]
 
-#: --machine PROFILE, --nodes N, --ranks-per-node k (the simulator's time model)
+
+class NodeShape(click.ParamType):
+    """A torus job's box ``AxBxC`` (three positive integers; a tuple or list from the
+    API), as ``#PJM -L node=AxBxC`` requests it."""
+
+    name = "AxBxC"
+
+    def convert(self, value, param, ctx):
+        parts = value if isinstance(value, (tuple, list)) else str(value).lower().split("x")
+        try:
+            sides = tuple(int(x) for x in parts)
+        except (TypeError, ValueError):
+            sides = ()
+        if len(sides) != 3 or min(sides) < 1:
+            self.fail(f"{value!r} is not three positive integers AxBxC, e.g. 8x9x8", param, ctx)
+        return sides
+
+
+#: --machine PROFILE, --nodes N, --ranks-per-node k, --node-shape (the simulator's time model)
 MACHINE = [
     Opt(
         ("--machine",),
@@ -426,6 +444,15 @@ MACHINE = [
             type=click.IntRange(min=1),
             default=None,
             help="Ranks per node [default: the profile's; or --ranks / --nodes].",
+        ),
+    ),
+    Opt(
+        ("--node-shape",),
+        dict(
+            type=NodeShape(),
+            default=None,
+            help="A torus profile's job box, as requested (`#PJM -L node=AxBxC`) [default: "
+            "the profile's rule for the node count].",
         ),
     ),
 ]

@@ -13,9 +13,10 @@ from gcntrain.job.spec import JobSpec, resolve_grid
 
 #: how the command line names the placement options in its refusals
 CLI_WORDS = {
-    "placement": "--nodes and --ranks-per-node need --machine PROFILE",
+    "placement": "--nodes, --ranks-per-node and --node-shape need --machine PROFILE",
     "sweep_machine": "--sweep ranks configurations by predicted time: give --machine",
     "sweep_per_rank": "--per-rank tables one run; it does not combine with --sweep",
+    "node_shape": "--node-shape",
 }
 
 
@@ -45,7 +46,9 @@ def plan_job(
     """
     machine, nodes, ranks_per_node = spec.machine, spec.nodes, spec.ranks_per_node
     ranks = int(spec.ranks)
-    if machine is None and (nodes is not None or ranks_per_node is not None):
+    if machine is None and (
+        nodes is not None or ranks_per_node is not None or spec.node_shape is not None
+    ):
         raise InputError(words["placement"])
     if sweep and machine is None:
         raise InputError(words["sweep_machine"])
@@ -65,10 +68,11 @@ def plan_job(
         from gcntrain.simulate.machine import on_device
         from gcntrain.simulate.timing import placement
 
-        prof = on_device(load_machine(machine), spec.device)
+        prof = with_shape(on_device(load_machine(machine), spec.device), spec.node_shape)
         if nodes is None and ranks_per_node is None:
             ranks_per_node, assumed = default_ranks_per_node(prof, ranks, machine)
         place = placement(prof, ranks, nodes, ranks_per_node)
+        _check_shape(spec.node_shape, place.nodes, words)
 
     _check_planning(spec.source, spec.config, spec.widths)
 
@@ -121,6 +125,31 @@ def _plan_one(spec: JobSpec, ranks: int, place, per_rank, notice) -> dict:
     if search is not None:
         summary["grid_search"] = search
     return summary
+
+
+def with_shape(prof, shape):
+    """`prof` with its torus's job box set to `shape` (None: `prof` as it is);
+    `InputError` where its topology is not a torus."""
+    if shape is None:
+        return prof
+    from dataclasses import replace
+
+    if prof.topology.kind != "torus":
+        raise InputError(
+            f"a node shape sets a torus job's box; profile {prof.name}'s topology is "
+            f"{prof.topology.kind}"
+        )
+    return replace(prof, topology=replace(prof.topology, shape=tuple(shape)))
+
+
+def _check_shape(shape, nodes: int, words: dict) -> None:
+    """`InputError` where the requested box holds fewer nodes than the placement."""
+    if shape is not None and shape[0] * shape[1] * shape[2] < nodes:
+        box = "x".join(map(str, shape))
+        raise InputError(
+            f"{words['node_shape']} {box} holds {shape[0] * shape[1] * shape[2]} nodes, "
+            f"the job needs {nodes}"
+        )
 
 
 def _store_shards(source) -> int | None:

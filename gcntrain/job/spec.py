@@ -47,6 +47,7 @@ class JobSpec:
     machine : the profile that prices a search or a plan (None: the command's default).
     ranks : ranks of the job (None: the launcher's, where the job runs).
     nodes, ranks_per_node, threads : the placement (None: what the command assumes).
+    node_shape : a torus profile's job box (None: the profile's rule).
     max_memory : bytes one rank may use (None: the node's share).
     num_features, num_classes : widths to assume for a graph without node data (planning).
     device : ``"cpu"``, ``"gpu"`` or ``"auto"`` (``--device``; `gcntrain.device.choice`).
@@ -62,6 +63,7 @@ class JobSpec:
     ranks: int | None = None
     nodes: int | None = None
     ranks_per_node: int | None = None
+    node_shape: tuple | None = None
     threads: int | None = None
     max_memory: float | None = None
     num_features: int | None = None

@@ -33,7 +33,7 @@ A profile is a TOML file (the shipped ones live in ``gcntrain/simulate/machines`
                       rendezvous_us: a message above eager_bytes pays rendezvous_us more (MPI's
                       handshake before a large message)
     [network.inter]   latency_us, bandwidth_gbs (per rank pair), injection_gbs (per node)
-    [network.topology] (optional) kind = "torus" (link_gbs, wraparound) or "fattree"
+    [network.topology] (optional) kind = "torus" (link_gbs, wraparound, unit, shape) or "fattree"
                       (taper, rack_nodes): the bisection all-to-all traffic crosses
                       (`gcntrain.simulate.topology`)
     [compute]         per core: spmm_gflops = {width = rate, ...} (2 * nnz * width flops / s),
@@ -88,8 +88,7 @@ from gcntrain.simulate.node import (
     linear,
     threads_per_rank,
 )
-from gcntrain.simulate.topology import KINDS as TOPOLOGIES
-from gcntrain.simulate.topology import Topology
+from gcntrain.simulate.topology import Topology, parse_topology
 
 try:  # Python 3.11+
     import tomllib
@@ -492,7 +491,7 @@ def parse_machine(text: str, path: str = "<profile>") -> Machine:
         core_bandwidth=core_bandwidth,
         spmm_row_widths=row_widths,
         spmm_row_seconds=row_ns,
-        topology=_topology(net.get("topology"), path),
+        topology=parse_topology(net.get("topology"), path, _get),
         mpi_rules=rules_of(net, path),
         device=_device(d.get("device"), path),
         path=path,
@@ -568,33 +567,3 @@ def _threads_table(v, cores: int, key: str, path: str) -> dict:
             )
         out[kind] = ThreadScaling(tuple(map(float, pts)), speedups)
     return out
-
-
-def _topology(v, path: str) -> Topology:
-    """The profile's network.topology table (absent: one non-blocking switch)."""
-    if v is None:
-        return Topology()
-    if not isinstance(v, dict):
-        raise InputError("machine profile: network.topology must be a table", path)
-    kind = _get(v, "kind", "network.topology.", path, str)
-    if kind not in TOPOLOGIES:
-        raise InputError(
-            f"machine profile: network.topology.kind must be one of {', '.join(TOPOLOGIES)}, "
-            f"got {kind!r}",
-            path,
-        )
-    if kind == "torus":
-        wrap = v.get("wraparound", True)
-        if not isinstance(wrap, bool):
-            raise InputError(
-                "machine profile: network.topology.wraparound must be true or false", path
-            )
-        link = _get(v, "link_gbs", "network.topology.", path) * 1e9
-        return Topology(kind, link=link, wraparound=wrap)
-    if kind == "fattree":
-        taper = _get(v, "taper", "network.topology.", path)
-        if taper < 1:
-            raise InputError("machine profile: network.topology.taper must be >= 1", path)
-        rack = _get(v, "rack_nodes", "network.topology.", path, int) if "rack_nodes" in v else 0
-        return Topology(kind, taper=taper, rack_nodes=rack)
-    return Topology()

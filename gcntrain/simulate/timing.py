@@ -199,7 +199,7 @@ def _uniform_bisection(step, place: Placement) -> float:
         return 0.0
     g: Groups = step.groups
     G = g.sizes.shape[0]
-    low = (place.node < place.nodes // 2).astype(np.float64)
+    low = (place.node < topo.half(place.nodes)).astype(np.float64)
     lo = np.bincount(g.gid, weights=low, minlength=G)
     hi = g.sizes - lo
     crossing = float(2.0 * (lo * hi).sum() * float(step.nbytes))
@@ -216,7 +216,8 @@ def _pairs_bisection(step: Pairs, place: Placement, nonblocking: bool = False) -
     if topo.kind == "none" or place.nodes < 2:
         return 0.0
     node = place.node
-    crossing = crossing_bytes(node[step.src], node[step.dst], step.nbytes, place.nodes)
+    half = topo.half(place.nodes)
+    crossing = crossing_bytes(node[step.src], node[step.dst], step.nbytes, place.nodes, half)
     coll = "ialltoallv" if nonblocking else "alltoallv"
     one_way = step.kind != POINT_TO_POINT and one_way_rule(place.machine.mpi_rules, coll, place.P)
     return bisection_seconds(topo, place.nodes, place.machine.injection, crossing, one_way)
@@ -534,6 +535,7 @@ def time_summary(sim, config, place: Placement) -> dict:
         "machine_file": m.path,
         "nodes": place.nodes,
         "ranks_per_node": place.ranks_per_node,
+        "network": m.topology.describe(place.nodes),
         "epoch_seconds": got["epoch_seconds"],
         "breakdown": got["breakdown"],
         "rank_epoch_seconds": {
