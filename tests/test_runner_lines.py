@@ -87,7 +87,7 @@ def test_sigterm_without_checkpoint_is_one_line_and_status_143(graph, tmp_path, 
 
 
 def test_stop_on_signal_restores_handlers_and_wakeup_fd():
-    from gcntrain.job.checkpoint import StopOnSignal
+    from gcntrain.job.signals import StopOnSignal
 
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1)}
     stop = StopOnSignal(0, 1)

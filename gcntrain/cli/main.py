@@ -6,7 +6,6 @@ import contextlib
 import functools
 import importlib
 import sys
-import time
 from typing import NamedTuple
 
 import click
@@ -219,48 +218,19 @@ def _quiet_unraisable_interrupts() -> None:
     sys.unraisablehook = hook
 
 
-#: seconds a rank waits under MPI before it leaves on a signal (as StopOnSignal does)
-SIGNAL_GRACE_SECONDS = 0.5
-
-
 @contextlib.contextmanager
 def _signals_end_at_once():
     """SIGTERM and SIGUSR1 end a command at once with one line from rank 0 and status
-    128 + N, from the moment it starts (a command may install its own handling inside:
-    `train` does, `gcntrain.job.checkpoint`), instead of the signals' default death, which
-    MPICH's mpiexec reports with a "BAD TERMINATION" banner on its stdout.  Standard library
-    only: this runs before any heavy import."""
-    import os
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    128 + N, from the moment it starts (`gcntrain.job.signals`; a command may install its
+    own handling inside: `train` does), instead of the signals' default death, which MPICH's
+    mpiexec reports with a "BAD TERMINATION" banner on its stdout.  The Python handler
+    alone (no watcher thread), so that a checkpointing run's own handler takes over."""
     from gcntrain.comm.env import launch_counts, launcher_rank
+    from gcntrain.job.signals import StopOnSignal
 
-    rank, several = launcher_rank(), any(n > 1 for _, n in launch_counts())
-
-    def leave(signum, frame):
-        from gcntrain import status
-
-        status.erase_from_signal_handler()
-        if rank == 0:
-            os.write(2, f"gcntrain: stopped by {signal.Signals(signum).name}\n".encode())
-        if several:  # let the launcher forward the signal to every rank first
-            time.sleep(SIGNAL_GRACE_SECONDS)
-        os._exit(128 + int(signum))
-
-    old = {}
-    for name in ("SIGTERM", "SIGUSR1"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            old[sig] = signal.signal(sig, leave)
-    try:
+    several = any(n > 1 for _, n in launch_counts())
+    with StopOnSignal(launcher_rank(), 2 if several else 1, watch=False):
         yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 def _notes_as_lines() -> None:

@@ -27,10 +27,10 @@ from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
-from gcntrain import status
 from gcntrain.comm.agree import agree
 from gcntrain.data import checkpoint as ckio
 from gcntrain.errors import AgreedError, InputError, Preempted
+from gcntrain.job.signals import PREEMPT_SIGNALS
 from gcntrain.model.state import TrainState
 
 #: configuration keys a resumed run may change
@@ -131,11 +131,6 @@ def differences(saved: dict, wanted: dict) -> list[str]:
     return out
 
 
-#: the signals that ask a checkpointing run to stop after the current epoch (Slurm's
-#: ``--signal``, preemption notices)
-PREEMPT_SIGNALS = ("SIGTERM", "SIGUSR1")
-
-
 class PreemptFlag:
     """Records the first preemption signal this process receives (handlers installed by
     `install`, previous ones restored by `restore`)."""
@@ -159,100 +154,6 @@ class PreemptFlag:
     def restore(self) -> None:
         import signal
 
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old = {}
-
-
-class StopOnSignal:
-    """Without ``--checkpoint``: SIGTERM or SIGUSR1 end the job at once, as their default
-    action would, but with one line on rank 0's stderr saying that no checkpoint was asked
-    for, and exit status 128 + the signal number on every rank (what a shell reports for a
-    process the signal killed; the checkpointing stop exits with the same status).
-
-    A rank is mostly inside MPI calls, where Python runs no signal handler until the call
-    returns, and a partner that left first makes it never return.  So the signal is also
-    written to a wake-up pipe (`signal.set_wakeup_fd`, at the C level) that a watcher thread
-    reads (mpi4py releases the GIL in MPI calls): whichever sees it first leaves from where
-    the process is (`os._exit`: no unwinding through a collective), under MPI after a short
-    grace so that the launcher has forwarded the signal to every rank.  Outputs are complete
-    or absent (`gcntrain.data.atomic`); stdout's buffer is dropped, so no half summary."""
-
-    #: seconds a rank waits under MPI before it leaves (as after Ctrl-C)
-    GRACE_SECONDS = 0.5
-
-    def __init__(self, rank: int, size: int):
-        import threading
-
-        self.rank = int(rank)
-        self.size = int(size)
-        self._old: dict = {}
-        self._old_fd = None
-        self._pipe: tuple[int, int] | None = None
-        self._lock = threading.Lock()
-
-    def message(self, signum: int) -> str:
-        import signal
-
-        name = signal.Signals(signum).name
-        return (
-            f"gcntrain: stopped by {name}; no checkpoint was asked for "
-            "(--checkpoint DIR saves one and stops after the epoch)"
-        )
-
-    def _leave(self, signum: int) -> None:
-        import os
-        import time
-
-        if not self._lock.acquire(blocking=False):
-            time.sleep(3600)  # the other path is leaving
-        if self.rank == 0:
-            status.erase_from_signal_handler()
-            os.write(2, (self.message(signum) + "\n").encode())
-        if self.size > 1:
-            time.sleep(self.GRACE_SECONDS)
-        os._exit(128 + int(signum))
-
-    def _watch(self, fd: int, wanted: set) -> None:
-        import os
-
-        while True:
-            try:
-                data = os.read(fd, 64)
-            except OSError:
-                return
-            if not data:  # the write end was closed: restored
-                os.close(fd)
-                return
-            got = [b for b in data if b in wanted]
-            if got:
-                self._leave(got[0])
-
-    def install(self) -> None:
-        import os
-        import signal
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return  # signal handlers belong to the main thread; the default stays
-        sigs = [getattr(signal, n) for n in PREEMPT_SIGNALS if hasattr(signal, n)]
-        for sig in sigs:
-            self._old[sig] = signal.signal(sig, lambda signum, frame: self._leave(signum))
-        r, w = os.pipe()
-        os.set_blocking(w, False)
-        self._pipe = (r, w)
-        self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-        wanted = {int(s) for s in sigs}
-        threading.Thread(target=self._watch, args=(r, wanted), daemon=True).start()
-
-    def restore(self) -> None:
-        import os
-        import signal
-
-        if self._pipe is not None:
-            signal.set_wakeup_fd(self._old_fd)
-            os.close(self._pipe[1])  # the watcher reads end-of-file and returns
-            self._pipe = None
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old = {}

@@ -353,9 +353,9 @@ def run_job(
     world = spec.scheme_of(size).world(comm)
     stop = None
     if outputs.checkpoint is None:
-        from gcntrain.job.checkpoint import StopOnSignal
+        from gcntrain.job.signals import NoCheckpointStop
 
-        stop = StopOnSignal(world.rank, world.size)
+        stop = NoCheckpointStop(world.rank, world.size)
         stop.install()
     try:
         return _run(world, size, spec, outputs, callback, on_start, notice)
@@ -414,7 +414,7 @@ def _run(world, size, spec: JobSpec, outputs: JobOutputs, callback, on_start, no
     if chosen is not None and chosen.kind != "cpu":
         device_run.check_supported(chosen, sch, spec.options, size)
         backend = device_run.backend_for(world, chosen, per_node)
-    # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `StopOnSignal`)
+    # with checkpoints, SIGTERM / SIGUSR1 end the run after the epoch (without: `NoCheckpointStop`)
     preempt = None
     if outputs.checkpoint is not None:
         from gcntrain.job.checkpoint import PreemptFlag
