@@ -56,7 +56,7 @@ from gcntrain.partition.csr import (
     pattern_matrix,
     transpose_pattern,
 )
-from gcntrain.partition.mtk import mtkahypar_initializer
+from gcntrain.partition.mtk import mtk_context, mtkahypar_initializer
 from gcntrain.partition.unique import unique_ints
 
 #: Mt-KaHyPar preset names accepted by `partition_nets`
@@ -117,15 +117,6 @@ def _preset(name: str):
     if name not in table:
         raise InputError(f"unknown Mt-KaHyPar preset {name!r} (choose from {PRESETS})")
     return table[name]
-
-
-def _mtk_context(mtk, preset: str, P: int, eps: float):
-    import mtkahypar
-
-    ctx = mtk.context_from_preset(_preset(preset))
-    ctx.set_partitioning_parameters(int(P), float(eps), mtkahypar.Objective.KM1)
-    ctx.logging = False
-    return ctx
 
 
 def _check_start(part: np.ndarray, n: int, P: int) -> np.ndarray:
@@ -270,8 +261,9 @@ def run_mtkahypar(
     ends = net_ptr[1:].tolist()
     nets = [pin_list[starts[k] : ends[k]] for k in np.flatnonzero(keep).tolist()]
     mtk = mtkahypar_initializer(threads)
-    ctx = _mtk_context(mtk, preset, P, eps)
-    rctx = ctx if refine == preset else _mtk_context(mtk, refine, P, eps)
+    km1_ = mtkahypar.Objective.KM1
+    ctx = mtk_context(_preset(preset), P, eps, km1_)
+    rctx = ctx if refine == preset else mtk_context(_preset(refine), P, eps, km1_)
     hg = mtk.create_hypergraph(ctx, int(n), len(nets), nets, w.tolist(), [1] * len(nets))
     bound = int(min(ctx.compute_max_block_weights(int(w.sum()))))
 
@@ -443,7 +435,9 @@ def run_hypergraph(
         from gcntrain.partition.metis import metis_partition
 
         def start(s: int) -> np.ndarray:
-            return metis_partition(indptr, indices, P, vweights=w, imbalance=eps, seed=s)
+            return metis_partition(
+                indptr, indices, P, vweights=w, imbalance=eps, seed=s, threads=threads
+            )
 
     return run_mtkahypar(
         n,

@@ -68,7 +68,14 @@ def _vertex_partition(
     eps = DEFAULT_IMBALANCE[method] if imbalance is None else float(imbalance)
     if method == "metis":
         part = metis_partition(
-            indptr, indices, P, vweights=vweights, train_mask=train_mask, imbalance=eps, seed=seed
+            indptr,
+            indices,
+            P,
+            vweights=vweights,
+            train_mask=train_mask,
+            imbalance=eps,
+            seed=seed,
+            threads=threads,
         )
         return part, {"imbalance": eps, "vweights": vweights or "none"}
     if method == "hypergraph":

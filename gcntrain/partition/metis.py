@@ -168,17 +168,21 @@ def vertex_weights(
             train = np.asarray(train_mask, dtype=bool)
             if train.shape != (n,):
                 raise InputError(f"training mask has {train.shape[0]} entries, expected {n}")
-            n_train = int(train.sum())
-            if n_train == 0:
+            if not train.any():
                 raise InputError("vertex weights 'train' need training vertices, the mask is empty")
-            lam = max(1, int(round(float(nnz.sum()) / n_train)))
-            return nnz + lam * train.astype(np.int64)
+            # degree and training rows folded into one weight: nnz + round(nnz / n_train) train
+            return folded_weights(np.stack([nnz, train.astype(np.int64)], axis=1))
         raise InputError(f"unknown vertex weights {spec!r} (choose from {VWEIGHT_CHOICES})")
     w = np.asarray(spec)
     ok = w.ndim in (1, 2) and w.shape[0] == n and (w.ndim == 1 or w.shape[1] >= 1)
     if not ok or not np.issubdtype(w.dtype, np.integer) or (w.size and w.min() < 0):
         raise InputError(f"vertex weights must be {n} (or {n} x ncon) non-negative integers")
     return w.astype(np.int64)
+
+
+def ufactor(eps: float) -> int:
+    """METIS's ``ufactor`` (allowed imbalance in thousandths) for imbalance `eps`."""
+    return max(1, int(round(1000 * eps)))
 
 
 def folded_weights(w: np.ndarray) -> np.ndarray:
@@ -248,9 +252,10 @@ def metis_partition(
     elif w_one is not None and w_one.ndim == 2:
         if recursive is None:
             recursive = P <= 8  # pymetis' choice
-        ufactor = max(1, int(round(1000 * imbalance)))
         with captured_stdout(said):
-            membership = metis_multi_partition(xadj, adjncy, w_one, P, ufactor, seed, recursive)
+            membership = metis_multi_partition(
+                xadj, adjncy, w_one, P, ufactor(imbalance), seed, recursive
+            )
     else:
         membership = _pymetis_partition(xadj, adjncy, w_one, P, imbalance, seed, recursive, said)
     remark = balance_remark(membership, P, w, imbalance, said)
@@ -267,7 +272,7 @@ def _pymetis_partition(
     pymetis = _pymetis()
     dtype = pymetis.zero_copy_dtype()
     adjacency = pymetis.CSRAdjacency(xadj.astype(dtype), adjncy.astype(dtype))
-    options = pymetis.Options(seed=int(seed), ufactor=max(1, int(round(1000 * eps))))
+    options = pymetis.Options(seed=int(seed), ufactor=ufactor(eps))
     kwargs = {} if w is None else {"vweights": w.astype(dtype)}
     with captured_stdout(said):
         _, membership = pymetis.part_graph(
@@ -354,7 +359,7 @@ def _mtkahypar_graph_partition(
     """
     import mtkahypar
 
-    from gcntrain.partition.mtk import mtkahypar_initializer
+    from gcntrain.partition.mtk import mtk_context, mtkahypar_initializer
 
     # The preset ignores Mt-KaHyPar's seed: a nonzero seed numbers the vertices by a seeded
     # permutation instead (PCG64: the same on every machine), seed 0 keeps the given numbering.
@@ -370,9 +375,7 @@ def _mtkahypar_graph_partition(
     edges = list(zip(u.tolist(), v.tolist()))
     weights = [1] * n if w is None else w.tolist()
     mtk = mtkahypar_initializer(threads)
-    ctx = mtk.context_from_preset(mtkahypar.PresetType.DETERMINISTIC)
-    ctx.set_partitioning_parameters(int(P), float(eps), mtkahypar.Objective.CUT)
-    ctx.logging = False
+    ctx = mtk_context(mtkahypar.PresetType.DETERMINISTIC, P, eps, mtkahypar.Objective.CUT)
     mtkahypar.set_seed(int(seed))
     graph = mtk.create_graph(ctx, int(n), len(edges), edges, weights, [1] * len(edges))
     part = np.asarray(graph.partition(ctx).get_partition(), dtype=np.int64)

@@ -28,3 +28,13 @@ def mtkahypar_initializer(threads: int | None = None):
 def initializer_threads() -> int:
     """Threads of the process-wide initializer (0: not created yet)."""
     return _state["threads"]
+
+
+def mtk_context(preset, P: int, eps: float, objective, threads: int | None = None):
+    """A quiet Mt-KaHyPar context of `preset` (a ``mtkahypar.PresetType``) for `P` parts,
+    imbalance `eps` and `objective` (a ``mtkahypar.Objective``), from the process-wide
+    initializer (`threads`: its threads where this call creates it)."""
+    ctx = mtkahypar_initializer(threads).context_from_preset(preset)
+    ctx.set_partitioning_parameters(int(P), float(eps), objective)
+    ctx.logging = False
+    return ctx
