@@ -74,42 +74,29 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def guard_launch(command: click.Command, name: str, launch: str) -> None:
-    """Make `command` check, once its arguments are parsed and before it reads anything,
-    that it was launched as its `launch` kind allows (`gcntrain.comm.launch.check_launch`).
-    Idempotent; ``any`` leaves the command alone."""
-    if launch == "any" or getattr(command, "_launch_guarded", False):
+def wrap_command(command: click.Command, name: str, launch: str) -> None:
+    """Wrap `command`'s callback once (idempotent): once its arguments are parsed and before
+    it reads anything, check that it was launched as its `launch` kind allows
+    (`gcntrain.comm.launch.check_launch`; ``any``: no check), then run it as a status
+    phase named after it (`gcntrain.status`: the line a quiet stretch shows where the
+    command names no finer phase)."""
+    if getattr(command, "_wrapped", False) or command.callback is None:
         return
     callback = command.callback
 
-    def guarded(*args, **kwargs):
-        from gcntrain.comm.launch import check_launch
-
-        check_launch(name, uses_mpi=launch == "mpi")
-        return None if callback is None else callback(*args, **kwargs)
-
-    if callback is not None:
-        functools.update_wrapper(guarded, callback)
-    command.callback = guarded
-    command._launch_guarded = True
-
-
-def name_phase(command: click.Command, name: str) -> None:
-    """Make `command`'s run a status phase named after it (`gcntrain.status`): the line a
-    quiet stretch shows where the command names no finer phase.  Idempotent."""
-    if getattr(command, "_phase_named", False) or command.callback is None:
-        return
-    callback = command.callback
-
-    def named(*args, **kwargs):
+    def wrapped(*args, **kwargs):
         from gcntrain import status
 
+        if launch != "any":
+            from gcntrain.comm.launch import check_launch
+
+            check_launch(name, uses_mpi=launch == "mpi")
         with status.phase(name):
             return callback(*args, **kwargs)
 
-    functools.update_wrapper(named, callback)
-    command.callback = named
-    command._phase_named = True
+    functools.update_wrapper(wrapped, callback)
+    command.callback = wrapped
+    command._wrapped = True
 
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -128,8 +115,7 @@ class LazyGroup(click.Group):
         from gcntrain.cli.options import attach_config_option
 
         attach_config_option(command)  # --config FILE.toml on every command with options
-        guard_launch(command, name, entry.launch)
-        name_phase(command, name)
+        wrap_command(command, name, entry.launch)
         return command
 
     def format_commands(self, ctx, formatter):

@@ -210,10 +210,12 @@ def _best_rows(s: dict) -> list[tuple[str, str]]:
 def _profile_source(r: dict) -> str:
     """Where the recommendation's profile came from: this host's cached profile and its
     date (``--machine local``), a file, or nothing for a shipped profile."""
+    from gcntrain.simulate.local import cache_words
+
     path = r.get("machine_file")
     if not path or r.get("machine") != "local":
         return ""
-    return f" (cached at {path}, measured {r.get('machine_measured') or 'on an unrecorded date'})"
+    return f" ({cache_words(path, r.get('machine_measured'))})"
 
 
 @click.command("train")

@@ -140,9 +140,15 @@ def cache_state() -> dict:
 def cached_words(prof: Machine) -> str:
     """``cached at PATH, measured DATE by ...``: where `prof`, this host's cached profile,
     lies and when and by what it was measured (for the lines that name the profile used)."""
-    when = prof.measured or "at an unrecorded date"
-    by = f" by {prof.measured_by}" if prof.measured_by else ""
-    return f"cached at {prof.path}, measured {when}{by}"
+    return cache_words(prof.path, prof.measured, prof.measured_by)
+
+
+def cache_words(path: str, measured: str | None, measured_by: str | None = None) -> str:
+    """`cached_words` from the figures a summary keeps (``machine_file``,
+    ``machine_measured``)."""
+    when = measured or "at an unrecorded date"
+    by = f" by {measured_by}" if measured_by else ""
+    return f"cached at {path}, measured {when}{by}"
 
 
 def local_machine(notice=None):
