@@ -6,6 +6,7 @@ the machine's load and memory bandwidth measured in the same run.
                                   [--anchor-python PY] [--shared ../shared] [--no-cora]
                                   [--mpi] [--mpi-rounds 3] [--mpi-baseline DIR]
                                   [--reorders degree,rcm]
+                                  [--breakdown] [--baseline DIR] [--variant LABEL:K=V,...]
 
 Graphs: the generated 200k-node / 4M-nonzero benchmark graph
 (``../shared/bench/make_bench_graph.py 200000 2000000 128 16 7``, symmetrised by
@@ -31,6 +32,17 @@ the same rounds (ratios against the unordered run and the anchors).
 serial ``--threads 1``, interleaved, `--mpi-rounds` rounds; ratio = np 2 / serial.
 `--mpi-baseline DIR` adds the same 1d and p2p runs from the gcntrain package of another
 checkout (``git worktree add DIR COMMIT``) to the same rounds, for a side-by-side ratio.
+
+`--breakdown`: where the serial epoch goes on the 200k graph, piece by piece (every Ops call
+by operation, layer and pass, ReLU and its gradient, Adam, the weight decay, the rest), in
+a fresh process per run (`BREAKDOWN_CHILD`: ``gcntrain.api.train`` with the timers patched
+in), with the minor page faults per epoch.  `--baseline DIR` runs the same breakdown from
+the gcntrain package of another checkout in the same rounds (alternating, the order rotated
+from round to round), and ``--variant LABEL:OPT=VALUE,...`` adds runs of this tree with
+other training options (e.g. ``cache:eval_cache=true``).  Each round prints the load and a
+triad beside its runs; the summary gives each piece's median over rounds and each variant's
+epoch over the baseline's, round by round (a ratio of runs made side by side) and their
+spread.
 """
 
 from __future__ import annotations
@@ -189,6 +201,186 @@ def bench_memory(graphs: dict, a) -> None:
         )
 
 
+#: run in a child (``python -c``, the checkout under test first on PYTHONPATH): one serial
+#: training run of argv[1] on argv[2] threads for argv[3] epochs with the options of the JSON
+#: argv[4], every piece of each epoch timed; prints one JSON line: per epoch the seconds, the
+#: minor page faults and {piece: seconds}
+BREAKDOWN_CHILD = r"""
+import json, resource, sys
+from time import perf_counter
+import gcntrain.model.network as network
+import gcntrain.model.trainer as trainer
+from gcntrain.model import compute, optim, wrappers
+
+acc = {}
+
+def add(piece, dt):
+    acc[piece] = acc.get(piece, 0.0) + dt
+
+def piece_of(name, ph):
+    lay, tr = ph.layer, ph.training
+    if name in ("aggregate", "aggregate_t"):
+        return f"SpMM L{lay} " + (ph.direction if tr else "eval")
+    if name == "matmul":
+        return (f"X @ W0 " + ("train" if tr else "eval")) if lay == 0 else "small GEMMs"
+    if name == "matmul_grads":
+        return "dW0 = Xd^T dZ" if lay == 0 else "small GEMMs"
+    if name == "dropout":
+        return "dropout X" if lay == 0 else "dropout H"
+    if name == "dropout_backward":
+        return "dropout bwd"
+    if name == "xent":
+        return "loss " + ("train" if tr else "eval")
+    return "other Ops calls"
+
+inner = wrappers.TimedOps._call
+
+def timed_call(self, name, fn, args, kwargs):
+    t = perf_counter()
+    out = inner(self, name, fn, args, kwargs)
+    add(piece_of(name, kwargs["phase"]), perf_counter() - t)
+    return out
+
+wrappers.TimedOps._call = timed_call
+
+def timer(fn, piece):
+    def run(*a, **k):
+        t = perf_counter()
+        out = fn(*a, **k)
+        add(piece, perf_counter() - t)
+        return out
+    return run
+
+for mod, attr, piece in (
+    (network, "relu", "ReLU"),
+    (network, "relu_inplace", "ReLU"),
+    (trainer, "weight_decay_value", "weight decay"),
+    (trainer, "add_weight_decay_grads", "weight decay"),
+):
+    if hasattr(mod, attr):
+        setattr(mod, attr, timer(getattr(mod, attr), piece))
+for cls, attr, piece in (
+    (compute.HostCompute, "relu", "ReLU"),
+    (compute.HostCompute, "relu_backward", "ReLU bwd"),
+):
+    if attr in vars(cls):
+        setattr(cls, attr, staticmethod(timer(getattr(cls, attr), piece)))
+optim.Adam.step = timer(optim.Adam.step, "Adam")
+
+from gcntrain.api import train
+
+epochs, mark = [], [resource.getrusage(resource.RUSAGE_SELF).ru_minflt]
+
+def on_epoch(rec):
+    flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    epochs.append({"seconds": rec["seconds"], "faults": flt - mark[0], "pieces": dict(acc)})
+    mark[0] = flt
+    acc.clear()
+
+opts = json.loads(sys.argv[4])
+train(sys.argv[1], threads=int(sys.argv[2]), epochs=int(sys.argv[3]), early_stopping=0,
+      callback=on_epoch, **opts)
+print(json.dumps(epochs))
+"""
+
+#: epochs of a breakdown run, and the first ones left out of its medians (compilation,
+#: first touches, the evaluation cache's setup)
+BREAKDOWN_EPOCHS, BREAKDOWN_SKIP = 12, 2
+
+
+def breakdown_run(code: str, h5: str, threads: int, options: dict) -> dict:
+    """One breakdown run of the gcntrain package in `code` (a checkout's root): the median
+    over its epochs (after `BREAKDOWN_SKIP`) of the epoch, of each piece and of the page
+    faults; "rest" is the epoch less its timed pieces."""
+    env = {**os.environ, "PYTHONPATH": code}
+    out = sh(
+        [
+            sys.executable,
+            "-c",
+            BREAKDOWN_CHILD,
+            h5,
+            str(threads),
+            str(BREAKDOWN_EPOCHS),
+            json.dumps(options),
+        ],
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
+    eps = json.loads(out.strip().splitlines()[-1])[BREAKDOWN_SKIP:]
+    names = sorted({k for e in eps for k in e["pieces"]})
+    got = {k: med([e["pieces"].get(k, 0.0) for e in eps]) for k in names}
+    got["rest"] = med([e["seconds"] - sum(e["pieces"].values()) for e in eps])
+    return {
+        "epoch": med([e["seconds"] for e in eps]),
+        "faults": med([e["faults"] for e in eps]),
+        "pieces": got,
+    }
+
+
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``LABEL:KEY=VALUE,...`` -> (label, {key: value}) (true/false/numbers parsed)."""
+    label, _, rest = text.partition(":")
+    opts = {}
+    for item in filter(None, rest.split(",")):
+        k, _, v = item.partition("=")
+        low = v.lower()
+        opts[k] = True if low == "true" else False if low == "false" else _number(v)
+    return label, opts
+
+
+def _number(v: str):
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def bench_breakdown(h5: str, a) -> None:
+    here = str(HERE.parent)
+    runs = {"this tree": (here, {})}
+    if a.baseline:
+        runs = {"baseline": (a.baseline, {}), **runs}
+    for text in a.variant:
+        label, opts = parse_variant(text)
+        runs[label] = (here, opts)
+    for code, opts in {c: o for c, o in runs.values()}.items():  # compile each tree once
+        sh(
+            [sys.executable, "-c", BREAKDOWN_CHILD, h5, "1", "1", json.dumps(opts)],
+            env={**os.environ, "PYTHONPATH": code},
+            cwd=tempfile.gettempdir(),
+        )
+    got: dict[str, list[dict]] = {k: [] for k in runs}
+    keys = list(runs)
+    for r in range(a.rounds):
+        print(f"  round {r + 1}: {machine_state()}", flush=True)
+        for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
+            code, opts = runs[k]
+            got[k].append(breakdown_run(code, h5, a.threads, opts))
+            g = got[k][-1]
+            print(f"    {k:<12} epoch {g['epoch'] * 1e3:7.1f} ms, {g['faults']:.0f} faults")
+    print(f"after the rounds: {machine_state()}")
+    pieces = sorted({p for v in got.values() for g in v for p in g["pieces"]})
+    print(f"per-piece median over {a.rounds} rounds (ms), {a.threads} threads, 200k/4M graph")
+    print("  " + f"{'piece':<18}" + "".join(f"{k:>14}" for k in keys))
+    for p in pieces:
+        row = [med([g["pieces"].get(p, 0.0) for g in got[k]]) * 1e3 for k in keys]
+        print("  " + f"{p:<18}" + "".join(f"{v:14.1f}" for v in row))
+    for what, field, scale in (("epoch (ms)", "epoch", 1e3), ("page faults", "faults", 1)):
+        row = [med([g[field] for g in got[k]]) * scale for k in keys]
+        print("  " + f"{what:<18}" + "".join(f"{v:14.1f}" for v in row))
+    if a.baseline:
+        base = [g["epoch"] for g in got["baseline"]]
+        for k in keys[1:]:
+            rs = [g["epoch"] / b for g, b in zip(got[k], base)]
+            print(
+                f"  {k} / baseline, round by round: "
+                + ", ".join(f"{x:.3f}" for x in rs)
+                + f" (median {med(rs):.3f}, spread {min(rs):.3f}-{max(rs):.3f})"
+            )
+
+
 def bench_mpi(h5: str, a) -> None:
     runs = {"serial": (1, [], None), "1d np2": (2, ["--scheme", "1d"], None)}
     runs["p2p np2"] = (2, ["--scheme", "p2p"], None)
@@ -238,7 +430,24 @@ def main() -> int:
         default=[],
         help="also run gcntrain with --reorder ORDER for each (e.g. degree,rcm)",
     )
+    ap.add_argument("--breakdown", action="store_true", help="the per-piece serial epoch")
+    ap.add_argument(
+        "--baseline",
+        default=None,
+        help="with --breakdown: also run the gcntrain package of this checkout (a git "
+        "worktree of an older commit), alternating with this tree",
+    )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="with --breakdown: LABEL:OPTION=VALUE,... runs this tree with other options",
+    )
     a = ap.parse_args()
+    if a.baseline:
+        a.baseline = os.path.abspath(a.baseline)
+        if not os.path.isfile(os.path.join(a.baseline, "gcntrain", "__init__.py")):
+            ap.error(f"--baseline {a.baseline}: no gcntrain package there")
     if a.mpi_baseline:
         if not a.mpi:
             ap.error("--mpi-baseline compares MPI runs: give --mpi too")
@@ -257,6 +466,10 @@ def main() -> int:
         sh([sys.executable, str(maker), "200000", "2000000", "128", "16", "7", npz])
         sh([*gcntrain(), "convert", npz, "-o", h5, "--symmetrize"])
         graphs = {"200k/4M": (h5, npz)}
+        if a.breakdown:
+            bench_breakdown(h5, a)
+            print(f"after: {machine_state()}")
+            return 0
         if not a.no_cora:
             cora, cnpz = os.path.join(tmp, "cora.h5"), os.path.join(tmp, "cora.npz")
             src = Path(a.shared) / "datasets" / "planetoid" / "ind.cora"
