@@ -147,9 +147,9 @@ def test_a_loop_that_copies_an_activation_to_the_host_is_caught():
     """Check (2) can fail: a compute whose ReLU gradient takes a trip through the host."""
 
     class Leaky(ArrayCompute):
-        def relu_backward(self, dH, Z):
+        def relu_backward(self, dH, Z, out=None):
             host = self.backend.fetch(Z)
-            return super().relu_backward(dH, self.backend.to_device(host))
+            return super().relu_backward(dH, self.backend.to_device(host), out)
 
     config = TrainConfig(epochs=2, sparse_features=False)
     _, _, per_epoch, _ = run_emulated(config, Leaky)

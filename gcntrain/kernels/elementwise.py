@@ -13,13 +13,14 @@ from numba import njit, prange
 
 @njit(parallel=True, nogil=True, cache=True)
 def relu_inplace(X):  # pragma: no cover - jitted
-    """X = max(X, 0) in place (NaN stays NaN, like ``np.maximum``); returns X."""
+    """X = max(X, 0) in place, bit for bit as ``np.maximum(X, 0)``: NaN stays NaN and both
+    zeros come out +0.0 (NumPy's max gives its second operand for equal zeros); returns X."""
     n = X.shape[0]
     f = X.shape[1]
     for i in prange(n):
         for j in range(f):
             x = X[i, j]
-            if x < 0:
+            if x <= 0:
                 X[i, j] = 0
     return X
 

@@ -29,7 +29,12 @@ import numpy as np
 
 from gcntrain.kernels import dense
 from gcntrain.kernels.dropout import keep_threshold
-from gcntrain.model.functional import dropout_backward, dropout_forward, relu_backward
+from gcntrain.model.functional import (
+    dropout_backward,
+    dropout_forward,
+    relu_backward,
+    relu_inplace,
+)
 from gcntrain.model.loss import local_xent
 from gcntrain.model.optim import adam_step_size, adam_update
 
@@ -63,6 +68,7 @@ class HostCompute:
     resident = staticmethod(_identity)
     load_into = staticmethod(_assign)
     sum_sq = staticmethod(_host_sum_sq)
+    relu = staticmethod(relu_inplace)
     relu_backward = staticmethod(relu_backward)
     dropout_forward = staticmethod(dropout_forward)
     dropout_backward = staticmethod(dropout_backward)
@@ -144,8 +150,13 @@ class ArrayCompute:
         return float(self.backend.fetch(xp.sum(xp.square(a, dtype=xp.float64))))
 
     # -- element-wise ---------------------------------------------------------------------
-    def relu_backward(self, dH, Z):
-        """dH where Z > 0, else 0."""
+    def relu(self, Z):
+        """``Z = max(Z, 0)`` in place; returns Z (the host's `relu_inplace`)."""
+        return self.xp.maximum(Z, Z.dtype.type(0), out=Z)
+
+    def relu_backward(self, dH, Z, out=None):
+        """dH where Z > 0, else 0 (a new array: `out` is for the host's signature; the
+        device's memory pool reuses the block an epoch frees)."""
         return self.xp.where(Z > 0, dH, dH.dtype.type(0))
 
     def _hash(self, rows, cols, seed: int, stream: int):
@@ -160,8 +171,10 @@ class ArrayCompute:
         z = (z ^ (z >> self._c27)) * self._m2
         return z ^ (z >> self._c31)
 
-    def dropout_forward(self, H, rows, seed: int, stream: int, p: float, col0: int = 0):
-        """Inverted dropout with the CPU path's mask (same hash, same scale)."""
+    def dropout_forward(self, H, rows, seed: int, stream: int, p: float, col0: int = 0, out=None):
+        """Inverted dropout with the CPU path's mask (same hash, same scale); a new array
+        (`out`, the host's workspace buffer, is not used on the device: see
+        `gcntrain.model.workspace`)."""
         if p <= 0.0:
             return H
         xp = self.xp
@@ -177,8 +190,8 @@ class ArrayCompute:
         keep = self._hash(grows[:, None], cols[None, :], seed, stream) >= thr
         return xp.where(keep, H * scale, H.dtype.type(0))
 
-    def dropout_backward(self, dH, rows, seed: int, stream: int, p: float, col0: int = 0):
-        """The same mask and scale applied to the gradient."""
+    def dropout_backward(self, dH, rows, seed: int, stream: int, p: float, col0: int = 0, out=None):
+        """The same mask and scale applied to the gradient (a new array, as the forward)."""
         return self.dropout_forward(dH, rows, seed, stream, p, col0)
 
     def label_draw(self, rows, train, rate: float, seed: int, stream: int):

@@ -18,16 +18,48 @@ def relu(Z: np.ndarray) -> np.ndarray:
     return np.maximum(Z, 0)
 
 
-def relu_backward(dH: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    """Gradient through ReLU: dH where Z > 0, else 0 (subgradient 0 at Z = 0), in a new array
-    of dH's dtype (one pass of `gcntrain.kernels.elementwise.relu_backward` for 2-D arrays of
-    one dtype, without NumPy's boolean temporary)."""
+def relu_inplace(Z: np.ndarray) -> np.ndarray:
+    """``Z = max(Z, 0)`` in place; returns Z.  The values of `relu` bit for bit (NaN and -0.0
+    stay as they are, as ``np.maximum`` leaves them): one pass of
+    `gcntrain.kernels.elementwise.relu_inplace` for 2-D C-contiguous float arrays."""
+    if Z.ndim == 2 and Z.flags.c_contiguous and Z.dtype in _FLOATS and Z.size:
+        from gcntrain.kernels.elementwise import relu_inplace as kernel
+
+        return kernel(Z)
+    return np.maximum(Z, 0, out=Z)
+
+
+def relu_backward(dH: np.ndarray, Z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Gradient through ReLU: dH where Z > 0, else 0 (subgradient 0 at Z = 0), in dH's dtype
+    (one pass of `gcntrain.kernels.elementwise.relu_backward` for 2-D arrays of one dtype,
+    without NumPy's boolean temporary).
+
+    `Z` may be the pre-activation or ``relu(Z)`` (positive at the same places).  `out`: where
+    to write (may be `dH` itself: in place); a new array when None or when it cannot take
+    the kernel's result (another shape or dtype, not C-contiguous).
+    """
     if dH.ndim == 2 and dH.shape == Z.shape and dH.dtype == Z.dtype and dH.size:
         from gcntrain.kernels.elementwise import relu_backward as kernel
 
         dH, Z = np.ascontiguousarray(dH), np.ascontiguousarray(Z)
-        return kernel(dH, Z, np.empty_like(dH))
+        if not _fits(out, dH):
+            out = np.empty_like(dH)
+        return kernel(dH, Z, out)
     return np.where(Z > 0, dH, 0).astype(dH.dtype, copy=False)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fits(out: np.ndarray | None, like: np.ndarray) -> bool:
+    """Whether `out` can hold a kernel's result shaped like `like` (C-contiguous)."""
+    return (
+        out is not None
+        and out.shape == like.shape
+        and out.dtype == like.dtype
+        and out.flags.c_contiguous
+        and out.flags.writeable
+    )
 
 
 def dropout_forward(
@@ -37,32 +69,48 @@ def dropout_forward(
     stream: int,
     p: float,
     col0: int = 0,
+    out: np.ndarray | None = None,
 ) -> np.ndarray | sp.csr_matrix:
     """Inverted dropout of a block (global rows `rows`, global columns from `col0`) with the
     counter-based mask of (seed, stream).
 
     A CSR block is dropped on its stored entries only (same mask, zeros stay zero).
-    ``p == 0`` returns `H` itself.
+    ``p == 0`` returns `H` itself.  `out`: where to write the result (a dense block's shape,
+    or a CSR block's ``nnz`` values; a workspace buffer, `gcntrain.model.workspace`); a new
+    array when None or when it does not fit.  It must not be `H` (nor overlap it).
     """
     if p <= 0.0:
         return H
     if sp.issparse(H):
         H = sp.csr_matrix(H)
-        out = np.empty_like(H.data)
+        if not _fits(out, H.data):
+            out = np.empty_like(H.data)
         dropout_apply_csr_rows(H.indptr, H.indices, H.data, rows, seed, stream, p, out, col0)
         return sp.csr_matrix((out, H.indices, H.indptr), shape=H.shape)
     H = np.ascontiguousarray(H)
-    return dropout_apply_rows(H, rows, seed, stream, p, np.empty_like(H), col0)
+    if not _fits(out, H):
+        out = np.empty_like(H)
+    return dropout_apply_rows(H, rows, seed, stream, p, out, col0)
 
 
 def dropout_backward(
-    dHd: np.ndarray, rows: np.ndarray, seed: int, stream: int, p: float, col0: int = 0
+    dHd: np.ndarray,
+    rows: np.ndarray,
+    seed: int,
+    stream: int,
+    p: float,
+    col0: int = 0,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Gradient through `dropout_forward`: the same mask and scale (recomputed, not stored)."""
+    """Gradient through `dropout_forward`: the same mask and scale (recomputed, not stored);
+    `out` as there (here it may be `dHd` itself: the kernel reads each element before it
+    writes it)."""
     if p <= 0.0:
         return dHd
     dHd = np.ascontiguousarray(dHd)
-    return dropout_apply_rows(dHd, rows, seed, stream, p, np.empty_like(dHd), col0)
+    if not _fits(out, dHd):
+        out = np.empty_like(dHd)
+    return dropout_apply_rows(dHd, rows, seed, stream, p, out, col0)
 
 
 def glorot_uniform(

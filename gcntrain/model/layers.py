@@ -49,6 +49,14 @@ def choose_order(f_in: int, f_out: int, order: str = "auto") -> str:
     return "mm_first" if f_out < f_in else "agg_first"
 
 
+def _serve(ops: Ops, phase: Phase) -> None:
+    """Ask the run's workspace (if any: `fit` sets ``ops.workspace``) for the buffer of the
+    result of the call at `phase` (`gcntrain.model.workspace.Workspace.serve`)."""
+    ws = getattr(ops, "workspace", None)
+    if ws is not None:
+        ws.serve(phase.key)
+
+
 def _dense(H: np.ndarray | sp.spmatrix) -> np.ndarray:
     """H as a dense array (sparse features: scipy on the host, a resident CSR matrix on a
     device; both have ``toarray``)."""
@@ -143,8 +151,15 @@ class Layer:
         return dX
 
     # helpers ----------------------------------------------------------------------------
+    #: whether the layer keeps its dropped input for the backward pass (then its buffer
+    #: comes from the run's workspace: held through the epoch's peak anyway)
+    def keeps_dropped_input(self) -> bool:
+        return True
+
     def _drop(self, ops: Ops, H, key: DropKey, ctx: Phase):
         phase = ctx.at("dropout", self.index, "fwd")
+        if self.keeps_dropped_input():
+            _serve(ops, phase)
         return ops.dropout(H, key, self.dropout, width=self.f_in, phase=phase)
 
     def _undrop(self, ops: Ops, dHd: np.ndarray, key: DropKey, ctx: Phase) -> np.ndarray:
@@ -170,6 +185,10 @@ class GCNLayer(Layer):
     """Graph convolution ``Z = S · drop(H) · W (+ b)`` (Kipf & Welling; no bias by default)."""
 
     kind = "gcn"
+
+    def keeps_dropped_input(self) -> bool:
+        """mm_first keeps drop(H) for dW; agg_first keeps S drop(H) and frees drop(H)."""
+        return self.order == "mm_first"
 
     def param_names(self) -> list[str]:
         return ["W", "b"] if self.bias else ["W"]

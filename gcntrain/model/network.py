@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcntrain.model.functional import glorot_uniform, relu
+from gcntrain.model.functional import glorot_uniform
 from gcntrain.model.layers import TRAIN, GCNLayer, Layer, SAGEMeanLayer
 from gcntrain.model.ops import Ops, ParamSpec
 from gcntrain.model.phase import Phase
@@ -23,6 +23,12 @@ def dropout_stream(epoch: int, layer: int) -> int:
 class Network:
     """Layers applied in order; ``H_{l+1} = relu(Z_l)`` except after the last layer.
 
+    The ReLU works in place (``ops.compute.relu``: Z becomes H, no new block), and the
+    training pass keeps H for the gradient, positive where Z is; the backward pass writes
+    the gradient through the ReLU over the incoming one (``relu_backward(..., out=dH)``).
+    Z is the layer's own result (a product of the Ops, never an array the caller or the
+    Ops hold), so nothing else sees it change.
+
     Parameters
     ----------
     layers : list of Layer
@@ -38,6 +44,7 @@ class Network:
                     f"layer {a.index} outputs {a.f_out} but layer {b.index} expects {b.f_in}"
                 )
         self.layers = layers
+        #: the activations H = relu(Z) of a training pass, kept for ReLU's gradient
         self._Z: list[np.ndarray] = []
         self._embedded: tuple[np.ndarray, np.ndarray] | None = None
         #: the label embedding is added as ``embed_scale * E[label]``: Adam moves every entry
@@ -95,9 +102,9 @@ class Network:
             )
             Z = layer.forward(ops, layer.normalize_input(H, ctx, ops.compute.xp), key, ctx)
             if layer.index != last:
+                H = ops.compute.relu(Z)  # in place: H is Z's block
                 if ctx.training:  # kept for ReLU's gradient; an evaluation frees it at once
-                    self._Z.append(Z)
-                H = relu(Z)
+                    self._Z.append(H)
             else:
                 H = Z
         return H
@@ -110,7 +117,7 @@ class Network:
         dH = dlogits
         for layer in reversed(self.layers):
             if layer.index != len(self.layers) - 1:
-                dH = ops.compute.relu_backward(dH, self._Z[layer.index])
+                dH = ops.compute.relu_backward(dH, self._Z[layer.index], out=dH)
             first = layer.index == 0
             need = not first or layer.norm or self._embedded is not None
             dH, grads[layer.index] = layer.backward(ops, dH, need_input_grad=need, ctx=ctx)

@@ -98,6 +98,10 @@ class Ops:
     #: the array-module dispatch, chosen once (`gcntrain.model.compute`): `HOST` (the Numba
     #: kernels, NumPy) unless a scheme's setup chose a device
     compute = HOST
+    #: the training run's buffers (`gcntrain.model.workspace.Workspace`), set by `fit` for
+    #: the run and None outside it: the dropout of the row layout writes into them on the
+    #: host (`_out`); an Ops that overrides `dropout` allocates unless it asks `_out` too
+    workspace = None
 
     # -- layout ----------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -137,18 +141,31 @@ class Ops:
         return row_normalize(X, row_l1_norms(X))
 
     def dropout(self, H, key: DropKey, rate: float, *, width: int, phase: Phase):
-        """Inverted dropout with the mask of (seed, stream, global row, global column)."""
+        """Inverted dropout with the mask of (seed, stream, global row, global column), into
+        the workspace's buffer of `phase` during `fit` (a new array outside it)."""
         if key is None or rate <= 0.0:
             return H
         col0 = self.col_range(width)[0]
-        return self.compute.dropout_forward(H, self.rows, key[0], key[1], rate, col0)
+        out = self._out(H.data if hasattr(H, "tocsr") else H, phase)
+        return self.compute.dropout_forward(H, self.rows, key[0], key[1], rate, col0, out=out)
 
     def dropout_backward(self, dH, key: DropKey, rate: float, *, width: int, phase: Phase):
-        """Gradient through `dropout` (same mask, recomputed)."""
+        """Gradient through `dropout` (same mask, recomputed), into the workspace's buffer
+        of `phase` during `fit`."""
         if key is None or rate <= 0.0:
             return dH
         col0 = self.col_range(width)[0]
-        return self.compute.dropout_backward(dH, self.rows, key[0], key[1], rate, col0)
+        out = self._out(dH, phase)
+        return self.compute.dropout_backward(dH, self.rows, key[0], key[1], rate, col0, out=out)
+
+    def _out(self, like, phase: Phase):
+        """The workspace buffer for the result of the call at `phase` shaped like `like`
+        (host runs in `fit`, where a layer asked for it: `Workspace.serve`; None:
+        allocate)."""
+        ws = self.workspace
+        if ws is None or self.compute.device or not isinstance(like, np.ndarray):
+            return None
+        return ws.take(phase.key, like.shape, like.dtype) if ws.serves(phase.key) else None
 
     # -- graph -----------------------------------------------------------------------------
     def aggregate(self, X: np.ndarray, *, phase: Phase) -> np.ndarray:

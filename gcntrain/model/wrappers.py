@@ -27,6 +27,15 @@ class OpsProxy:
     def __getattr__(self, name: str):
         return getattr(self._inner, name)
 
+    @property
+    def workspace(self):
+        """The wrapped Ops' workspace (`fit` sets it through whatever proxies it is given)."""
+        return getattr(self._inner, "workspace", None)
+
+    @workspace.setter
+    def workspace(self, ws) -> None:
+        self._inner.workspace = ws
+
     def _call(self, name: str, fn, args: tuple, kwargs: dict):
         return fn(*args, **kwargs)
 
