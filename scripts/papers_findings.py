@@ -47,6 +47,14 @@ EPOCHS = 8  # DistGNN's cd-5 reaches its steady state within them
 def paper_graph(name: str, scale: float = 1.0, seed: int = 0) -> tuple[Graph, int, int]:
     """(structure-only graph, features, classes) of `name`, sizes times `scale`."""
     n0, nnz0, f, c = GRAPHS[name]
+    return rmat_graph(name, n0, nnz0, scale, seed), f, c
+
+
+def rmat_graph(name: str, n0: int, nnz0: int, scale: float = 1.0, seed: int = 0) -> Graph:
+    """The R-MAT stand-in of a graph of `n0` nodes and `nnz0` stored entries (sizes times
+    `scale`): Graph500 a, b, c folded onto exactly n vertices with a random vertex
+    permutation, drawn until the symmetrised pattern (no self-loops) has about ``nnz`` stored
+    entries; structure only, named ``{name}-like`` (``-x{scale}`` when shrunk)."""
     n, nnz = max(int(n0 * scale), 64), max(int(nnz0 * scale), 256)
     rng = np.random.default_rng(seed)
     bits = int(np.ceil(np.log2(n)))
@@ -81,12 +89,11 @@ def paper_graph(name: str, scale: float = 1.0, seed: int = 0) -> tuple[Graph, in
     A = sp.coo_matrix((np.ones(2 * key.size, np.float32), (np.r_[lo, hi], np.r_[hi, lo])), (n, n))
     A = A.tocsr()
     A.sort_indices()
-    g = Graph(
+    return Graph(
         indptr=A.indptr.astype(np.int64),
         indices=A.indices.astype(np.int64),
         name=f"{name}-like" + ("" if scale == 1 else f"-x{scale:g}"),
     )
-    return g, f, c
 
 
 def plan(g, f, c, scheme, P, options=None, partition=None, epochs=EPOCHS):
