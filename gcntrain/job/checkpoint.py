@@ -34,7 +34,7 @@ from gcntrain.job.signals import PREEMPT_SIGNALS
 from gcntrain.model.state import TrainState
 
 #: configuration keys a resumed run may change
-MAY_CHANGE = ("epochs",)
+MAY_CHANGE = ("epochs", "eval_cache")
 
 
 def partition_digest(partition) -> str:

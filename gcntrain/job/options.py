@@ -179,6 +179,14 @@ MODEL = [
             help="End with the weights of the best epoch (lowest val loss), not the last.",
         ),
     ),
+    Opt(
+        ("--eval-cache",),
+        dict(
+            is_flag=True,
+            help="Evaluate the first layer from S @ X computed once (one process; holds a "
+            "block as wide as the features; evaluation losses change in the last digits).",
+        ),
+    ),
     Opt(("--bias/--no-bias",), dict(default=None, help="Layer bias [default: gcn no, sage yes].")),
     Opt(
         ("--no-normalize-features", "no_normalize"),
@@ -279,6 +287,7 @@ def train_config(kw: dict):
         label_scale=v["label_scale"],
         norm=v["norm"],
         keep_best=v["keep_best"],
+        eval_cache=v["eval_cache"],
     )
     try:
         return config.validate()

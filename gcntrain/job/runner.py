@@ -285,6 +285,7 @@ def train_with(
             num_features=local.num_features,
             checkpoint=saver,
             resume=state,
+            max_memory=spec.max_memory,
         )
     ops.close(phase=Phase("control"))  # every rank, after its last product
     end = world.tally.snapshot()

@@ -64,6 +64,13 @@ class TrainConfig:
     keep_best : end with the parameters of the best epoch (the lowest validation loss,
         `gcntrain.model.state.best_record`) instead of the last epoch's: the final metrics,
         predictions and weights are then the best epoch's
+    eval_cache : evaluate the first layer from ``S @ X`` computed once per run instead of an
+        aggregation every evaluation (`gcntrain.model.evalcache`): one block of the first
+        layer's input width held for the run; the training pass is untouched, the
+        evaluation's losses change in the last digits where the layer multiplies first.
+        Refused by schemes whose products cannot be cached; off where the model changes
+        the first layer's input (label propagation, LayerNorm) or where the block does not
+        fit in memory
     """
 
     model: str = "gcn"
@@ -89,6 +96,7 @@ class TrainConfig:
     norm: str = "none"
     label_scale: float = 0.01
     keep_best: bool = False
+    eval_cache: bool = False
 
     def validate(self) -> TrainConfig:
         """Return self; raise `ConfigValueError` (an `InputError`) naming the first bad

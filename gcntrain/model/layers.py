@@ -175,6 +175,11 @@ class Layer:
     def forward(self, ops: Ops, H, key: DropKey = None, ctx: Phase = TRAIN) -> np.ndarray:
         raise NotImplementedError
 
+    def forward_aggregated(self, ops: Ops, H, A, ctx: Phase) -> np.ndarray:
+        """Z of an evaluation pass (no dropout) from ``A = S @ H`` given
+        (`gcntrain.model.evalcache`); nothing is cached for a backward pass."""
+        raise NotImplementedError
+
     def backward(
         self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True, ctx: Phase = TRAIN
     ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
@@ -209,6 +214,13 @@ class GCNLayer(Layer):
         if self.bias:
             Z = Z + self.params["b"]
         return Z
+
+    def forward_aggregated(self, ops: Ops, H, A, ctx: Phase) -> np.ndarray:
+        """``Z = A W (+ b)``: an aggregation-first layer's evaluation as it is, a
+        multiplication-first one's summed in the other order."""
+        Z = ops.matmul(A, self.params["W"], phase=ctx.at("matmul", self.index, "fwd"))
+        self._cache = {}
+        return Z + self.params["b"] if self.bias else Z
 
     def backward(
         self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True, ctx: Phase = TRAIN
@@ -267,6 +279,15 @@ class SAGEMeanLayer(Layer):
             Z = Z + self.params["b"]
         self._cache = {"Hd": Hd, "A": A, "key": key}
         return Z
+
+    def forward_aggregated(self, ops: Ops, H, A, ctx: Phase) -> np.ndarray:
+        """``Z = H W_self + A W_neigh (+ b)`` (the aggregation-first evaluation)."""
+        Ws, Wn = self.params["W_self"], self.params["W_neigh"]
+        mm = ctx.at("matmul", self.index, "fwd")
+        Z = ops.matmul(H, Ws, phase=ctx.at("matmul", self.index, "fwd", term="self"))
+        Z = Z + ops.matmul(A, Wn, phase=mm)
+        self._cache = {}
+        return Z + self.params["b"] if self.bias else Z
 
     def backward(
         self, ops: Ops, dZ: np.ndarray, need_input_grad: bool = True, ctx: Phase = TRAIN

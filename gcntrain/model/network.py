@@ -86,10 +86,13 @@ class Network:
         seed: int | None = None,
         ctx: Phase = TRAIN,
         embed: tuple[np.ndarray, np.ndarray] | None = None,
+        aggregated=None,
     ) -> np.ndarray:
         """Logits of the local block.  Dropout is on in training passes (``ctx.training``)
         when `seed` is given; its masks depend on ``ctx.epoch``.  `embed` = (labels, chosen
-        rows): the label embedding added to the input rows (`embed_labels`)."""
+        rows): the label embedding added to the input rows (`embed_labels`).
+        `aggregated`: ``S @ X`` of the input, for an evaluation pass's first layer
+        (`gcntrain.model.evalcache`; not in training passes)."""
         self._Z = []
         self._embedded = None
         H = X if embed is None else self.embed_labels(X, *embed, compute=ops.compute)
@@ -100,7 +103,10 @@ class Network:
                 if seed is None or not ctx.training
                 else (seed, dropout_stream(max(ctx.epoch, 0), layer.index))
             )
-            Z = layer.forward(ops, layer.normalize_input(H, ctx, ops.compute.xp), key, ctx)
+            if aggregated is not None and layer.index == 0 and not ctx.training:
+                Z = layer.forward_aggregated(ops, H, aggregated, ctx)
+            else:
+                Z = layer.forward(ops, layer.normalize_input(H, ctx, ops.compute.xp), key, ctx)
             if layer.index != last:
                 H = ops.compute.relu(Z)  # in place: H is Z's block
                 if ctx.training:  # kept for ReLU's gradient; an evaluation frees it at once

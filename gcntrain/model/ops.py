@@ -102,6 +102,10 @@ class Ops:
     #: the run and None outside it: the dropout of the row layout writes into them on the
     #: host (`_out`); an Ops that overrides `dropout` allocates unless it asks `_out` too
     workspace = None
+    #: whether ``aggregate`` of the first layer's input may be computed once and reused by
+    #: every evaluation (``TrainConfig.eval_cache``, `gcntrain.model.evalcache`): a pure
+    #: product at any width, its traffic and plan the same whenever it runs
+    fixed_products = False
 
     # -- layout ----------------------------------------------------------------------------
     def col_range(self, width: int) -> tuple[int, int]:
@@ -283,11 +287,16 @@ def _same_arrays(csr: tuple, M: sp.csr_matrix) -> bool:
 class SerialOps(Ops):
     """Single-process Ops over one support matrix (and its explicit transpose).
 
+    Its products are pure functions of their operands at any width, so an evaluation may
+    reuse ``S @ X`` (`fixed_products`).
+
     `backend` (None: the host) is the run's device backend (`gcntrain.device.backend`):
     with a device one, S and S^T are made resident on the device once per dtype and the
     products go through the backend's sparse product; everything else through
     ``self.compute`` (`gcntrain.model.compute.compute_for`).
     """
+
+    fixed_products = True
 
     def __init__(self, support: sp.csr_matrix, backend=None):
         S = sp.csr_matrix(support)

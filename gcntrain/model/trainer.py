@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from gcntrain.errors import InputError
 from gcntrain.kernels.dropout import dropout_mask_rows
 from gcntrain.model.config import ConfigValueError, TrainConfig  # noqa: F401 (re-exported)
+from gcntrain.model.evalcache import CacheChoice, aggregated_input, decide
 from gcntrain.model.loss import (
     add_weight_decay_grads,
     effective_mask,
@@ -67,6 +68,7 @@ class TrainResult:
     layers : per-layer description (kind, sizes, order, bias, dropout)
     weights_epoch : the epoch after which `weights` were taken (the last one, or the best
         one with ``keep_best``)
+    eval_cache : the evaluation cache's `CacheChoice` (None: not asked for)
     """
 
     history: list[EpochRecord]
@@ -77,6 +79,7 @@ class TrainResult:
     stopped_early: bool
     layers: list[dict]
     weights_epoch: int = 0
+    eval_cache: CacheChoice | None = None
 
     @property
     def epochs(self) -> int:
@@ -154,8 +157,10 @@ def evaluate(
     wd: float,
     epoch: int = -1,
     embed: tuple[np.ndarray, np.ndarray] | None = None,
+    aggregated=None,
 ) -> tuple[dict[str, float | None], np.ndarray]:
     """Forward without dropout; mean loss (+ `wd`) and accuracy per mask (one ``ops.xent``).
+    `aggregated`: the run's ``S @ X`` for the first layer (`gcntrain.model.evalcache`).
 
     Returns
     -------
@@ -163,7 +168,7 @@ def evaluate(
         Both None for a mask that selects no labelled node.
     """
     ctx = Phase("epoch", training=False, epoch=epoch)
-    logits = net.forward(ops, X, ctx=ctx, embed=embed)
+    logits = net.forward(ops, X, ctx=ctx, embed=embed, aggregated=aggregated)
     names = list(masks)
     tot, _ = ops.xent(
         logits, labels, [masks[k] for k in names], width=net.layers[-1].f_out, phase=ctx.at("loss")
@@ -210,6 +215,7 @@ def fit(
     num_features: int | None = None,
     checkpoint=None,
     resume: TrainState | None = None,
+    max_memory: float | None = None,
 ) -> TrainResult:
     """Train a GCN/GraphSAGE model full-batch on the local block of `ops`.
 
@@ -233,6 +239,8 @@ def fit(
         parameters must fit the model's (``resume.check_model``, `InputError`).  On a
         device its arrays are copied once into the device parameters and moments
         (``ops.compute.load_into``).
+    max_memory : the run's ``--max-memory`` in bytes (None: the available memory), which
+        ``config.eval_cache`` must fit in (`gcntrain.model.evalcache.decide`).
 
     Returns
     -------
@@ -273,6 +281,9 @@ def fit(
     decay = config.adamw_decay if config.optimizer == "adamw" else 0.0
     opt = Adam(weights, lr=config.lr, decoupled_decay=decay, update=ops.compute.adam_update)
     eval_masks = {k: masks[k] for k in ("val", "test")}
+    # the evaluation's first layer from S @ X, computed once (off unless asked for)
+    cache = decide(ops, net, X, config, max_memory) if config.eval_cache else None
+    agg = aggregated_input(ops, X) if cache is not None and cache.on else None
     # evaluation passes embed every training label (the known labels)
     lp_embed = (labels, ops.compute.resident(lp_train)) if config.label_prop > 0 else None
 
@@ -348,7 +359,7 @@ def fit(
             val_loss = val_acc = test_acc = None
             if do_eval:
                 wd = wd_value(ctx)
-                ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd, epoch, lp_embed)
+                ev, _ = evaluate(tops, net, X, labels, eval_masks, counts, wd, epoch, lp_embed, agg)
                 val_loss, val_acc, test_acc = ev["val_loss"], ev["val_acc"], ev["test_acc"]
             tops.synchronize()
             secs = perf_counter() - t0
@@ -414,7 +425,7 @@ def fit(
         restore_into(weights, best, ops.compute.load_into)
     final_ctx = Phase("epoch", training=False)
     wd = wd_value(final_ctx)
-    ev, logits = evaluate(ops, net, X, labels, masks, counts, wd, -1, lp_embed)
+    ev, logits = evaluate(ops, net, X, labels, masks, counts, wd, -1, lp_embed, agg)
     final = {
         "loss": history[-1].loss,
         "train_acc": history[-1].train_acc,
@@ -432,4 +443,5 @@ def fit(
         stopped_early=stopped,
         layers=net.describe(),
         weights_epoch=best_epoch if best is not None else len(history),
+        eval_cache=cache,
     )
