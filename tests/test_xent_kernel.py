@@ -25,7 +25,10 @@ def test_fused_loss_equals_the_numpy_formula(dtype, n, c, grad_index):
         ref += [loss, hits]
         if g is not None:
             ref_grad = g / g.dtype.type(37)
-    np.testing.assert_allclose(sums, ref, rtol=1e-12, atol=1e-12)
+    # without a gradient (an evaluation) float32 logits take exp in float32: 1e-6 relative
+    # (`gcntrain.kernels.softmax.softmax_xent_eval32`); else the float64 formula's rounding
+    rtol = 1e-6 if grad_index is None and dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(sums, ref, rtol=rtol, atol=1e-12)
     assert sums[1::2].tolist() == ref[1::2]  # hit counts exactly
     if grad_index is None:
         assert grad is None

@@ -230,8 +230,9 @@ class ArrayCompute:
         """`gcntrain.model.loss.local_xent` on the device, operation for operation as its
         kernel (`gcntrain.kernels.softmax.softmax_xent_masked`): the row maximum (first
         one for the hit), ``exp`` sums in column order in float64, the gradient rounded
-        to the logits' dtype and divided there.  Returns the sums on the host (one copy:
-        the scalars the loop reports) and the gradient on the device."""
+        to the logits' dtype and divided there; without a gradient, float32 logits take
+        ``exp`` in float32 as `softmax_xent_eval32` does.  Returns the sums on the host
+        (one copy: the scalars the loop reports) and the gradient on the device."""
         xp, be = self.xp, self.backend
         n, c = logits.shape
         dt = logits.dtype.type
@@ -249,7 +250,11 @@ class ArrayCompute:
             ar = xp.arange(n)
             m64 = logits[ar, arg].astype(xp.float64)
             safe = xp.where(lab >= 0, lab, 0)
-            e = [be.exp(logits[:, j].astype(xp.float64) - m64) for j in range(c)]
+            if not need and logits.dtype == np.float32:  # the evaluation's float32 exp
+                m32 = logits[ar, arg]
+                e = [be.exp(logits[:, j] - m32).astype(xp.float64) for j in range(c)]
+            else:
+                e = [be.exp(logits[:, j].astype(xp.float64) - m64) for j in range(c)]
             s = e[0]
             for j in range(1, c):
                 s = s + e[j]

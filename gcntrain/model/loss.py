@@ -67,9 +67,11 @@ def local_xent(
 
     One pass of `gcntrain.kernels.softmax.softmax_xent_masked` over the rows of any mask
     (loss, hit and gradient of a row together), then one sum per mask in row order: the
-    values of `softmax_xent_sums` per mask, without its temporaries.
+    values of `softmax_xent_sums` per mask, without its temporaries.  Without a gradient
+    (an evaluation), float32 logits go through `softmax_xent_eval32` (``exp`` in float32:
+    the losses within about 1e-7 relative of the float64 ones, the hits the same).
     """
-    from gcntrain.kernels.softmax import softmax_xent_masked
+    from gcntrain.kernels.softmax import softmax_xent_eval32, softmax_xent_masked
 
     logits = np.ascontiguousarray(logits)
     labels = np.asarray(labels, dtype=np.int64)
@@ -85,7 +87,9 @@ def local_xent(
     grad = np.empty((n if need else 0, c), dtype=logits.dtype)
     loss_rows = np.zeros(n, dtype=np.float64)
     hits = np.zeros(n, dtype=bool)
-    if n:
+    if n and not need and logits.dtype == np.float32:
+        softmax_xent_eval32(logits, labels, active, loss_rows, hits)
+    elif n:
         divisor = float(max(grad_divisor, 1))
         softmax_xent_masked(logits, labels, active, grad_rows, divisor, loss_rows, hits, grad)
     sums: list[float] = []
