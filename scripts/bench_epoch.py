@@ -40,7 +40,8 @@ in), with the minor page faults per epoch.  `--baseline DIR` runs the same break
 the gcntrain package of another checkout in the same rounds (alternating, the order rotated
 from round to round), and ``--variant LABEL:OPT=VALUE,...`` adds runs of this tree with
 other training options (e.g. ``cache:eval_cache=true``).  Each round prints the load and a
-triad beside its runs; the summary gives each piece's median over rounds and each variant's
+triad beside its runs; the summary gives each piece's median over rounds, each run's arrays
+held between epochs and traced peak (`MEMORY_SNIPPET`, once per run), and each variant's
 epoch over the baseline's, round by round (a ratio of runs made side by side) and their
 spread.
 """
@@ -186,7 +187,8 @@ def on_epoch(rec):
     peaks.append(peak)
     tracemalloc.reset_peak()
 g = load_graph(sys.argv[1])
-train(g, epochs=4, threads=int(sys.argv[2]), early_stopping=0, callback=on_epoch)
+opts = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+train(g, epochs=4, threads=int(sys.argv[2]), early_stopping=0, callback=on_epoch, **opts)
 print(json.dumps({"held": held[0], "peak": max(peaks[1:])}))
 """
 
@@ -370,6 +372,18 @@ def bench_breakdown(h5: str, a) -> None:
     for what, field, scale in (("epoch (ms)", "epoch", 1e3), ("page faults", "faults", 1)):
         row = [med([g[field] for g in got[k]]) * scale for k in keys]
         print("  " + f"{what:<18}" + "".join(f"{v:14.1f}" for v in row))
+    for k in keys:  # the arrays held between epochs and the epoch's peak (tracemalloc)
+        code, opts = runs[k]
+        out = sh(
+            [sys.executable, "-c", MEMORY_SNIPPET, h5, str(a.threads), json.dumps(opts)],
+            env={**os.environ, "PYTHONPATH": code},
+            cwd=tempfile.gettempdir(),
+        )
+        d = json.loads(out.strip().splitlines()[-1])
+        print(
+            f"  {k}: arrays held between epochs {d['held'] / 2**20:.1f} MiB, "
+            f"peak during an epoch {d['peak'] / 2**20:.1f} MiB"
+        )
     if a.baseline:
         base = [g["epoch"] for g in got["baseline"]]
         for k in keys[1:]:

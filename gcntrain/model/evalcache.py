@@ -6,7 +6,7 @@ every epoch too: computed once before the first epoch, it leaves the first layer
 evaluation one dense product, ``A @ W`` (GCN; GraphSAGE adds its ``X @ W_self``), instead
 of a graph product and a dense one.  On the 200k-node benchmark graph (128 features,
 hidden 16) that is one width-16 SpMM of the six in an epoch
-(docs/measurements/epoch-workspace-2026-12-08.md).
+(docs/measurements/epoch-workspace-2026-12-07.md).
 
 Rounding
     A layer that aggregates first (``f_out >= f_in``) computes ``(S X) W`` in every

@@ -3,11 +3,11 @@
 Every epoch of full-batch training makes blocks of the same shapes.  Allocating them afresh
 costs more than their arithmetic where they are large: a buffer above glibc's largest mmap
 threshold (32 MiB) comes from a fresh mapping whose pages the kernel zeroes on first touch
-(the 200k x 128 float32 dropout of the features, 102 MB: about 8 ms of page faults per
-epoch on the development VM, docs/kernels.md).  `fit` gives the Ops a `Workspace` for the
-run (``ops.workspace``); the Ops' dropout (`gcntrain.model.ops.Ops.dropout` and its
-backward) write into the buffer named after the call's phase instead of a new array, so
-after the first epoch those products allocate nothing.
+(on the 200k-node benchmark graph the 102 MB dropout of the features: about 470 minor
+faults per epoch before the workspace, 2 after; docs/measurements/epoch-workspace-2026-12-07.md).
+`fit` gives the Ops a `Workspace` for the run (``ops.workspace``); the Ops' dropout
+(`gcntrain.model.ops.Ops.dropout`) writes into the buffer named after the call's phase
+instead of a new array, so after the first epoch it allocates nothing.
 
 A buffer is handed out again by the next call of the same name, so a name belongs to one
 call site per pass, and whoever holds a result must be done with it by then: the forward
