@@ -1,4 +1,26 @@
-"""The papers' measured communication times against the simulator's network model.
+"""The papers' published measurements (docs/validation_rows.csv) against the simulator.
+
+Every row of the chosen half is printed: the paper's value, the predicted one, their ratio
+(predicted / paper) with a within-2x / within-4x verdict and what dominates the prediction
+(the largest part of the predicted epoch: a compute kind, a named collective, waiting; for
+communication its latency share), or, for a qualitative row, the shape the priced sweep
+shows next to the paper's statement with pass / fail, or one line saying why the row is not
+priced. Each priced row also says what it compares, the configurations planned (stand-in,
+scheme and options, P, ranks per node, profile, model) and what was assumed where the paper
+is silent (docs/validation.md, "How to run the check"). A summary per half ends the output.
+
+The held-out half is priced only with ``--half held-out`` or ``--half all``: it is checked
+once, when the model is finished (issue 49); ``--dry`` prints how each row of any half would
+be priced without planning anything. Stand-in graphs and partitions are generated on first
+use and cached in ``.cache/papers/`` (``--cache``).
+
+    python scripts/check_papers.py                      # informing + calibration
+    python scripts/check_papers.py --rows hypergraph-t2-soc,tofud
+    python scripts/check_papers.py --dry --half held-out
+    python scripts/check_papers.py --table supergcn5 [--factor 2]
+
+Exit status 0; with ``--strict``, 1 where a printed half misses the acceptance (at least
+80 % of its priced numeric rows within 2x, none beyond 4x).
 
 ``--table supergcn5``: SuperGCN Table 5 (../shared/papers/supergcn-cpu-supercomputers.txt):
 one GCN layer of ogb-lsc-mag240M on 2048 Fugaku ranks, the volume and time of its
@@ -8,20 +30,19 @@ volume spread evenly over every ordered pair of ranks (GB = 1e9 bytes); Int2's r
 quantized data and its dequantization parameters, two Alltoallv one after the other.
 Prints per row the paper's GB and ms, the predicted ms (and the part of it the topology's
 bisection sets), and their ratio; exits 1 when a row is beyond `--factor` (2) either way.
-
-    python scripts/check_papers.py --table supergcn5 [--factor 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gcntrain.comm.exchange import Groups, Uniform
-from gcntrain.simulate.local import load_machine
-from gcntrain.simulate.timing import placement, step_timing
+from papercheck import standins  # noqa: E402
+from papercheck.rows import HALVES, read_rows, recipe  # noqa: E402
 
 #: SuperGCN Table 5: (method, [(part, GB), ...], paper ms)
 SUPERGCN5 = [
@@ -33,28 +54,12 @@ SUPERGCN5 = [
 RANKS, PER_NODE = 2048, 4
 
 
-def price_alltoall(gb: float, machine) -> tuple[float, float]:
-    """(seconds, the same where the topology's bisection sets them, else 0) of one Alltoallv
-    of `gb` GB in all over `RANKS` ranks on `machine`."""
-    place = placement(machine, RANKS, None, PER_NODE)
-    per_pair = int(round(gb * 1e9 / (RANKS * (RANKS - 1))))
-    step = Uniform(Groups.world(RANKS), per_pair)
-    start, cost, _ = step_timing(step, place, np.zeros(RANKS))
-    flat = placement(_without_topology(machine), RANKS, None, PER_NODE)
-    _, cost_flat, _ = step_timing(step, flat, np.zeros(RANKS))
-    total = float((start + cost).max())
-    return total, total if total > float(cost_flat.max()) else 0.0
-
-
-def _without_topology(machine):
-    from dataclasses import replace
-
-    from gcntrain.simulate.topology import Topology
-
-    return replace(machine, topology=Topology())
-
-
 def supergcn5(factor: float) -> int:
+    from papercheck.price import price_alltoall
+
+    from gcntrain.simulate.local import load_machine
+    from gcntrain.simulate.timing import placement
+
     m = load_machine("fugaku")
     place = placement(m, RANKS, None, PER_NODE)
     print(
@@ -68,7 +73,7 @@ def supergcn5(factor: float) -> int:
     )
     bad = 0
     for method, parts, ms in SUPERGCN5:
-        got = [price_alltoall(gb, m) for _, gb in parts]
+        got = [price_alltoall(gb, m, RANKS, PER_NODE) for _, gb in parts]
         pred = sum(t for t, _ in got) * 1e3
         bis = sum(b for _, b in got) * 1e3
         ratio = pred / ms
@@ -83,12 +88,74 @@ def supergcn5(factor: float) -> int:
     return 1 if bad else 0
 
 
-def main() -> int:
+def chosen(args) -> list[str]:
+    """The halves to print, in the CSV's terms."""
+    if args.half is None:
+        return ["informing", "calibration"]
+    return list(HALVES) if args.half == "all" else [args.half]
+
+
+def check(args) -> int:
+    from papercheck.report import Tally, block, failed
+
+    t0 = time.perf_counter()
+    halves = chosen(args)
+    prefixes = [p for p in (args.rows or "").split(",") if p]
+    rows = [
+        r
+        for r in read_rows()
+        if r.half in halves and (not prefixes or any(r.id.startswith(p) for p in prefixes))
+    ]
+    pricer = None
+    if not args.dry:
+        from papercheck.evaluate import outcome
+        from papercheck.price import Pricer
+
+        pricer = Pricer(Path(args.cache))
+    tallies = {}
+    for half in halves:
+        mine = [r for r in rows if r.half == half]
+        if not mine:
+            continue
+        tally = tallies[half] = Tally()
+        print(f"== {half}: {len(mine)} rows" + (" (dry: nothing planned)" if args.dry else ""))
+        for row in mine:
+            rec = recipe(row)
+            out = None
+            if pricer is not None and rec.kind != "none":
+                try:
+                    out = outcome(rec, pricer)
+                except (MemoryError, OSError, ValueError) as e:
+                    print("\n".join(failed(rec, e, tally)), flush=True)
+                    continue
+            print("\n".join(block(rec, out, args.dry, tally)), flush=True)
+        print()
+    print("== summary")
+    for half, tally in tallies.items():
+        print("\n".join(tally.lines(half)))
+    print(f"({time.perf_counter() - t0:.0f} s)")
+    bad = [h for h, t in tallies.items() if t.priced and not t.accepted()]
+    return 1 if args.strict and bad else 0
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--table", choices=["supergcn5"], required=True)
-    ap.add_argument("--factor", type=float, default=2.0)
-    args = ap.parse_args()
-    return supergcn5(args.factor)
+    ap.add_argument("--table", choices=["supergcn5"], help="print SuperGCN Table 5 only")
+    ap.add_argument("--factor", type=float, default=2.0, help="--table's bound (default 2)")
+    ap.add_argument(
+        "--half",
+        choices=[*HALVES, "all"],
+        help="the half to print (default: informing and calibration; held-out only once "
+        "the model is final)",
+    )
+    ap.add_argument("--rows", help="comma-separated id prefixes: only those rows")
+    ap.add_argument("--dry", action="store_true", help="say how each row would be priced")
+    ap.add_argument("--strict", action="store_true", help="exit 1 where the acceptance fails")
+    ap.add_argument("--cache", default=str(standins.CACHE), help="stand-in and partition cache")
+    args = ap.parse_args(argv)
+    if args.table:
+        return supergcn5(args.factor)
+    return check(args)
 
 
 if __name__ == "__main__":
