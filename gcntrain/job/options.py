@@ -215,10 +215,11 @@ MODEL = [
     Opt(
         ("--norm",),
         dict(
-            type=click.Choice(["none", "layer"]),
+            type=click.Choice(["none", "layer", "batch"]),
             default="none",
             show_default=True,
-            help="LayerNorm of every layer's input.",
+            help="Normalise every layer's input: LayerNorm (per row) or BatchNorm (per "
+            "column, statistics over all nodes of the graph, on every scheme).",
         ),
     ),
     Opt(

@@ -58,7 +58,8 @@ class TrainConfig:
     label_prop : masked label propagation rate in [0, 1): each epoch this share of the
         training nodes (counter-based draw per node) has its label embedded into its input
         row and is left out of the loss (0 = off)
-    norm : "none" | "layer" (LayerNorm of every layer's input)
+    norm : "none" | "layer" (LayerNorm of every layer's input) | "batch" (BatchNorm of every
+        layer's input, statistics over all nodes of the graph, `gcntrain.model.batchnorm`)
     label_scale : the label embedding enters as ``label_scale * E[label]`` (a smaller
         effective step for E than for the weights)
     keep_best : end with the parameters of the best epoch (the lowest validation loss,
@@ -185,9 +186,9 @@ class TrainConfig:
             ),
             (
                 "norm",
-                self.norm in ("none", "layer"),
+                self.norm in ("none", "layer", "batch"),
                 "norm",
-                f"must be none or layer, got {self.norm!r}",
+                f"must be none, layer or batch, got {self.norm!r}",
             ),
             (
                 "label_scale",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from gcntrain.model import batchnorm as bn
 from gcntrain.model import norm as ln
 from gcntrain.model.functional import glorot_uniform
 from gcntrain.model.ops import DropKey, Ops, ParamSpec
@@ -85,15 +86,25 @@ class Layer:
         self.order = choose_order(self.f_in, self.f_out, order)
         self.params: dict[str, np.ndarray] = {}
         self._cache: dict = {}
-        #: LayerNorm of the layer's input (parameters ``ln_g``, ``ln_b``; `set_norm`)
-        self.norm = False
+        #: normalisation of the layer's input (`set_norm`): "" none, "layer" LayerNorm
+        #: (parameters ``ln_g``, ``ln_b``), "batch" BatchNorm (``bn_g``, ``bn_b``)
+        self.norm = ""
         self._ln: dict = {}
         #: classes of a label embedding added to the input (parameter ``E``; 0 = none)
         self.embed_rows = 0
 
-    def set_norm(self, on: bool) -> None:
-        """Normalise the layer's input rows (LayerNorm, before dropout) when `on`."""
-        self.norm = bool(on)
+    def set_norm(self, kind: str | bool) -> None:
+        """Normalise the layer's input before dropout: `kind` "layer" (LayerNorm of every
+        row; True says the same), "batch" (BatchNorm of every column over all nodes), or
+        "none" / "" / False."""
+        kind = {True: "layer", False: "", "none": ""}.get(kind, kind)
+        if kind not in ("", "layer", "batch"):
+            raise ValueError(f"unknown norm {kind!r}; expected none, layer or batch")
+        self.norm = kind
+
+    def norm_params(self) -> tuple[str, str]:
+        """Names of the normalisation's scale and shift (empty without one)."""
+        return {"layer": ("ln_g", "ln_b"), "batch": ("bn_g", "bn_b")}.get(self.norm, ())
 
     def param_names(self) -> list[str]:
         """Parameter names in initialisation order."""
@@ -101,7 +112,7 @@ class Layer:
 
     def spec(self, name: str) -> ParamSpec:
         """The whole shape of parameter `name` (bias: (f_out,), weights: (f_in, f_out))."""
-        if name in ("ln_g", "ln_b"):
+        if name in ("ln_g", "ln_b", "bn_g", "bn_b"):
             return ParamSpec(self.index, name, (self.f_in,))
         if name == "E":
             return ParamSpec(self.index, name, (self.embed_rows, self.f_in))
@@ -118,36 +129,64 @@ class Layer:
             else:
                 full = glorot_uniform(rng, self.f_in, self.f_out, dtype)
             self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
-        if self.norm:  # not drawn: the weights stay those of a run without LayerNorm
-            for name, fill in (("ln_g", 1.0), ("ln_b", 0.0)):
-                full = np.full(self.f_in, fill, dtype=dtype)
-                self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
+        # not drawn: the weights stay those of a run without the normalisation
+        for name, fill in zip(self.norm_params(), (1.0, 0.0)):
+            full = np.full(self.f_in, fill, dtype=dtype)
+            self.params[name] = ops.shard_param(full, self.spec(name), phase=phase)
 
-    # LayerNorm of the input ---------------------------------------------------------------
-    def normalize_input(self, H, ctx: Phase = TRAIN, xp=np) -> np.ndarray:
-        """LayerNorm of the input rows (`gcntrain.model.norm`); H itself when `norm` is off.
-        The rows are whole (the schemes that split feature columns refuse --norm layer).
-        `xp`: the array module of the run (``ops.compute.xp``; device arrays stay there)."""
+    # normalisation of the input -----------------------------------------------------------
+    def normalize_input(self, ops: Ops, H, ctx: Phase = TRAIN) -> np.ndarray:
+        """The layer's input normalised (H itself without `norm`), on the run's array module
+        (``ops.compute.xp``; device arrays stay there).  LayerNorm (`gcntrain.model.norm`)
+        needs whole rows (the schemes that split feature columns refuse --norm layer);
+        BatchNorm (`gcntrain.model.batchnorm`) sums its columns over all nodes with one
+        ``ops.column_sum`` (phase ``L<i>.fwd.norm``), in training and evaluation passes."""
         if not self.norm:
             return H
+        xp = ops.compute.xp
         X = _dense(H)
+        if self.norm == "batch":
+            part = bn.column_partials(X, ops.counted, xp)
+            ph = ctx.at("norm", self.index, "fwd")
+            tot = ops.column_sum(part, width=self.f_in, phase=ph)
+            mean, rstd = bn.column_stats(tot, ops.n_global, xp=xp)
+            Y, x_hat = bn.forward(X, mean, rstd, self.params["bn_g"], self.params["bn_b"], xp)
+            self._ln = {"x_hat": x_hat, "rstd": rstd} if ctx.training else {}
+            return xp.ascontiguousarray(Y)
         mean, rstd = ln.row_stats(ln.row_sums(X, xp), self.f_in, xp=xp)
         Y, x_hat = ln.forward(X, mean, rstd, self.params["ln_g"], self.params["ln_b"], xp)
         self._ln = {"x_hat": x_hat, "rstd": rstd}
         return xp.ascontiguousarray(Y)
 
-    def normalize_backward(self, ops: Ops, dY: np.ndarray, ctx: Phase, grads: dict) -> np.ndarray:
-        """dX of the LayerNorm; adds the reduced ``ln_g`` / ``ln_b`` gradients to `grads`."""
+    def normalize_backward(
+        self, ops: Ops, dY: np.ndarray, ctx: Phase, grads: dict, need_input_grad: bool = True
+    ) -> np.ndarray | None:
+        """dX of the normalisation (None unless `need_input_grad`); adds the reduced
+        gradients of its scale and shift to `grads`.  LayerNorm: two ``ops.bias_grad``;
+        BatchNorm: one ``ops.column_sum`` (phase ``L<i>.bwd.norm``) gives both, and dX
+        needs them too."""
         xp = ops.compute.xp
-        g = self.params["ln_g"]
         x_hat, rstd = self._ln["x_hat"], self._ln["rstd"]
-        sums = ln.backward_sums(dY, x_hat, g, xp)
-        dX = ln.backward_finish(dY, x_hat, rstd, g, sums, self.f_in, xp)
+        self._ln = {}
+        if self.norm == "batch":
+            g = self.params["bn_g"]
+            part = bn.backward_partials(dY, x_hat, xp)
+            ph = ctx.at("norm", self.index, "bwd")
+            tot = ops.column_sum(part, width=self.f_in, phase=ph)
+            grads["bn_g"] = tot[1].astype(g.dtype)
+            grads["bn_b"] = tot[0].astype(g.dtype)
+            if not need_input_grad:
+                return None
+            return bn.backward_finish(dY, x_hat, rstd, g, tot, ops.n_global, ops.counted, xp)
+        g = self.params["ln_g"]
+        dX = None
+        if need_input_grad:
+            sums = ln.backward_sums(dY, x_hat, g, xp)
+            dX = ln.backward_finish(dY, x_hat, rstd, g, sums, self.f_in, xp)
         ph = ctx.at("wgrad", self.index)
         dY = ln.as_array(dY, xp)
         grads["ln_g"] = ops.bias_grad(dY * x_hat, self.spec("ln_g"), phase=ph)
         grads["ln_b"] = ops.bias_grad(dY, self.spec("ln_b"), phase=ph)
-        self._ln = {}
         return dX
 
     # helpers ----------------------------------------------------------------------------

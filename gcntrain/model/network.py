@@ -106,7 +106,7 @@ class Network:
             if aggregated is not None and layer.index == 0 and not ctx.training:
                 Z = layer.forward_aggregated(ops, H, aggregated, ctx)
             else:
-                Z = layer.forward(ops, layer.normalize_input(H, ctx, ops.compute.xp), key, ctx)
+                Z = layer.forward(ops, layer.normalize_input(ops, H, ctx), key, ctx)
             if layer.index != last:
                 H = ops.compute.relu(Z)  # in place: H is Z's block
                 if ctx.training:  # kept for ReLU's gradient; an evaluation frees it at once
@@ -124,11 +124,14 @@ class Network:
         for layer in reversed(self.layers):
             if layer.index != len(self.layers) - 1:
                 dH = ops.compute.relu_backward(dH, self._Z[layer.index], out=dH)
+            # the first layer's input gradient: for its normalisation's parameters (their
+            # gradients need the one of its output) or the label embedding's
             first = layer.index == 0
-            need = not first or layer.norm or self._embedded is not None
+            below = not first or self._embedded is not None
+            need = below or bool(layer.norm)
             dH, grads[layer.index] = layer.backward(ops, dH, need_input_grad=need, ctx=ctx)
             if layer.norm:
-                dH = layer.normalize_backward(ops, dH, ctx, grads[layer.index])
+                dH = layer.normalize_backward(ops, dH, ctx, grads[layer.index], below)
         if self._embedded is not None:
             first = self.layers[0]
             labels, chosen = self._embedded
@@ -205,7 +208,8 @@ def build_network(
     dropout : rate on every layer's input.
     bias : default False for "gcn", True for "sage".
     order : "auto" (cheaper aggregation order) or force "mm_first" / "agg_first".
-    norm : "none" or "layer" (LayerNorm of every layer's input).
+    norm : "none", "layer" (LayerNorm of every layer's input) or "batch" (BatchNorm of
+        every layer's input over all nodes, `gcntrain.model.batchnorm`).
     label_embedding : a learned (classes x features) label embedding on the input
         (masked label propagation).
     label_scale : the embedding is added as ``label_scale * E[label]`` (`Network.embed_scale`).
@@ -224,10 +228,10 @@ def build_network(
         cls(i, sizes[i], sizes[i + 1], dropout=dropout, bias=bias, order=order)
         for i in range(len(sizes) - 1)
     ]
-    if norm not in ("none", "layer"):
-        raise ValueError(f"unknown norm {norm!r}; expected none or layer")
+    if norm not in ("none", "layer", "batch"):
+        raise ValueError(f"unknown norm {norm!r}; expected none, layer or batch")
     for layer in layers:
-        layer.set_norm(norm == "layer")
+        layer.set_norm(norm)
     if label_embedding:
         layers[0].embed_rows = int(num_classes)
     net = Network(layers)

@@ -50,6 +50,7 @@ PROTOCOL: dict[str, str] = {
     "predict": "rowwise",
     "node_sum": "reduce",
     "element_sum": "reduce",
+    "column_sum": "reduce",
     "agree": "control",
     "begin_epoch": "hook",
     "end_epoch": "hook",
@@ -62,6 +63,17 @@ PROTOCOL: dict[str, str] = {
 DropKey = tuple[int, int] | None
 
 
+#: names of the parameters indexed by the columns of a layer's INPUT (the normalisations'
+#: scale and shift); every other vector parameter (a bias) is indexed by its output's columns
+INPUT_COLUMN_PARAMS = frozenset({"ln_g", "ln_b", "bn_g", "bn_b"})
+
+
+def on_input_columns(name: str) -> bool:
+    """Whether the vector parameter `name` runs along the layer input's columns (a layout
+    whose input and output columns sit differently, Plexus, shards it by the input's)."""
+    return name in INPUT_COLUMN_PARAMS
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     """A model parameter: its layer, name and whole (global) shape."""
@@ -72,7 +84,13 @@ class ParamSpec:
 
     @property
     def is_bias(self) -> bool:
+        """A vector: a bias, or a normalisation's scale or shift (`on_input`)."""
         return len(self.shape) == 1
+
+    @property
+    def on_input(self) -> bool:
+        """A vector along the layer input's columns (`on_input_columns`)."""
+        return on_input_columns(self.name)
 
 
 class Ops:
@@ -86,8 +104,11 @@ class Ops:
     #: differ from `rows` (a scheme that shards the input and the logits over different axes)
     input_rows: np.ndarray | None = None
     #: local rows counted in sums over nodes (losses, accuracies, mask counts, feature
-    #: density): the first `counted` rows; the rest are replicas of rows another rank counts
-    #: (vertex-cut clones).  None: every local row
+    #: density, BatchNorm's statistics): the first `counted` rows; the rest are replicas of
+    #: rows another rank counts (vertex-cut clones).  None: every local row.  In a backward
+    #: pass the replicas hold partial gradients (a node's gradient is the sum over its
+    #: copies, as the parameter gradients' sums over all local rows assume), so a term added
+    #: alike to every node's gradient (BatchNorm's) goes on the counted rows only
     counted: int | None = None
     #: per-epoch scheme measurements, a sequence of dicts of floats (one per epoch) merged
     #: into the epoch records by the runner; empty for schemes without any
@@ -232,6 +253,15 @@ class Ops:
     def element_sum(self, a, *, phase: Phase):
         """Sum over ranks of quantities summed over the local block's elements."""
         return self._shaped(self._sum_elements, a, phase)
+
+    def column_sum(self, a, *, width: int, phase: Phase):
+        """Per-column sums over every node of the graph (BatchNorm's statistics and their
+        gradients): `a` is (k, local columns of a width-`width` node-wise matrix), k sums
+        over the local rows this rank counts, float64; returns the totals of those columns,
+        each node once, summed over the ranks holding the same columns (here: the sums over
+        nodes, `_sum_nodes`, whose ranks hold every column).  Where it lives: a device
+        array stays on the device."""
+        return self._sum_nodes(self.compute.xp.ascontiguousarray(a), phase)
 
     @staticmethod
     def _shaped(fn, a, phase):

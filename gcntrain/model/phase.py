@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 #: short names of operations in tally keys
 _SHORT = {"aggregate": "agg", "matmul": "mm"}
 #: operations whose evaluation-time traffic is kept apart under an "eval." prefix
-_SPLIT_EVAL = ("aggregate", "matmul", "loss", "predict")
+_SPLIT_EVAL = ("aggregate", "matmul", "loss", "predict", "norm")
 
 
 @dataclass(frozen=True)
@@ -21,8 +21,10 @@ class Phase:
 
     Attributes
     ----------
-    op : "aggregate" | "matmul" | "wgrad" | "loss" | "predict" | "metrics" | "prepare" |
-        "param" | "dropout" | "control" | "epoch" (and "setup" / "report" for the runner)
+    op : "aggregate" | "matmul" | "wgrad" | "norm" | "loss" | "predict" | "metrics" |
+        "prepare" | "param" | "dropout" | "control" | "epoch" (and "setup" / "report" for
+        the runner); "norm" is BatchNorm's column sums (``L<i>.fwd.norm``: the statistics,
+        ``L<i>.bwd.norm``: their gradients and the scale and shift's)
     layer : layer index, or None for calls outside a layer
     direction : "fwd" | "bwd" | ""
     training : False in evaluation passes

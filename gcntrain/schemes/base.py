@@ -287,6 +287,8 @@ class RowScheme(Scheme):
     steps_node_sum = _array_sum
     steps_element_sum = _array_sum
     steps_reduce_weight_grad = _array_sum
+    #: BatchNorm's column sums: (2, f) float64 over the block groups, each row once
+    steps_column_sum = _array_sum
 
     def steps_bias_grad(self, ctx: PlanContext, call) -> list:
         return self.reduce_steps(ctx, call.shape(0)[1], call.itemsize(0))

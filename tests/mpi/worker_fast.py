@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import worker as W  # noqa: E402  (tests/mpi/worker.py, beside this file)
 from cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS  # noqa: E402
+from worker_batchnorm import case_batchnorm  # noqa: E402
 
 from gcntrain.comm.communicator import Comm  # noqa: E402
 from gcntrain.model.trainer import TrainConfig  # noqa: E402
@@ -400,6 +401,7 @@ CASES = {
     "equiv8": case_equiv8,
     "accuracy20": case_accuracy20,
     "registry": case_registry,
+    "batchnorm": case_batchnorm,
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcntrain.comm.exchange import Allgatherv, Allreduce, Groups, Pairs, ReduceScatterv, Uniform
+from gcntrain.model.ops import on_input_columns
 from gcntrain.partition.unique import unique_ints
 from gcntrain.schemes.base import spmm_work
 from gcntrain.schemes.entries import entry_chunks, merge_counts
@@ -210,6 +211,14 @@ class PlexusCost:
         width = call.args[1][2][0]
         return [_allreduce(lay, out.row, lay.col_counts(out, width), call.itemsize(0))]
 
+    def steps_column_sum(self, ctx, call) -> list:
+        """BatchNorm's column sums of a layer's input: an Allreduce of (k, its column
+        chunk) over the input's row axis."""
+        lay: PlexusLayout = ctx.layout
+        p = self._plan_of(ctx, call).inp
+        cols = lay.col_counts(p, call.kw("width"))
+        return [_allreduce(lay, p.row, call.shape(0)[0] * cols, call.itemsize(0))]
+
     def steps_node_sum(self, ctx, call) -> list:
         lay: PlexusLayout = ctx.layout
         m = int(np.prod(call.shape(0)))
@@ -240,8 +249,9 @@ class PlexusCost:
         shape = call.args[1][2]
         pl = self._plan_of(ctx, call)
         if len(shape) == 1:
-            nbytes = lay.col_counts(pl.out, shape[0]) * call.itemsize(0)
-            return [Allgatherv(lay.groups(pl.out.col), nbytes)]
+            p = pl.inp if on_input_columns(call.args[1][1]) else pl.out
+            nbytes = lay.col_counts(p, shape[0]) * call.itemsize(0)
+            return [Allgatherv(lay.groups(p.col), nbytes)]
         return [
             Allgatherv(Groups.world(lay.size), lay.weight_chunks(shape, pl.mm) * call.itemsize(0))
         ]

@@ -160,10 +160,23 @@ class PlexusOps(Ops):
     def _decide(self, flag, phase) -> bool:
         return self.world.bcast_flag(bool(flag), 0, phase_key(phase))
 
+    def _vector_place(self, spec: ParamSpec) -> Place:
+        """Where a vector parameter's columns sit: a bias on its layer's output's, a
+        normalisation's scale and shift on its layer's input's (`ParamSpec.on_input`)."""
+        pl = self.layout.plans[spec.layer]
+        return pl.inp if spec.on_input else pl.out
+
+    def column_sum(self, a, *, width, phase):
+        """BatchNorm's column sums of the layer's input (at ``plan.inp``): an Allreduce over
+        its row axis (the ranks holding its columns, one copy of every row; each replica
+        along the third axis sums alike)."""
+        p = self._plan(phase).inp
+        return self.axis[p.row].allreduce(self._contiguous(a), phase_key(phase))
+
     def shard_param(self, full, spec: ParamSpec, *, phase):
         pl = self.layout.plans[spec.layer]
         if spec.is_bias:
-            lo, hi = self._cols(pl.out, spec.shape[0])
+            lo, hi = self._cols(self._vector_place(spec), spec.shape[0])
             return self.compute.param(full[lo:hi].copy())
         p = pl.mm
         r0, r1, c0, c1 = self.layout.weight_block(spec.shape, p, self.c)
@@ -176,8 +189,9 @@ class PlexusOps(Ops):
         lay, key = self.layout, phase_key(phase)
         pl = lay.plans[spec.layer]
         if spec.is_bias:
-            w = np.diff(lay.fbounds(spec.shape[0], pl.out.col))
-            return self.axis[pl.out.col].allgatherv(self._contiguous(local), w, key)
+            col = self._vector_place(spec).col
+            w = np.diff(lay.fbounds(spec.shape[0], col))
+            return self.axis[col].allgatherv(self._contiguous(local), w, key)
         counts = lay.weight_chunks(spec.shape, pl.mm)
         flat = self.world.allgatherv(self._contiguous(local), counts, key)
         return assemble_weight(lay, spec.shape, pl.mm, self.compute.to_host(flat), local.dtype)
@@ -186,7 +200,7 @@ class PlexusOps(Ops):
         """``sum(W ** 2)`` of the whole parameter: a bias is counted on one rank of its
         replicas only, the others send 0 without reading theirs."""
         mine = 0.0
-        out = self.layout.plans[spec.layer].out
+        out = self._vector_place(spec)
         if not spec.is_bias or (self.c[out.row] == 0 and self.c[out.rep] == 0):
             mine = self.compute.sum_sq(local)
         return float(self.world.allreduce(np.array([mine]), phase_key(phase))[0])

@@ -98,6 +98,13 @@ class TwoDCost:
         w = np.diff(chunk_offsets(call.shape(0)[1], lay.pc))
         return [Allreduce(lay.cols, w, call.itemsize(0))]
 
+    def steps_column_sum(self, ctx, call) -> list:
+        """BatchNorm's column sums: each process column Allreduces its chunk's (k, f/Pc)
+        block (the ranks holding those columns, one copy of every row)."""
+        lay: Layout2D = ctx.layout
+        w = np.diff(chunk_offsets(call.kw("width"), lay.pc))
+        return [Allreduce(lay.cols, call.shape(0)[0] * w, call.itemsize(0))]
+
     def steps_node_sum(self, ctx, call) -> list:
         lay: Layout2D = ctx.layout
         m = int(np.prod(call.shape(0)))

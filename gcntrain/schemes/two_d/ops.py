@@ -161,7 +161,10 @@ class TwoDOps(Ops):
         got = self.grid.row.reduce_scatterv(send, np.diff(f) * self.m, key)
         return got.reshape(self.m, int(f[self.j + 1] - f[self.j]))
 
-    # -- parameters: W replicated, biases chunked like the columns of Z ----------------------
+    # BatchNorm's column sums (`Ops.column_sum`): `_sum_nodes`, down the process column of
+    # the chunk, is the sum over the ranks holding those columns (split-3D: every slice)
+
+    # -- parameters: W replicated, vectors (biases, normalisations) chunked like the columns -
     def shard_param(self, full, spec: ParamSpec, *, phase):
         if not spec.is_bias:
             return self.compute.param(full)
