@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from papercheck import standins  # noqa: E402
-from papercheck.rows import HALVES, read_rows, recipe  # noqa: E402
+from papercheck.rows import HALVES, limited, read_rows, recipe  # noqa: E402
 
 #: SuperGCN Table 5: (method, [(part, GB), ...], paper ms)
 SUPERGCN5 = [
@@ -120,7 +120,7 @@ def check(args) -> int:
         tally = tallies[half] = Tally()
         print(f"== {half}: {len(mine)} rows" + (" (dry: nothing planned)" if args.dry else ""))
         for row in mine:
-            rec = recipe(row)
+            rec = limited(recipe(row), args.max_entries)
             out = None
             if pricer is not None and rec.kind != "none":
                 try:
@@ -150,11 +150,22 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--rows", help="comma-separated id prefixes: only those rows")
     ap.add_argument("--dry", action="store_true", help="say how each row would be priced")
+    ap.add_argument(
+        "--max-entries",
+        type=float,
+        help="leave out rows whose stand-in has more stored entries (a quicker run)",
+    )
     ap.add_argument("--strict", action="store_true", help="exit 1 where the acceptance fails")
     ap.add_argument("--cache", default=str(standins.CACHE), help="stand-in and partition cache")
+    ap.add_argument(
+        "--standins", action="store_true", help="print the stand-in graphs (Markdown) and stop"
+    )
     args = ap.parse_args(argv)
     if args.table:
         return supergcn5(args.factor)
+    if args.standins:
+        print("\n".join(standins.table(Path(args.cache))))
+        return 0
     return check(args)
 
 

@@ -55,8 +55,9 @@ class StandIn:
 _TABLE1 = (
     "no communities: METIS and the hypergraph partitioner gain far less over a random "
     "partition than on the real graph (volume and message ratios vs RP too high, time ratios "
-    "too close to 1); a directed graph is stood in for by a symmetric one"
+    "too close to 1)"
 )
+_DIRECTED = _TABLE1 + "; the paper's directed matrix is stood in for by a symmetric one"
 _RMAT_CUT = (
     "R-MAT has no communities: METIS/Libra cut far more than on the real graph (vertex-cut "
     "replication, p2p/hier volumes high); 1d/1.5d/2d/3d volumes depend only on n, f and P; "
@@ -106,10 +107,16 @@ STANDINS: dict[str, StandIn] = {
             "permuted imbalances reflect R-MAT's hubs, not a road network's uniform degrees",
         ),
         StandIn(
-            "amazon0601", ("amazon0601",), 403_394, 3_387_388, "rmat", "hypergraph T1", _TABLE1
+            "amazon0601", ("amazon0601",), 403_394, 3_387_388, "rmat", "hypergraph T1", _DIRECTED
         ),
         StandIn(
-            "cit-patents", ("cit-patents",), 3_774_768, 16_518_948, "rmat", "hypergraph T1", _TABLE1
+            "cit-patents",
+            ("cit-patents",),
+            3_774_768,
+            16_518_948,
+            "rmat",
+            "hypergraph T1",
+            _DIRECTED,
         ),
         StandIn(
             "copapersdblp",
@@ -126,7 +133,7 @@ STANDINS: dict[str, StandIn] = {
         StandIn(
             "com-youtube", ("com-youtube",), 1_134_890, 5_975_248, "rmat", "hypergraph T1", _TABLE1
         ),
-        StandIn("flickr", ("flickr",), 820_878, 9_837_214, "rmat", "hypergraph T1", _TABLE1),
+        StandIn("flickr", ("flickr",), 820_878, 9_837_214, "rmat", "hypergraph T1", _DIRECTED),
         StandIn(
             "roadnet-ca",
             ("roadnet-ca",),
@@ -274,3 +281,18 @@ def describe(s: StandIn) -> str:
         else f"R-MAT (papers_findings.rmat_graph, seed {s.seed})"
     )
     return f"{s.key}: {s.n:,} nodes, {s.nnz:,} entries, {gen}"
+
+
+def table(cache: Path = CACHE) -> list[str]:
+    """The stand-ins as a Markdown table: nodes, stored entries, generator and seed, the
+    cached file's size (or "not generated"), the papers, the bias."""
+    out = [
+        "| stand-in | stands for | nodes | stored entries | generator | cached file | bias |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in STANDINS.values():
+        f = Path(cache) / "graphs" / f"{s.key}.h5"
+        size = f"{f.stat().st_size / 1e6:.0f} MB" if f.exists() else "not generated"
+        gen = "the real graph (SNAP file)" if s.generator == "snap" else f"R-MAT, seed {s.seed}"
+        out.append(f"| `{s.key}` | {s.papers} | {s.n:,} | {s.nnz:,} | {gen} | {size} | {s.bias} |")
+    return out
