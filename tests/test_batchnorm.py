@@ -114,6 +114,34 @@ def test_row_blocks_and_copies_add_up_to_the_whole(data):
     assert not np.allclose(wrong, dX, rtol=1e-6)
 
 
+class _Formulas(np.ndarray):
+    """A NumPy block that is not plain: `gcntrain.model.batchnorm` takes its array-module
+    formulas for it (as for a device's arrays) instead of the host kernels."""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("f", [2, 40])
+def test_host_kernels_equal_the_formulas_bit_for_bit(dtype, f):
+    """The host kernels (`gcntrain.kernels.batchnorm`) give the bits of the formulas the
+    device path computes (column sums down the rows in order, float64 element-wise)."""
+    rng = np.random.default_rng(9)
+    m, k = 301, 257
+    X = (rng.standard_normal((m, f)) * 3 + 1).astype(dtype)
+    dY = rng.standard_normal((m, f)).astype(dtype)
+    gamma, beta = (rng.uniform(0.5, 1.5, f).astype(dtype) for _ in range(2))
+
+    def run(wrap):
+        part = bn.column_partials(wrap(X), k)
+        mean, rstd = bn.column_stats(np.asarray(part), m)
+        Y, xh = bn.forward(wrap(X), mean, rstd, wrap(gamma), wrap(beta))
+        tot = bn.backward_partials(wrap(dY), xh)
+        dX = bn.backward_finish(wrap(dY), xh, rstd, gamma, np.asarray(tot), m, k)
+        return [np.asarray(a) for a in (part, Y, xh, tot, dX)]
+
+    for a, b in zip(run(lambda a: a), run(lambda a: a.view(_Formulas))):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 @pytest.mark.parametrize(
     "model,agg,kind,hidden",
     [

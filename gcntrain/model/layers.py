@@ -150,7 +150,8 @@ class Layer:
             ph = ctx.at("norm", self.index, "fwd")
             tot = ops.column_sum(part, width=self.f_in, phase=ph)
             mean, rstd = bn.column_stats(tot, ops.n_global, xp=xp)
-            Y, x_hat = bn.forward(X, mean, rstd, self.params["bn_g"], self.params["bn_b"], xp)
+            g, b = self.params["bn_g"], self.params["bn_b"]
+            Y, x_hat = bn.forward(X, mean, rstd, g, b, xp, keep=ctx.training)
             self._ln = {"x_hat": x_hat, "rstd": rstd} if ctx.training else {}
             return xp.ascontiguousarray(Y)
         mean, rstd = ln.row_stats(ln.row_sums(X, xp), self.f_in, xp=xp)
