@@ -99,9 +99,9 @@ def test_spmm_and_explicit_transpose_match_scipy(types_, case):
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
         for parts in (1, 7, n + 5):
             out[:] = np.nan
-            spmm_csr_dense_balanced(
-                indptr, indices, data, X, out, balanced_row_splits(indptr, parts)
-            )
+            # add and slab given as the wrappers pass them (one compiled kernel per types)
+            splits = balanced_row_splits(indptr, parts)
+            spmm_csr_dense_balanced(indptr, indices, data, X, out, splits, False, 0)
             np.testing.assert_allclose(out, ref, rtol=1e-5, atol=0)
         # in place: out += A @ X; rows without entries keep their values bit for bit
         base = rng.uniform(-1.0, 1.0, size=(n, f)).astype(dtype)
@@ -149,7 +149,7 @@ def test_spmm_row_block_with_offset_indptr():
     splits = balanced_row_splits(block, 4)
     assert splits[0] == 0 and splits[-1] == 150
     out[:] = np.nan
-    spmm_csr_dense_balanced(block, indices, data, X, out, splits)
+    spmm_csr_dense_balanced(block, indices, data, X, out, splits, False, 0)
     np.testing.assert_allclose(out, ref, rtol=1e-5)
 
 

@@ -285,7 +285,12 @@ def spmm_csr_dense(indptr, indices, data, X, out):  # pragma: no cover - jitted
     n = indptr.shape[0] - 1
     parts = max(1, min(MAX_PARTS, n // MIN_ROWS_PER_PART))
     splits = balanced_row_splits_csr(indptr, parts)
-    return spmm_csr_dense_balanced(indptr, indices, data, X, out, splits)
+    # add and slab as runtime values (`np.bool_`, `np.int64`), not the literal constants or
+    # omitted defaults Numba would specialise on: every caller (this one, the in-place add,
+    # a Python call with add and slab) shares one compiled kernel per array types
+    return spmm_csr_dense_balanced(
+        indptr, indices, data, X, out, splits, np.bool_(False), np.int64(0)
+    )
 
 
 @njit(nogil=True, cache=True)
@@ -297,7 +302,9 @@ def spmm_csr_dense_add(indptr, indices, data, X, out):  # pragma: no cover - jit
     n = indptr.shape[0] - 1
     parts = max(1, min(MAX_PARTS, n // MIN_ROWS_PER_PART))
     splits = balanced_row_splits_csr(indptr, parts)
-    return spmm_csr_dense_balanced(indptr, indices, data, X, out, splits, True)
+    return spmm_csr_dense_balanced(
+        indptr, indices, data, X, out, splits, np.bool_(True), np.int64(0)
+    )
 
 
 def spmm(
@@ -340,4 +347,4 @@ def spmm(
     data = data.astype(X.dtype, copy=False)
     if row_splits is None:
         return spmm_csr_dense(indptr, indices, data, X, out)
-    return spmm_csr_dense_balanced(indptr, indices, data, X, out, row_splits)
+    return spmm_csr_dense_balanced(indptr, indices, data, X, out, row_splits, False, 0)
