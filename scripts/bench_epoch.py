@@ -298,20 +298,21 @@ def breakdown_run(
     faults ("rest" is the epoch less its timed pieces), and its best (shortest) epoch: on a
     machine others load, the epoch the least disturbed."""
     env = {**os.environ, "PYTHONPATH": code}
-    out = sh(
-        [
-            sys.executable,
-            "-c",
-            BREAKDOWN_CHILD,
-            h5,
-            str(threads),
-            str(epochs),
-            json.dumps(options),
-        ],
-        env=env,
-        cwd=tempfile.gettempdir(),
-    )
-    eps = json.loads(out.strip().splitlines()[-1])[BREAKDOWN_SKIP:]
+    cmd = [sys.executable, "-c", BREAKDOWN_CHILD, h5, str(threads), str(epochs)]
+    for attempt in (1, 2):  # a run others' jobs starve of memory is tried once more
+        res = subprocess.run(
+            [*cmd, json.dumps(options)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tempfile.gettempdir(),
+        )
+        if res.returncode == 0:
+            break
+        print(f"    (run failed, attempt {attempt}: {res.stderr.strip().splitlines()[-1:]})")
+    else:
+        return None
+    eps = json.loads(res.stdout.strip().splitlines()[-1])[BREAKDOWN_SKIP:]
     names = sorted({k for e in eps for k in e["pieces"]})
     got = {k: med([e["pieces"].get(k, 0.0) for e in eps]) for k in names}
     got["rest"] = med([e["seconds"] - sum(e["pieces"].values()) for e in eps])
@@ -363,8 +364,14 @@ def bench_breakdown(h5: str, a) -> None:
         print(f"  round {r + 1}: {machine_state()}", flush=True)
         for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
             code, opts = runs[k]
-            got[k].append(breakdown_run(code, h5, a.threads, opts, a.breakdown_epochs))
-            g = got[k][-1]
+            g = breakdown_run(code, h5, a.threads, opts, a.breakdown_epochs)
+            if g is None:
+                continue
+            got[k].append({**g, "round": r})
+            if a.breakdown_log:
+                with open(a.breakdown_log, "a") as f:
+                    f.write(json.dumps({"label": k, "load": os.getloadavg()[0], **got[k][-1]}))
+                    f.write("\n")
             print(
                 f"    {k:<12} epoch {g['epoch'] * 1e3:7.1f} ms (best {g['best'] * 1e3:.1f}), "
                 f"{g['faults']:.0f} faults",
@@ -383,21 +390,26 @@ def bench_breakdown(h5: str, a) -> None:
         print("  " + f"{what:<18}" + "".join(f"{v:14.1f}" for v in row))
     for k in keys:  # the arrays held between epochs and the epoch's peak (tracemalloc)
         code, opts = runs[k]
-        out = sh(
+        res = subprocess.run(
             [sys.executable, "-c", MEMORY_SNIPPET, h5, str(a.threads), json.dumps(opts)],
+            capture_output=True,
+            text=True,
             env={**os.environ, "PYTHONPATH": code},
             cwd=tempfile.gettempdir(),
         )
-        d = json.loads(out.strip().splitlines()[-1])
+        if res.returncode != 0:
+            print(f"  {k}: memory run failed: {res.stderr.strip().splitlines()[-1:]}")
+            continue
+        d = json.loads(res.stdout.strip().splitlines()[-1])
         print(
             f"  {k}: arrays held between epochs {d['held'] / 2**20:.1f} MiB, "
             f"peak during an epoch {d['peak'] / 2**20:.1f} MiB"
         )
     if a.baseline:
         for field in ("epoch", "best"):
-            base = [g[field] for g in got["baseline"]]
+            base = {g["round"]: g[field] for g in got["baseline"]}
             for k in keys[1:]:
-                rs = [g[field] / b for g, b in zip(got[k], base)]
+                rs = [g[field] / base[g["round"]] for g in got[k] if g["round"] in base]
                 print(
                     f"  {k} / baseline ({'median' if field == 'epoch' else 'best'} epochs), "
                     "round by round: "
@@ -467,6 +479,11 @@ def main() -> int:
         action="append",
         default=[],
         help="with --breakdown: LABEL:OPTION=VALUE,... runs this tree with other options",
+    )
+    ap.add_argument(
+        "--breakdown-log",
+        default=None,
+        help="with --breakdown: append every run's figures to this file (JSON lines)",
     )
     ap.add_argument(
         "--breakdown-epochs",
