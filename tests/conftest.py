@@ -71,3 +71,21 @@ def worker_batches(request):
     from tests.mpi.batch import WorkerBatches
 
     return WorkerBatches(request.session.items)
+
+
+@pytest.fixture(scope="session")
+def ck_graph_file(tmp_path_factory):
+    """The checkpoint tests' R-MAT graph (tests/shared_runs.py), written once."""
+    from tests.shared_runs import write_ck_graph
+
+    return write_ck_graph(tmp_path_factory.mktemp("ckgraph"))
+
+
+@pytest.fixture(scope="session")
+def ck_checkpoint_np3(ck_graph_file, tmp_path_factory):
+    """(checkpoint directory, arguments) of one np 3 run of `ck_graph_file` with a
+    checkpoint, for the tests that resume from damaged copies of it (never from it)."""
+    from tests.shared_runs import checkpoint_np3
+
+    ck = tmp_path_factory.mktemp("ck3") / "ck"
+    return ck, checkpoint_np3(ck_graph_file, ck)

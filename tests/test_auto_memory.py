@@ -19,8 +19,8 @@ from gcntrain.errors import InputError
 from gcntrain.job import auto
 from gcntrain.job.memory_guard import PROCESS_BYTES
 from gcntrain.simulate.local import load_machine
+from tests.shared_runs import ERROR, one_error
 
-ERROR = "gcntrain: error: "
 FIXED = "128.0 MiB fixed per process (the interpreter and its libraries)"
 
 
@@ -65,26 +65,19 @@ def test_process_room_bounds_the_node_memory_by_the_ranks_shares():
     assert auto.process_room(None, 4, 1 << 20) is None  # a rank that does not plan
 
 
-def _one_error(stderr: str) -> str:
-    errors = [ln for ln in stderr.splitlines() if ln.startswith(ERROR)]
-    assert len(errors) == 1, stderr[-3000:]
-    assert "Traceback" not in stderr and "Abort" not in stderr, stderr[-3000:]
-    return errors[0]
-
-
 def test_the_explicit_scheme_names_the_fixed_part_apart(graph_file, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["train", str(graph_file), "--epochs", "1", "--quiet", "-o", str(out)]
     capsys.readouterr()
     assert run([*argv, "--max-memory", "1M"]) == 2
-    line = _one_error(capsys.readouterr().err)
+    line = one_error(capsys.readouterr().err)
     assert line.startswith(f"{ERROR}training this rank needs about ")
     assert f"{FIXED} and " in line and " for its share (graph rows" in line
     assert "more than the 1.0 MiB of --max-memory; the fixed part alone" in line
     assert not out.exists()
     # past the fixed part, the share is what more ranks shrink
     assert run([*argv, "--max-memory", str(PROCESS_BYTES + 1024)]) == 2
-    line = _one_error(capsys.readouterr().err)
+    line = one_error(capsys.readouterr().err)
     assert line.endswith("--max-memory; use more ranks or a smaller --hidden"), line
 
 
@@ -92,7 +85,7 @@ def test_the_planner_names_its_fixed_part_apart(graph_file, capsys):
     argv = ["simulate", str(graph_file), "-P", "3", "--scheme", "1d", "--max-memory", "1M"]
     capsys.readouterr()
     assert run(argv) == 2
-    line = _one_error(capsys.readouterr().err)
+    line = one_error(capsys.readouterr().err)
     assert "planning needs at least " in line and "300.0 MiB fixed per process" in line
     assert "for the support matrix of" in line and "raise --max-memory" in line
 
@@ -140,7 +133,7 @@ def test_auto_refuses_before_choosing_when_nothing_fits(graph_file, exact_rows, 
     out = tmp_path / "out"
     res = _auto_np3(graph_file, out, "--max-memory", str(limit))  # not quiet: no choice said
     assert res.returncode == 2, res.stderr[-3000:]
-    line = _one_error(res.stderr)
+    line = one_error(res.stderr)
     assert line.startswith(f"{ERROR}--scheme auto: no configuration fits the "), line
     assert "of --max-memory per rank: the smallest need, " in line and FIXED in line
     if how == "fixed":
@@ -157,7 +150,7 @@ def test_the_explicit_scheme_names_the_fixed_part_on_every_rank(graph_file, tmp_
     out = tmp_path / "out"
     res = _auto_np3(graph_file, out, "--scheme", "1d", "--max-memory", "1M", "--quiet")
     assert res.returncode == 2, res.stderr[-3000:]
-    line = _one_error(res.stderr)
+    line = one_error(res.stderr)
     assert "training this rank needs about " in line and FIXED in line
     assert "the fixed part alone is more than --max-memory" in line
     assert res.stdout == "" and not out.exists()

@@ -20,14 +20,13 @@ from gcntrain.job.spec import JobOutputs, JobSpec
 from gcntrain.model.state import TrainState
 from gcntrain.model.trainer import EpochRecord, TrainConfig
 from tests.mpi.batch import worker_case
+from tests.shared_runs import one_error, rewrite
 
 
 @pytest.fixture(scope="module")
-def graph_file(tmp_path_factory):
-    g = rmat(8, edge_factor=8, seed=2, num_features=10, num_classes=3)
-    path = tmp_path_factory.mktemp("ck") / "g.h5"
-    write_graph(path, g)
-    return path
+def graph_file(ck_graph_file):
+    """R-MAT scale 8 (tests/shared_runs.py, shared with tests/test_checkpoint_shapes.py)."""
+    return ck_graph_file
 
 
 def _state(epoch: int) -> TrainState:
@@ -220,24 +219,16 @@ def _empty(path):
     path.write_bytes(b"")
 
 
-def _rewrite(path, change):
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    change(arrays)
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
-
-
 def _nan(path):
     def change(a):
         a["w.0.W"] = a["w.0.W"].copy()
         a["w.0.W"][0, 0] = np.nan
 
-    _rewrite(path, change)
+    rewrite(path, change)
 
 
 def _reshaped(path):
-    _rewrite(path, lambda a: a.update({"w.0.W": a["w.0.W"][:-1]}))
+    rewrite(path, lambda a: a.update({"w.0.W": a["w.0.W"][:-1]}))
 
 
 #: tampered checkpoints (rank 1's file) and the words of their one error line (issue 51,
@@ -250,14 +241,10 @@ TAMPERED = {
 
 
 @pytest.fixture(scope="module")
-def checkpoint_np3(graph_file, tmp_path_factory):
-    from tests.mpi.launch import gcntrain_exe, run_mpi
-
-    where = tmp_path_factory.mktemp("ck3")
-    args = [str(graph_file), "--scheme", "1d", "--epochs", "2", "--quiet"]
-    res = run_mpi(3, [*gcntrain_exe(), "train", *args, "--checkpoint", str(where / "ck")])
-    assert res.returncode == 0, res.stderr
-    return where / "ck", args
+def checkpoint_np3(ck_checkpoint_np3):
+    """(checkpoint, arguments) of the session's np 3 run of `graph_file` (tests/conftest.py;
+    tests/test_checkpoint_shapes.py damages copies of it too)."""
+    return ck_checkpoint_np3
 
 
 def _resume_np3(ck, args):
@@ -281,10 +268,7 @@ def test_a_damaged_checkpoint_is_refused_on_every_rank(checkpoint_np3, tmp_path,
     damage(target)
     res = _resume_np3(copy, args)
     assert res.returncode == 2, res.stderr[-2000:]
-    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("gcntrain: error: ")]
-    assert len(errors) == 1, res.stderr[-2000:]
-    assert words.format(file=target) in errors[0]
-    assert "Traceback" not in res.stderr and "Abort" not in res.stderr
+    assert words.format(file=target) in one_error(res.stderr)
 
 
 @pytest.mark.mpi

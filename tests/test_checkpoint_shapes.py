@@ -13,28 +13,15 @@ import pytest
 
 from gcntrain.cli.main import run
 from gcntrain.data import checkpoint as ckio
-from gcntrain.data.generate import rmat
-from gcntrain.data.store import write_graph
 from gcntrain.errors import InputError
 from gcntrain.model.state import TrainState
-
-ERROR = "gcntrain: error: "
+from tests.shared_runs import ERROR, one_error, rewrite
 
 
 @pytest.fixture(scope="module")
-def graph_file(tmp_path_factory):
-    g = rmat(8, edge_factor=8, seed=2, num_features=10, num_classes=3)
-    path = tmp_path_factory.mktemp("ckshape") / "g.h5"
-    write_graph(path, g)
-    return path
-
-
-def _rewrite(path, change) -> None:
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    change(arrays)
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
+def graph_file(ck_graph_file):
+    """R-MAT scale 8 (tests/shared_runs.py, shared with tests/test_checkpoint.py)."""
+    return ck_graph_file
 
 
 def _widen_output(path) -> None:
@@ -45,7 +32,7 @@ def _widen_output(path) -> None:
             old = a[f"{g}.1.W"]
             a[f"{g}.1.W"] = np.full((old.shape[0], 7), 0.01, dtype=old.dtype)
 
-    _rewrite(path, change)
+    rewrite(path, change)
 
 
 def _hidden_8(path) -> None:
@@ -56,7 +43,7 @@ def _hidden_8(path) -> None:
             a[f"{g}.0.W"] = np.full((a[f"{g}.0.W"].shape[0], 8), 0.01, dtype=np.float32)
             a[f"{g}.1.W"] = np.full((8, a[f"{g}.1.W"].shape[1]), 0.01, dtype=np.float32)
 
-    _rewrite(path, change)
+    rewrite(path, change)
 
 
 #: tampered rank file -> the words of its one error line
@@ -72,13 +59,6 @@ def _digests(root) -> dict:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
-
-
-def _one_error(stderr: str) -> str:
-    errors = [ln for ln in stderr.splitlines() if ln.startswith(ERROR)]
-    assert len(errors) == 1, stderr[-2000:]
-    assert "Traceback" not in stderr and "Abort" not in stderr, stderr[-2000:]
-    return errors[0]
 
 
 def _state(shapes) -> TrainState:
@@ -138,7 +118,7 @@ def test_a_checkpoint_for_another_model_is_refused_serially(
     argv = ["train", str(graph_file), "--epochs", "4", "--quiet", "--resume", str(ck)]
     assert run([*argv, "--checkpoint", str(ck), "-o", str(out)]) == 2
     got = capsys.readouterr()
-    line = _one_error(got.err)
+    line = one_error(got.err)
     assert line == f"{ERROR}inconsistent checkpoint file {target}: {words}"
     assert got.out == ""
     assert not out.exists() or not any(out.iterdir())
@@ -151,19 +131,15 @@ def test_another_hidden_width_is_refused_with_one_clear_line(
     capsys.readouterr()
     argv = ["train", str(graph_file), "--epochs", "4", "--quiet", "--hidden", "32"]
     assert run([*argv, "--resume", str(serial_checkpoint)]) == 2
-    line = _one_error(capsys.readouterr().err)
+    line = one_error(capsys.readouterr().err)
     assert "cannot resume from" in line and "--hidden: checkpoint [16], this run [32]" in line
 
 
 @pytest.fixture(scope="module")
-def checkpoint_np3(graph_file, tmp_path_factory):
-    from tests.mpi.launch import gcntrain_exe, run_mpi
-
-    ck = tmp_path_factory.mktemp("ck3") / "ck"
-    args = [str(graph_file), "--scheme", "1d", "--epochs", "2", "--quiet"]
-    res = run_mpi(3, [*gcntrain_exe(), "train", *args, "--checkpoint", str(ck)], timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return ck
+def checkpoint_np3(ck_checkpoint_np3):
+    """The session's np 3 checkpoint of `graph_file` (1D, 2 epochs; tests/conftest.py,
+    tests/test_checkpoint.py damages copies of it too)."""
+    return ck_checkpoint_np3[0]
 
 
 @pytest.mark.mpi
@@ -183,7 +159,7 @@ def test_a_checkpoint_for_another_model_is_refused_on_every_rank(
     argv += ["--quiet", "--resume", str(ck), "--checkpoint", str(ck), "-o", str(out)]
     res = run_mpi(3, argv, timeout=300)
     assert res.returncode == 2, res.stderr[-2000:]
-    line = _one_error(res.stderr)
+    line = one_error(res.stderr)
     assert line == f"{ERROR}rank 1: inconsistent checkpoint file {target}: {words}"
     assert res.stdout == ""
     assert not out.exists() or not any(out.iterdir())
