@@ -4,6 +4,8 @@ which the outputs hold, and a checkpoint carries them through a resume."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import h5py
@@ -33,6 +35,29 @@ def _train(capsys, *argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def _train_once(*argv) -> dict:
+    """`_train` for a module fixture (no capsys there): the run's --json summary."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert run(["train", *map(str, argv), "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def last_run(cora, tmp_path_factory):
+    """`RUN` ending with the last epoch's weights: (--json summary, output folder); the
+    run several tests compare with or read."""
+    out = tmp_path_factory.mktemp("last") / "run"
+    return _train_once(cora, *RUN, "-o", out), out
+
+
+@pytest.fixture(scope="module")
+def best_run(cora, tmp_path_factory):
+    """`RUN` with --keep-best: (--json summary, output folder)."""
+    out = tmp_path_factory.mktemp("best") / "run"
+    return _train_once(cora, *RUN, "--keep-best", "-o", out), out
+
+
 def _rec(epoch, val_loss):
     return EpochRecord(epoch, 1.0, 0.5, val_loss, 0.5, 0.5, 0.1, 0.0, 0.0, 0.0)
 
@@ -43,9 +68,8 @@ def test_the_best_record_is_the_earliest_lowest_finite_val_loss():
     assert best_record([_rec(1, None)]) is None and best_record([]) is None
 
 
-def test_keep_best_outputs_are_the_best_epochs(cora, tmp_path, capsys):
-    last = _train(capsys, cora, *RUN)
-    best = _train(capsys, cora, *RUN, "--keep-best", "-o", tmp_path / "run")
+def test_keep_best_outputs_are_the_best_epochs(cora, last_run, best_run):
+    (last, _), (best, best_dir) = last_run, best_run
     # the same training: the same best epoch, reported by both
     assert last["best_epoch"] == best["best_epoch"] < last["epochs"] == 160
     assert last["weights_epoch"] == 160 and best["weights_epoch"] == best["best_epoch"]
@@ -54,7 +78,7 @@ def test_keep_best_outputs_are_the_best_epochs(cora, tmp_path, capsys):
     assert best["val_loss"] == best["best_val_loss"] and best["val_acc"] == best["best_val_acc"]
     assert best["test_acc"] == best["test_acc_at_best"]
     # and predictions.h5 holds their predictions: its test accuracy is test_acc_at_best
-    with h5py.File(tmp_path / "run" / "predictions.h5") as f:
+    with h5py.File(best_dir / "predictions.h5") as f:
         ids, pred = f["node_ids"][:], f["predicted"][:]
     with h5py.File(cora) as g:
         labels, test = g["labels"][:], g["test_mask"][:].astype(bool)
@@ -63,8 +87,8 @@ def test_keep_best_outputs_are_the_best_epochs(cora, tmp_path, capsys):
     assert acc == pytest.approx(best["test_acc_at_best"], abs=1e-12)
 
 
-def test_a_resumed_keep_best_run_ends_as_the_uninterrupted_one(cora, tmp_path, capsys):
-    whole = _train(capsys, cora, *RUN, "--keep-best", "-o", tmp_path / "whole")
+def test_a_resumed_keep_best_run_ends_as_the_uninterrupted_one(cora, best_run, tmp_path, capsys):
+    whole, whole_dir = best_run
     half = [a if a != "160" else "90" for a in RUN]
     ck = tmp_path / "ck"
     _train(capsys, cora, *half, "--keep-best", "--checkpoint", ck, "--checkpoint-every", "30")
@@ -74,7 +98,7 @@ def test_a_resumed_keep_best_run_ends_as_the_uninterrupted_one(cora, tmp_path, c
     keys = ("best_epoch", "best_val_loss", "test_acc_at_best", "weights_epoch", "test_acc")
     assert {k: resumed[k] for k in keys} == {k: whole[k] for k in keys}
     with (
-        h5py.File(tmp_path / "whole" / "weights.h5") as a,
+        h5py.File(whole_dir / "weights.h5") as a,
         h5py.File(tmp_path / "res" / "weights.h5") as b,
     ):
         names = []
@@ -97,15 +121,15 @@ def test_keep_best_at_np_3_equals_serial(cora, capsys):
     assert d["test_acc"] == pytest.approx(serial["test_acc_at_best"], abs=1e-9)
 
 
-def test_metrics_mark_the_best_epoch_and_the_plot_draws_it(cora, tmp_path, capsys):
-    d = _train(capsys, cora, *RUN, "-o", tmp_path / "run")
-    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+def test_metrics_mark_the_best_epoch_and_the_plot_draws_it(last_run):
+    d, run_dir = last_run
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     best = [json.loads(ln)["epoch"] for ln in lines if json.loads(ln).get("best")]
     assert best == [d["best_epoch"]]
     pytest.importorskip("matplotlib")
     from gcntrain.cli.plot_runs import load_run, run_figure
 
-    fig = run_figure([load_run(tmp_path / "run")])
+    fig = run_figure([load_run(run_dir)])
     (acc,) = [ax for ax in fig.axes if ax.get_label() == "accuracy"]
     marks = [ln for ln in acc.lines if ln.get_linestyle() == "-." and len(set(ln.get_xdata())) == 1]
     assert [ln.get_xdata()[0] for ln in marks] == [d["best_epoch"]]
