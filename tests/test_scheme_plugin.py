@@ -3,6 +3,11 @@
 tests/mpi/worker_fast.py, over each scheme's `test_configurations`) train it at np 1-4 and
 compare it with serial training and with its plan, with no other file touched.
 
+The registry case runs once per rank count for the session: this module's tests add both
+schemes to it (``@worker_case("registry", schemes=...)``: the case loads them as the
+registry loads ``GCNTRAIN_SCHEMES``, for its own runs only) and tests/test_mpi_schemes.py
+reads the registered schemes' rows of the same verdict.
+
 `Checked` is CAGNET 1D with one Allreduce more: after each weight gradient's sum, the ranks
 compare a checksum of the summed gradient (its largest value over the ranks must be their
 own: the replicas agree).  `Mispriced` does the same but its pricing forgets that Allreduce,
@@ -12,7 +17,9 @@ so the generated cases must report its plan differing from what it measured.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -21,13 +28,15 @@ import pytest
 from gcntrain.comm.exchange import Allreduce, Groups
 from gcntrain.model.phase import phase_key
 from gcntrain.schemes.one_d import OneD, OneDOps
-from tests.mpi.batch import WORKER_FAST
-from tests.mpi.launch import REPO, run_mpi
+from tests.mpi.batch import worker_case
+from tests.mpi.launch import REPO
 
 pytestmark = pytest.mark.mpi
 
 #: this module, as the workers import it (the repository on their path)
 MODULE = "tests.test_scheme_plugin"
+#: the throwaway schemes, as ``GCNTRAIN_SCHEMES`` names them
+PLUGINS = f"{MODULE}:Checked,{MODULE}:Mispriced"
 #: the one element the replicas' check reduces, in float64
 CHECK_BYTES = 8
 
@@ -62,22 +71,40 @@ class Mispriced(Checked):
         return self._array_sum(ctx, call)
 
 
-def registry_verdict(nprocs: int) -> dict:
-    """The generated registry case at `nprocs` ranks with both throwaway schemes added."""
-    env = {
-        "GCNTRAIN_SCHEMES": f"{MODULE}:Checked,{MODULE}:Mispriced",
-        "PYTHONPATH": str(REPO),
-    }
-    res = run_mpi(nprocs, [sys.executable, str(WORKER_FAST), "registry"], 300, env=env)
-    lines = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith("{")]
-    assert res.returncode == 0 and len(lines) == 1, res.stderr[-3000:]
-    return lines[0]
+def test_the_environment_adds_the_schemes_to_the_registry_and_the_cli():
+    """``GCNTRAIN_SCHEMES`` read where the registry is built (a fresh process): both
+    schemes registered after the package's own, and ``--scheme`` offers them."""
+    # (not at module level: the registry imports this module while it is being built)
+    from gcntrain.schemes.registry import SCHEMES
+
+    env = {**os.environ, "GCNTRAIN_SCHEMES": PLUGINS, "PYTHONPATH": str(REPO)}
+    code = "from gcntrain.schemes.registry import SCHEMES; print(*SCHEMES)"
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    names = res.stdout.split()
+    assert names == [*SCHEMES, "checked-1d", "mispriced-1d"], names
+    res = subprocess.run(
+        [sys.executable, "-m", "gcntrain.cli.main", "train", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0 and "checked-1d" in res.stdout and "mispriced-1d" in res.stdout
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
-def test_a_scheme_added_through_the_registry_is_trained_by_the_generated_cases(nprocs):
-    verdict = registry_verdict(nprocs)
+@worker_case("registry", schemes=PLUGINS)
+def test_a_scheme_added_through_the_registry_is_trained_by_the_generated_cases(
+    worker_batches, nprocs
+):
+    """The generated registry case at `nprocs` ranks with both throwaway schemes added."""
+    verdict = worker_batches.verdict(nprocs, "registry")
+    assert verdict["ranks"] == nprocs
     rows = verdict["details"]
+    assert all("scheme" in d for d in rows), rows  # the job did not abort
     checked = [d for d in rows if d["scheme"] == "checked-1d"]
     assert checked and all(d["exact"] for d in checked)
     assert all(d["rel_err"] <= 1e-5 and not d["plan_diffs"] for d in checked), checked

@@ -4,7 +4,10 @@ Worker cases.  A test names its case with `@worker_case("equiv")` and takes the 
 `worker_batches` (tests/conftest.py); `worker_batches.verdict(nprocs, "equiv")` runs, on first
 use of a rank count, every case that the session's selected tests ask for at that rank count
 in one `tests/mpi/worker_fast.py` job, and returns the case's verdict line.  A case without a
-verdict line (the job aborted, or hit its time limit) fails with the job's stderr.
+verdict line (the job aborted, or hit its time limit) fails with the job's stderr.  A test may
+add schemes to the `registry` case (``@worker_case("registry", schemes="module:Class,...")``,
+as ``GCNTRAIN_SCHEMES`` names them; tests/test_scheme_plugin.py): the case then trains them
+with the registered ones, in the same launch (`REGISTRY_EXTRA_ENV`).
 
 Commands.  A module registers `gcntrain` command lines with `CliBatches.add`; the first
 `result` of a rank count runs every command registered at that rank count in one
@@ -25,13 +28,18 @@ from tests.mpi.launch import REPO, run_mpi
 
 WORKER_FAST = REPO / "tests" / "mpi" / "worker_fast.py"
 WORKER_CLI = REPO / "tests" / "mpi" / "worker_cli.py"
+#: the schemes ("module:Class,...") worker_fast's `registry` case adds to the registry while
+#: it runs (only then: the launch's other cases see the registered schemes alone)
+REGISTRY_EXTRA_ENV = "GCNTRAIN_TEST_REGISTRY_EXTRA"
 
 
-def worker_case(name: str) -> Callable:
-    """Mark a test function as checking the worker case `name` (read by `WorkerBatches`)."""
+def worker_case(name: str, schemes: str | None = None) -> Callable:
+    """Mark a test function as checking the worker case `name` (read by `WorkerBatches`);
+    `schemes`: ``module:Class,...`` the `registry` case adds to the registry."""
 
     def mark(fn):
         fn.worker_case = name
+        fn.worker_schemes = schemes
         return fn
 
     return mark
@@ -50,8 +58,10 @@ class WorkerBatches:
     def __init__(self, items, timeout: float = 1500):
         self.timeout = timeout
         self.wanted: dict[int, list[str]] = {}
+        self.schemes: dict[int, list[str]] = {}
         for item in items:
-            case = getattr(getattr(item, "function", None), "worker_case", None)
+            fn = getattr(item, "function", None)
+            case = getattr(fn, "worker_case", None)
             params = getattr(getattr(item, "callspec", None), "params", {})
             if case is None:
                 continue
@@ -59,6 +69,10 @@ class WorkerBatches:
             cases = self.wanted.setdefault(int(nprocs), [])
             if case not in cases:
                 cases.append(case)
+            extra = self.schemes.setdefault(int(nprocs), [])
+            for e in (getattr(fn, "worker_schemes", None) or "").split(","):
+                if e.strip() and e.strip() not in extra:
+                    extra.append(e.strip())
         self.results: dict[tuple[int, str], dict] = {}
 
     def verdict(self, nprocs: int, case: str) -> dict:
@@ -70,8 +84,11 @@ class WorkerBatches:
 
     def _launch(self, nprocs: int, cases: list[str]) -> None:
         argv = [sys.executable, str(WORKER_FAST), *cases]
+        env = {}
+        if self.schemes.get(nprocs):  # importable by the ranks: the repository on their path
+            env = {REGISTRY_EXTRA_ENV: ",".join(self.schemes[nprocs]), "PYTHONPATH": str(REPO)}
         try:
-            res = run_mpi(nprocs, argv, timeout=self.timeout)
+            res = run_mpi(nprocs, argv, timeout=self.timeout, env=env)
             out, err, rc = res.stdout, res.stderr, res.returncode
         except AssertionError as e:  # killed at the time limit
             out, err, rc = "", str(e), -1

@@ -26,9 +26,11 @@ Driven by `tests/mpi/batch.py` (tests/test_mpi_schemes.py, tests/test_checkpoint
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -251,18 +253,50 @@ def case_accuracy20(world):
     return ok, details
 
 
-def case_registry(world):
-    """Every registered scheme (`SCHEMES`, with those ``GCNTRAIN_SCHEMES`` adds) on each of
-    its own `Scheme.test_configurations` at this rank count: R-MAT n = 509 with GCN in
-    float64 for 6 epochs; an exact configuration equals serial within 1e-5, and every
-    configuration's measured traffic equals its plan on every rank and phase."""
-    from gcntrain.schemes.registry import SCHEMES
+@contextlib.contextmanager
+def _registry_extra():
+    """The registry with the schemes the launch names in ``GCNTRAIN_TEST_REGISTRY_EXTRA``
+    (`tests.mpi.batch.REGISTRY_EXTRA_ENV`: tests/test_scheme_plugin.py's throwaway ones)
+    while inside: loaded as ``GCNTRAIN_SCHEMES`` loads a site's schemes when the registry is
+    built (`registry.entries` reading it, `registry._load` checking each one's pricing),
+    removed again after, so that the launch's other cases see the registered schemes only."""
+    from gcntrain.schemes import registry
 
+    spec = os.environ.get("GCNTRAIN_TEST_REGISTRY_EXTRA", "")
+    before = os.environ.get(registry.EXTRA_ENV)
+    os.environ[registry.EXTRA_ENV] = spec
+    try:
+        extra = [e for e in registry.entries() if e not in registry.ENTRIES]
+    finally:
+        if before is None:
+            os.environ.pop(registry.EXTRA_ENV)
+        else:
+            os.environ[registry.EXTRA_ENV] = before
+    added = {s.name: s for s in map(registry._load, extra) if s.name not in registry.SCHEMES}
+    registry.SCHEMES.update(added)
+    try:
+        yield registry.SCHEMES
+    finally:
+        for name in added:
+            registry.SCHEMES.pop(name, None)
+
+
+def case_registry(world):
+    """Every registered scheme (`SCHEMES`, with those ``GCNTRAIN_SCHEMES`` adds, and those
+    the launch adds for this case: `_registry_extra`) on each of its own
+    `Scheme.test_configurations` at this rank count: R-MAT n = 509 with GCN in float64 for
+    6 epochs; an exact configuration equals serial within 1e-5, and every configuration's
+    measured traffic equals its plan on every rank and phase."""
+    with _registry_extra() as schemes:
+        return _registry_runs(world, schemes)
+
+
+def _registry_runs(world, schemes):
     g = W.rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
     cfg = TrainConfig(epochs=6, seed=3, dtype="float64", early_stopping=0)
     ser = W.serial_fit(g, cfg)
     ok, details = True, []
-    for name, sch in SCHEMES.items():
+    for name, sch in list(schemes.items()):
         for opts, part in sch.test_configurations(world.size):
             exact = sch.is_exact(sch.configure(world.size, dict(opts)))
             run = W.run_scheme(world, g, name, dict(opts), part, cfg)
