@@ -39,7 +39,9 @@ a fresh process per run (`BREAKDOWN_CHILD`: ``gcntrain.api.train`` with the time
 in), with the minor page faults per epoch.  `--baseline DIR` runs the same breakdown from
 the gcntrain package of another checkout in the same rounds (alternating, the order rotated
 from round to round), and ``--variant LABEL:OPT=VALUE,...`` adds runs of this tree with
-other training options (e.g. ``cache:eval_cache=true``).  Each round prints the load and a
+other training options (e.g. ``cache:eval_cache=true``); `--lockstep` runs a round's
+variants at once with their epochs taken in turn (`lockstep_round`: each pair of epochs
+within a second of each other, for a machine others load).  Each round prints the load and a
 triad beside its runs; the summary gives each piece's median over rounds, each run's arrays
 held between epochs and traced peak (`MEMORY_SNIPPET`, once per run), and each variant's
 epoch over the baseline's, round by round (a ratio of runs made side by side) and their
@@ -55,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -273,11 +276,18 @@ from gcntrain.api import train
 
 epochs, mark = [], [resource.getrusage(resource.RUSAGE_SELF).ru_minflt]
 
+import os
+turn = os.environ.get("BENCH_LOCKSTEP")  # "r,w": wait for the parent's go between epochs
+turn = tuple(int(x) for x in turn.split(",")) if turn else None
+
 def on_epoch(rec):
     flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     epochs.append({"seconds": rec["seconds"], "faults": flt - mark[0], "pieces": dict(acc)})
     mark[0] = flt
     acc.clear()
+    if turn:  # outside the epoch's clock: fit reads it after the callback
+        os.write(turn[1], b"d")
+        os.read(turn[0], 1)
 
 opts = json.loads(sys.argv[4])
 train(sys.argv[1], threads=int(sys.argv[2]), epochs=int(sys.argv[3]), early_stopping=0,
@@ -312,7 +322,12 @@ def breakdown_run(
         print(f"    (run failed, attempt {attempt}: {res.stderr.strip().splitlines()[-1:]})")
     else:
         return None
-    eps = json.loads(res.stdout.strip().splitlines()[-1])[BREAKDOWN_SKIP:]
+    return _summary(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def _summary(eps: list[dict]) -> dict:
+    """A run's medians, best epoch and per-epoch seconds (after `BREAKDOWN_SKIP`)."""
+    eps = eps[BREAKDOWN_SKIP:]
     names = sorted({k for e in eps for k in e["pieces"]})
     got = {k: med([e["pieces"].get(k, 0.0) for e in eps]) for k in names}
     got["rest"] = med([e["seconds"] - sum(e["pieces"].values()) for e in eps])
@@ -321,7 +336,58 @@ def breakdown_run(
         "best": min(e["seconds"] for e in eps),
         "faults": med([e["faults"] for e in eps]),
         "pieces": got,
+        "epochs": [e["seconds"] for e in eps],
     }
+
+
+def lockstep_round(runs: dict, keys: list, h5: str, threads: int, epochs: int) -> dict:
+    """One run of every variant at once, their epochs taken in turn: each child waits in
+    its epoch callback (outside the epoch's clock) until the parent lets it run its next
+    epoch, so the variants' epochs alternate within a second of each other and a change of
+    the machine's load falls on all of them alike.  The first epoch runs concurrently (left
+    out with the second, `BREAKDOWN_SKIP`); 50 ms pass before each turn (Numba's OpenMP
+    threads of the child before stop spinning).  {label: summary}, a variant that failed
+    left out."""
+    procs = {}
+    for k in keys:
+        code, opts = runs[k]
+        r_child, w_parent = os.pipe()
+        r_parent, w_child = os.pipe()
+        env = {**os.environ, "PYTHONPATH": code, "BENCH_LOCKSTEP": f"{r_child},{w_child}"}
+        cmd = [sys.executable, "-c", BREAKDOWN_CHILD, h5, str(threads), str(epochs)]
+        proc = subprocess.Popen(
+            [*cmd, json.dumps(opts)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            pass_fds=(r_child, w_child),
+        )
+        os.close(r_child)
+        os.close(w_child)
+        procs[k] = (proc, w_parent, r_parent)
+    alive = [k for k in keys if os.read(procs[k][2], 1) == b"d"]  # the concurrent epoch
+    for e in range(1, epochs):
+        for k in alive[e % len(alive) :] + alive[: e % len(alive)] if alive else []:
+            time.sleep(0.05)
+            os.write(procs[k][1], b"g")
+            if os.read(procs[k][2], 1) != b"d":
+                alive.remove(k)
+    got = {}
+    for k, (proc, w, r) in procs.items():
+        try:
+            os.write(w, b"g")
+        except OSError:
+            pass
+        out, err = proc.communicate()
+        os.close(w)
+        os.close(r)
+        if proc.returncode != 0 or k not in alive:
+            print(f"    ({k} failed: {err.strip().splitlines()[-1:]})")
+            continue
+        got[k] = _summary(json.loads(out.strip().splitlines()[-1]))
+    return got
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -362,9 +428,14 @@ def bench_breakdown(h5: str, a) -> None:
     keys = list(runs)
     for r in range(a.rounds):
         print(f"  round {r + 1}: {machine_state()}", flush=True)
+        if a.lockstep:
+            step = lockstep_round(runs, keys, h5, a.threads, a.breakdown_epochs)
         for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            code, opts = runs[k]
-            g = breakdown_run(code, h5, a.threads, opts, a.breakdown_epochs)
+            if a.lockstep:
+                g = step.get(k)
+            else:
+                code, opts = runs[k]
+                g = breakdown_run(code, h5, a.threads, opts, a.breakdown_epochs)
             if g is None:
                 continue
             got[k].append({**g, "round": r})
@@ -405,6 +476,19 @@ def bench_breakdown(h5: str, a) -> None:
             f"  {k}: arrays held between epochs {d['held'] / 2**20:.1f} MiB, "
             f"peak during an epoch {d['peak'] / 2**20:.1f} MiB"
         )
+    if a.baseline and a.lockstep:  # epoch by epoch: each pair ran within a second
+        base = {g["round"]: g["epochs"] for g in got["baseline"]}
+        for k in keys[1:]:
+            rs = [
+                med([x / y for x, y in zip(g["epochs"], base[g["round"]])])
+                for g in got[k]
+                if g["round"] in base
+            ]
+            print(
+                f"  {k} / baseline, the median of each round's epoch pairs: "
+                + ", ".join(f"{x:.3f}" for x in rs)
+                + f" (median {med(rs):.3f}, spread {min(rs):.3f}-{max(rs):.3f})"
+            )
     if a.baseline:
         for field in ("epoch", "best"):
             base = {g["round"]: g[field] for g in got["baseline"]}
@@ -479,6 +563,12 @@ def main() -> int:
         action="append",
         default=[],
         help="with --breakdown: LABEL:OPTION=VALUE,... runs this tree with other options",
+    )
+    ap.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="with --breakdown: run the variants of a round at once, their epochs in turn "
+        "(`lockstep_round`)",
     )
     ap.add_argument(
         "--breakdown-log",
