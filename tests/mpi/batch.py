@@ -76,7 +76,12 @@ class WorkerBatches:
         self.results: dict[tuple[int, str], dict] = {}
 
     def verdict(self, nprocs: int, case: str) -> dict:
-        """The verdict line of `case` at `nprocs` ranks (runs the rank count's batch)."""
+        """The verdict line of `case` at `nprocs` ranks (runs the rank count's batch; the
+        one-rank batch first, whichever rank count is asked for first: on a fresh install
+        its one process compiles the Numba kernels the cases share, which the ranks of a
+        larger batch would each compile at once, then load from the cache)."""
+        if nprocs != 1 and self.wanted.get(1) and not any(n == 1 for n, _ in self.results):
+            self._launch(1, list(self.wanted[1]))
         if (nprocs, case) not in self.results:
             cases = [c for c in self.wanted.get(nprocs, []) if (nprocs, c) not in self.results]
             self._launch(nprocs, cases if case in cases else [*cases, case])
