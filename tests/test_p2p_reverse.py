@@ -6,13 +6,13 @@ same for S^T) and the backward product's choice per pair of ranks (the reverse e
 the forward rows between the two ranks, both directions, are fewer than the fetch rows).  The
 MPI worker (tests/mpi/worker_p2p_reverse.py) reports what each rank measured, whether its
 weights after 5 epochs equal serial training (float64, 1e-5) and whether every phase equals
-the plan.
+the plan.  Its cases (`p2preverse`, `gemat11`) run in the one `tests/mpi/worker_fast.py`
+launch of their rank count (tests/mpi/batch.py).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -24,7 +24,7 @@ from gcntrain.data.partition_file import write_partition
 from gcntrain.data.store import write_graph
 from gcntrain.partition.result import PartitionResult
 from tests.mpi import worker_p2p_reverse as W
-from tests.mpi.launch import run_mpi
+from tests.mpi.batch import worker_case
 
 NPROCS = [1, 2, 3, 4]
 
@@ -59,11 +59,12 @@ def per_rank(M: np.ndarray) -> np.ndarray:
     return np.stack([M.sum(axis=1), M.sum(axis=0)], axis=1)
 
 
-def launch(nprocs: int, case: str) -> dict:
-    res = run_mpi(nprocs, [sys.executable, W.__file__, case], timeout=900)
-    verdict = res.json()
-    bad = [d for d in verdict["details"] if d["plan_diffs"] or d["rel_err"] > W.TOL]
-    assert verdict["ok"] and res.returncode == 0, bad or res.stderr[-2000:]
+def launch(batches, nprocs: int, case: str) -> dict:
+    """The verdict of worker case `case` at `nprocs` ranks (from the rank count's batch),
+    asserting that every rank passed it."""
+    verdict = batches.verdict(nprocs, case)
+    bad = [d for d in verdict["details"] if d.get("plan_diffs") or d.get("rel_err", 0) > W.TOL]
+    assert verdict["ok"], bad or verdict["details"]
     assert verdict["ranks"] == nprocs
     return verdict
 
@@ -78,14 +79,16 @@ def measured(details: list, graph: str, model: str, P: int) -> tuple[np.ndarray,
 
 
 @pytest.mark.mpi
-def test_gemat11_backward_moves_the_forward_rows():
+@pytest.mark.parametrize("nprocs", [3])
+@worker_case("gemat11")
+def test_gemat11_backward_moves_the_forward_rows(worker_batches, nprocs):
     """gemat11 with the authors' partition at np = 3: 1,846 rows per SpMM both ways (fetching
     S^T's rows would move 4,221), each rank sending back what it received, bytes as planned,
     weights equal to serial."""
     g, part = W.gemat11(), W.gemat11_partition()
     e = expected(g, part, 3)
     assert e["fwd"].sum() == 1846 and e["fetch"].sum() == 4221 and e["mode"] == "reverse"
-    verdict = launch(3, "gemat11")
+    verdict = launch(worker_batches, 3, "gemat11")
     fwd, bwd = measured(verdict["details"], "gemat11", "gcn", 3)
     assert fwd.tolist() == per_rank(e["fwd"]).tolist()
     assert bwd.tolist() == fwd[:, ::-1].tolist()  # the forward pattern reversed
@@ -101,12 +104,13 @@ def test_gemat11_backward_moves_the_forward_rows():
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", NPROCS)
-def test_directed_graphs_equal_serial_and_plan(nprocs):
+@worker_case("p2preverse")
+def test_directed_graphs_equal_serial_and_plan(worker_batches, nprocs):
     """Directed R-MAT and hub graphs, GCN and GraphSAGE: weights after 5 epochs equal serial,
     every phase equals the plan, each rank's backward rows follow the per-pair choice; on an
     undirected graph the backward product keeps the S^T fetch (the bytes of before).  A
     product repeated gives the same sums through the same message buffers."""
-    verdict = launch(nprocs, "directed")
+    verdict = launch(worker_batches, nprocs, "p2preverse")
     cases = W.directed_cases(nprocs) + W.symmetric_cases(nprocs)
     modes = {}
     for label, g, part in cases:

@@ -21,7 +21,9 @@ scripts/check_mpi_acceptance.py): the cases defined here (`equivfast`, `equiv3df
 `case_equivvertexcut` trains Cora with one model per rank count (`vertexcut_runs`; R-MAT
 keeps both).
 
-Driven by `tests/mpi/batch.py` (tests/test_mpi_schemes.py, tests/test_checkpoint.py).
+Driven by `tests/mpi/batch.py` (tests/test_mpi_schemes.py, tests/test_checkpoint.py, and the
+modules whose workers' cases join the launch: tests/test_batchnorm_schemes.py,
+tests/test_p2p_reverse.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import worker as W  # noqa: E402  (tests/mpi/worker.py, beside this file)
 from cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS  # noqa: E402
 from worker_batchnorm import case_batchnorm  # noqa: E402
+from worker_p2p_reverse import case_directed as case_p2preverse  # noqa: E402
+from worker_p2p_reverse import case_gemat11  # noqa: E402
 
 from gcntrain.comm.communicator import Comm  # noqa: E402
 from gcntrain.model.trainer import TrainConfig  # noqa: E402
@@ -436,6 +440,8 @@ CASES = {
     "accuracy20": case_accuracy20,
     "registry": case_registry,
     "batchnorm": case_batchnorm,
+    "p2preverse": case_p2preverse,
+    "gemat11": case_gemat11,
 }
 
 
