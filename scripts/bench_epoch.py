@@ -411,7 +411,7 @@ def _number(v: str):
 
 
 def bench_breakdown(h5: str, a) -> None:
-    here = str(HERE.parent)
+    here = a.tree or str(HERE.parent)
     runs = {"this tree": (here, {})}
     if a.baseline:
         runs = {"baseline": (a.baseline, {}), **runs}
@@ -565,6 +565,12 @@ def main() -> int:
         help="with --breakdown: LABEL:OPTION=VALUE,... runs this tree with other options",
     )
     ap.add_argument(
+        "--tree",
+        default=None,
+        help="with --breakdown: the checkout whose gcntrain 'this tree' and the variants run "
+        "(default: this script's)",
+    )
+    ap.add_argument(
         "--lockstep",
         action="store_true",
         help="with --breakdown: run the variants of a round at once, their epochs in turn "
@@ -582,10 +588,11 @@ def main() -> int:
         help=f"with --breakdown: epochs per run (the first {BREAKDOWN_SKIP} not counted)",
     )
     a = ap.parse_args()
-    if a.baseline:
-        a.baseline = os.path.abspath(a.baseline)
-        if not os.path.isfile(os.path.join(a.baseline, "gcntrain", "__init__.py")):
-            ap.error(f"--baseline {a.baseline}: no gcntrain package there")
+    for opt in ("baseline", "tree"):
+        if getattr(a, opt):
+            setattr(a, opt, os.path.abspath(getattr(a, opt)))
+            if not os.path.isfile(os.path.join(getattr(a, opt), "gcntrain", "__init__.py")):
+                ap.error(f"--{opt} {getattr(a, opt)}: no gcntrain package there")
     if a.mpi_baseline:
         if not a.mpi:
             ap.error("--mpi-baseline compares MPI runs: give --mpi too")
