@@ -118,6 +118,7 @@ def test_the_evaluations_make_no_graph_product_at_the_first_layer(graph):
     [
         ({"label_prop": 0.3}, "label propagation"),
         ({"norm": "layer"}, "LayerNorm"),
+        ({"norm": "batch"}, "BatchNorm"),
     ],
 )
 def test_off_where_the_model_changes_the_first_layers_input(graph, kw, why):

@@ -36,8 +36,8 @@ Where it holds
     scheme caches only where its aggregation of the input, its traffic and its plan have
     been made to agree.  ``eval_cache`` on such Ops is refused (`InputError`) before the
     first epoch.  The model allows it only where the first layer's input is fixed: label
-    propagation adds a learned embedding to it, LayerNorm rescales it with learned
-    parameters; there the cache is off.
+    propagation adds a learned embedding to it, LayerNorm and BatchNorm rescale it with
+    learned parameters; there the cache is off.
 """
 
 from __future__ import annotations
@@ -76,8 +76,9 @@ def model_reason(net, config) -> str:
     first = net.layers[0]
     if config.label_prop > 0:
         return "label propagation changes the first layer's input every epoch"
-    if first.norm:
-        return "LayerNorm of the first layer's input changes with its parameters"
+    if first.norm:  # "layer" / "batch" (True: LayerNorm, as before BatchNorm came)
+        kind = "BatchNorm" if first.norm == "batch" else "LayerNorm"
+        return f"{kind} of the first layer's input changes with its parameters"
     return ""
 
 
