@@ -32,6 +32,7 @@ CONFIGS = {
     "label-prop-norm": TrainConfig(
         epochs=3, early_stopping=0, label_prop=0.4, norm="layer", hidden=[16, 8]
     ),
+    "batch-norm": TrainConfig(epochs=3, early_stopping=0, norm="batch", hidden=[16, 8]),
 }
 
 
