@@ -4,9 +4,11 @@ equal the CPU run's bit for bit, measured bytes equal the plan (and the CPU run'
 and between epochs nothing moves between host and device but the staged messages (copies made inside
 `gcntrain.device.staging.StagedComm`) and the scalars the loop reports.
 
-The cases are generated from the registry (`device_cases`).  Run as a script under
-``mpiexec -n P`` with a JSON list of cases ``[[scheme, options, partition], ...]`` it is
-the worker of the MPI test below (and a porting engineer's check of one case).
+The cases are generated from the registry (`device_cases`).  The MPI test's case, `device`
+(`device_case`), runs in the one `tests/mpi/worker_fast.py` launch of its rank count
+(tests/mpi/batch.py).  Run as a script under ``mpiexec -n P`` with a JSON list of cases
+``[[scheme, options, partition], ...]`` this module checks those (a porting engineer's check
+of one case).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.mpi.batch import worker_case
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,26 +150,47 @@ def check_case(world, W, g, cfg, scheme: str, opts: dict, part) -> tuple[list[st
     return [f"{scheme} {opts}: {p}" for p in problems], staged
 
 
+def check_cases(world, W, cases: list) -> tuple[list[str], list[int]]:
+    """(problems, staged copies per case) of `cases` on this rank; `W`: tests/mpi/worker.py.
+    `StagedComm`'s methods are as before afterwards (`tag_staging` wraps them)."""
+    from gcntrain.device import staging
+    from gcntrain.model.trainer import TrainConfig
+
+    plain = {name: getattr(staging.StagedComm, name) for name in STAGED_CALLS}
+    g = W.rmat_odd(8, keep=251, edge_factor=6, seed=5, num_features=20, num_classes=4)
+    cfg = TrainConfig(epochs=4, seed=3, hidden=[16], early_stopping=0)
+    longer = replace(cfg, epochs=6)  # the vertex cut's cd-R needs more than R epochs (cd-5)
+    problems: list[str] = []
+    staged = []
+    try:
+        for scheme, opts, part in cases:
+            delayed = str(opts.get("delay", "0")) not in ("0", "none")
+            got, n = check_case(world, W, g, longer if delayed else cfg, scheme, opts, part)
+            problems += got
+            staged.append(n)
+    finally:
+        for name, method in plain.items():
+            setattr(staging.StagedComm, name, method)
+    return problems, staged
+
+
+def device_case(world, W) -> tuple[bool, list]:
+    """The `device` case of tests/mpi/worker_fast.py: every case of `device_cases` at this
+    rank count; (ok on this rank, details: its problems and staged copies per case)."""
+    problems, staged = check_cases(world, W, device_cases(world.size))
+    return not problems, [{"rank": world.rank, "problems": problems[:6], "staged": staged}]
+
+
 def worker(cases: list) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "mpi"))
     import worker as W  # tests/mpi/worker.py
 
     from gcntrain.comm.communicator import Comm
     from gcntrain.comm.mpi import load_mpi
-    from gcntrain.model.trainer import TrainConfig
 
     MPI = load_mpi()
     world = Comm(MPI.COMM_WORLD)
-    g = W.rmat_odd(8, keep=251, edge_factor=6, seed=5, num_features=20, num_classes=4)
-    cfg = TrainConfig(epochs=4, seed=3, hidden=[16], early_stopping=0)
-    longer = replace(cfg, epochs=6)  # the vertex cut's cd-R needs more than R epochs (cd-5)
-    problems: list[str] = []
-    staged = []
-    for scheme, opts, part in cases:
-        delayed = str(opts.get("delay", "0")) not in ("0", "none")
-        got, n = check_case(world, W, g, longer if delayed else cfg, scheme, opts, part)
-        problems += got
-        staged.append(n)
+    problems, staged = check_cases(world, W, cases)
     bad = world.allreduce(np.array([len(problems)], np.int64), "test", op="max")
     least = world.allreduce(np.array(staged, np.int64), "test", op="max")
     if world.rank == 0:
@@ -227,20 +252,19 @@ def test_through_the_cli_the_ported_schemes_run_and_the_rest_is_refused(
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", RANKS)
-def test_schemes_on_the_emulated_device_equal_the_cpu_run_and_their_plan(ranks):
-    from tests.mpi.launch import run_mpi
-
-    cases = device_cases(ranks)
+@pytest.mark.parametrize("nprocs", RANKS)
+@worker_case("device")
+def test_schemes_on_the_emulated_device_equal_the_cpu_run_and_their_plan(worker_batches, nprocs):
+    cases = device_cases(nprocs)
     assert {c[0] for c in cases} >= {"1d", "1.5d", "vertexcut"}, cases
-    argv = [sys.executable, str(Path(__file__).resolve()), json.dumps(cases)]
-    res = run_mpi(ranks, argv, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    line = [ln for ln in res.stdout.splitlines() if ln.startswith("{")][-1]
-    got = json.loads(line)
-    assert got["ok"], got
+    verdict = worker_batches.verdict(nprocs, "device")
+    assert verdict["ranks"] == nprocs
+    assert verdict["ok"], verdict["details"]
+    ranks = verdict["details"]
+    assert sorted(d["rank"] for d in ranks) == list(range(nprocs)), ranks
     # every case's messages went through the staging (on some rank)
-    assert len(got["staged"]) == len(cases) and min(got["staged"]) > 0, got
+    staged = np.max([d["staged"] for d in ranks], axis=0)
+    assert len(staged) == len(cases) and min(staged) > 0, ranks
 
 
 if __name__ == "__main__":  # pragma: no cover

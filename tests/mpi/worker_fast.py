@@ -23,7 +23,7 @@ keeps both).
 
 Driven by `tests/mpi/batch.py` (tests/test_mpi_schemes.py, tests/test_checkpoint.py, and the
 modules whose workers' cases join the launch: tests/test_batchnorm_schemes.py,
-tests/test_p2p_reverse.py).
+tests/test_p2p_reverse.py, tests/test_device_schemes.py).
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the repository too: cases of test modules (`case_device`) and their workers import `tests.`
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
 
 import worker as W  # noqa: E402  (tests/mpi/worker.py, beside this file)
 from cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS  # noqa: E402
@@ -430,6 +433,14 @@ def case_planners(world):
     return ok, details
 
 
+def case_device(world):
+    """tests/test_device_schemes.py's case: every scheme ported to the device on the
+    host-emulated device equals its CPU run bit for bit and its plan (`device_case`)."""
+    from tests.test_device_schemes import device_case
+
+    return device_case(world, W)
+
+
 CASES = {
     **W.CASES,
     "planners": case_planners,
@@ -442,6 +453,7 @@ CASES = {
     "batchnorm": case_batchnorm,
     "p2preverse": case_p2preverse,
     "gemat11": case_gemat11,
+    "device": case_device,
 }
 
 
