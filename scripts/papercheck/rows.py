@@ -16,7 +16,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from papercheck.standins import NO_STANDIN, STANDINS, standin_of
+from papercheck.standins import (
+    GENERATE_MAX_ENTRIES,
+    HG_MAX_ENTRIES,
+    NO_STANDIN,
+    STANDINS,
+    standin_of,
+)
 
 ROWS_CSV = Path(__file__).resolve().parents[2] / "docs" / "validation_rows.csv"
 HALVES = ("informing", "held-out", "calibration")
@@ -190,6 +196,7 @@ REASONS = {
     "input": "the check's input",
     "not modelled": "quantity the model does not price",
     "ordering": "the stand-in cannot have the paper's ordering",
+    "too slow": "hypergraph partition too slow here",
     "skipped": "stand-in above --max-entries (this run only)",
     "failed": "pricing failed",
 }
@@ -242,10 +249,44 @@ def recipe(row: Row) -> Recipe:
     family = _FAMILIES.get((row.paper, row.quantity))
     if family is None:
         raise ValueError(f"{row.id}: no recipe for {row.paper} {row.quantity}")
-    rec = family(row, have)
+    rec = _feasible(family(row, have))
     if left and rec.kind != "none":
         rec.assumed = left + rec.assumed
     return rec
+
+
+def _too_big(graph: str, partition: str | None) -> str | None:
+    """Why `graph` (partitioned by `partition`) cannot be used here, or None."""
+    n = STANDINS[graph].nnz
+    if n > GENERATE_MAX_ENTRIES:
+        return (
+            f"{graph}: {n / 1e6:.0f}M entries, not generated here (its draw and METIS need >12 GB)"
+        )
+    if partition == "hypergraph" and n > HG_MAX_ENTRIES:
+        return f"{graph}: a hypergraph partition of {n / 1e6:.1f}M entries would take hours here"
+    return None
+
+
+def _feasible(rec: Recipe) -> Recipe:
+    """`rec` without the stand-ins this machine cannot use (`_too_big`): a sweep over several
+    graphs keeps the others (and says so), any other recipe is not priced."""
+    if rec.kind == "none":
+        return rec
+    uses = {(r.graph, r.partition) for r in rec.runs}
+    if "graph" in rec.params:
+        uses.add((rec.params["graph"], rec.params["method"]))
+        if rec.params.get("base"):
+            uses.add((rec.params["graph"], rec.params["base"]))
+    why = {g: w for g, p in sorted(uses, key=str) if (w := _too_big(g, p))}
+    if not why:
+        return rec
+    key = "standin" if any("not generated" in w for w in why.values()) else "too slow"
+    keep = tuple(r for r in rec.runs if r.graph not in why)
+    if rec.kind == "shape" and keep:
+        rec.runs = keep
+        rec.assumed = f"left out: {'; '.join(why.values())}; {rec.assumed}"
+        return rec
+    return not_priced(rec.row, key, "; ".join(why.values()))
 
 
 # ---------------------------------------------------------------------------- families
@@ -467,8 +508,8 @@ def _distgnn(row: Row, have: list[str]) -> Recipe:
 
 _PART = {"hp": "hypergraph", "gp": "metis", "rp": "random"}
 _HG_SCHEME = (
-    "p2p (the paper's point-to-point 1D); HP = gcntrain's Mt-KaHyPar (the paper: PaToH), GP = "
-    "METIS, RP = random rows"
+    "p2p (the paper's point-to-point 1D); HP = gcntrain's Mt-KaHyPar, large_k preset without "
+    "V-cycles (the paper: PaToH; standins.HG_OPTIONS), GP = METIS, RP = random rows"
 )
 
 

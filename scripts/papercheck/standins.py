@@ -157,6 +157,19 @@ STANDINS: dict[str, StandIn] = {
     )
 }
 
+#: the hypergraph partitioner's options here (``gcntrain partition -m hypergraph --init none
+#: --vcycles 0 --preset large_k``): the start-up default (a METIS start refined by a Jet
+#: V-cycle) had not finished a 512-way partition of com-amazon's 1.85M entries after 16 CPU
+#: minutes on this machine; Mt-KaHyPar's preset for large k took 7.4 CPU minutes
+HG_OPTIONS = {"init": "none", "vcycles": 0, "preset": "large_k"}
+#: stand-ins above this many entries get no hypergraph partition here (about 4 CPU minutes
+#: per million entries at 512 parts: cit-Patents and coPapersDBLP would take 1-2 hours each)
+HG_MAX_ENTRIES = 10e6
+#: stand-ins above this many entries are not generated here: reddit's 115M entries peaked at
+#: 5.5 GB while drawn, so products-14m's 245M would need about 12 GB and its 256-way METIS
+#: partition several more on a 24 GiB machine shared with other jobs
+GENERATE_MAX_ENTRIES = 200e6
+
 #: graphs the rows name that are not stood in for here: (stored entries, why)
 NO_STANDIN: dict[str, str] = {
     "proteins": "1.31G entries",
@@ -232,7 +245,7 @@ def _defaults(method: str) -> dict:
             "backend": metis_backend_name(),
         }
     if method == "hypergraph":
-        return {"imbalance": DEFAULT_IMBALANCE["hypergraph"], "preset": "deterministic"}
+        return {"imbalance": DEFAULT_IMBALANCE["hypergraph"], **HG_OPTIONS}
     return {}
 
 
@@ -254,7 +267,7 @@ def partition_file(
     gpath = graph_path(key, cache, log)
     indptr, indices, ghash = structure(gpath)
     log(f"partitioning {key} with {method} into {P} parts ...")
-    opts = {"preset": "deterministic"} if method == "hypergraph" else None
+    opts = HG_OPTIONS if method == "hypergraph" else None
     res = run_method(method, indptr, indices, P, seed=seed, graph_hash=ghash, hg_options=opts)
     rep = build_report(indptr, indices, res)
     path.parent.mkdir(parents=True, exist_ok=True)
