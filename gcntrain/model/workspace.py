@@ -4,7 +4,7 @@ Every epoch of full-batch training makes blocks of the same shapes.  Allocating 
 costs more than their arithmetic where they are large: a buffer above glibc's largest mmap
 threshold (32 MiB) comes from a fresh mapping whose pages the kernel zeroes on first touch
 (on the 200k-node benchmark graph the 102 MB dropout of the features: about 470 minor
-faults per epoch before the workspace, 2 after; docs/measurements/epoch-workspace-2026-12-07.md).
+faults per epoch before the workspace, 1 after; docs/measurements/epoch-workspace-2026-12-07.md).
 `fit` gives the Ops a `Workspace` for the run (``ops.workspace``); the Ops' dropout
 (`gcntrain.model.ops.Ops.dropout`) writes into the buffer named after the call's phase
 instead of a new array, so after the first epoch it allocates nothing.
