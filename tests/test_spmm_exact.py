@@ -61,9 +61,10 @@ def test_spmm_family_bit_identical_to_loop(dtype, index_dtype):
         spmm_csr_dense(indptr, indices, data, X, out)
         assert np.array_equal(out, ref), f
         base = rng.standard_normal((n, f)).astype(dtype)
+        ref_add = loop_reference(indptr, indices, data, X, base)
         got = base.copy()
         spmm_csr_dense_add(indptr, indices, data, X, got)
-        assert np.array_equal(got, loop_reference(indptr, indices, data, X, base)), f
+        assert np.array_equal(got, ref_add), f
         for parts in (1, 5):
             splits = balanced_row_splits(indptr, parts)
             for slab in (16, 32, 48, 5):  # forced slabs: any width gives the same bits
@@ -72,7 +73,7 @@ def test_spmm_family_bit_identical_to_loop(dtype, index_dtype):
                 assert np.array_equal(out, ref), (f, parts, slab)
                 got = base.copy()
                 spmm_csr_dense_balanced(indptr, indices, data, X, got, splits, True, slab)
-                assert np.array_equal(got, loop_reference(indptr, indices, data, X, base))
+                assert np.array_equal(got, ref_add), (f, parts, slab)
 
 
 def test_spmm_row_window_and_zero_width():
