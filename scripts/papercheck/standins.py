@@ -162,9 +162,10 @@ STANDINS: dict[str, StandIn] = {
 #: V-cycle) had not finished a 512-way partition of com-amazon's 1.85M entries after 16 CPU
 #: minutes on this machine; Mt-KaHyPar's preset for large k took 7.4 CPU minutes
 HG_OPTIONS = {"init": "none", "vcycles": 0, "preset": "large_k"}
-#: stand-ins above this many entries get no hypergraph partition here (about 4 CPU minutes
-#: per million entries at 512 parts: cit-Patents and coPapersDBLP would take 1-2 hours each)
-HG_MAX_ENTRIES = 10e6
+#: stand-ins above this many entries get no hypergraph partition here (4 or more CPU minutes
+#: per million entries at 512 parts, on a machine where this check gets a third of a core:
+#: roadNet-CA to coPapersDBLP would take one to several hours each)
+HG_MAX_ENTRIES = 4e6
 #: stand-ins above this many entries are not generated here: reddit's 115M entries peaked at
 #: 5.5 GB while drawn, so products-14m's 245M would need about 12 GB and its 256-way METIS
 #: partition several more on a 24 GiB machine shared with other jobs
