@@ -37,6 +37,7 @@ def directed_graph():
 def worker() -> None:
     sys.path.insert(0, str(ROOT / "tests" / "mpi"))
     sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT))  # test_device_schemes imports tests.mpi.batch
     import worker as W  # tests/mpi/worker.py
     from test_device_schemes import check_case
 
