@@ -111,6 +111,19 @@ def softmax_xent_grad(probs, labels, mask, scale, out):  # pragma: no cover - ji
     return out
 
 
+@njit(nogil=True, cache=True)
+def _row_max(logits, i):  # pragma: no cover - jitted
+    """``(max_j z_ij, the first j holding it)`` of row `i` of `logits` (C >= 1), the
+    maximum in the logits' dtype."""
+    mx = logits[i, 0]
+    arg = 0
+    for j in range(1, logits.shape[1]):
+        if logits[i, j] > mx:
+            mx = logits[i, j]
+            arg = j
+    return mx, arg
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def softmax_xent_masked(
     logits, labels, active, grad_rows, divisor, loss_out, hit_out, grad_out
@@ -156,12 +169,7 @@ def softmax_xent_masked(
                         grad_out[i, j] = 0
                 continue
             lab = labels[i]
-            mx = logits[i, 0]
-            arg = 0
-            for j in range(1, c):
-                if logits[i, j] > mx:
-                    mx = logits[i, j]
-                    arg = j
+            mx, arg = _row_max(logits, i)
             m64 = np.float64(mx)
             s = 0.0
             for j in range(c):
@@ -210,12 +218,7 @@ def softmax_xent_eval32(logits, labels, active, loss_out, hit_out):  # pragma: n
             if not active[i]:
                 continue
             lab = labels[i]
-            mx = logits[i, 0]
-            arg = 0
-            for j in range(1, c):
-                if logits[i, j] > mx:
-                    mx = logits[i, j]
-                    arg = j
+            mx, arg = _row_max(logits, i)
             s = 0.0
             for j in range(c):
                 s += np.float64(math.exp(logits[i, j] - mx))
