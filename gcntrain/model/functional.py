@@ -62,6 +62,17 @@ def _fits(out: np.ndarray | None, like: np.ndarray) -> bool:
     )
 
 
+def _dropout_dense(
+    H: np.ndarray, rows: np.ndarray, seed: int, stream: int, p: float, col0: int, out
+) -> np.ndarray:
+    """The dense case of `dropout_forward` and `dropout_backward` (``p > 0``): `H` made
+    C-contiguous, into `out` where it fits, else into a new array."""
+    H = np.ascontiguousarray(H)
+    if not _fits(out, H):
+        out = np.empty_like(H)
+    return dropout_apply_rows(H, rows, seed, stream, p, out, col0)
+
+
 def dropout_forward(
     H: np.ndarray | sp.csr_matrix,
     rows: np.ndarray,
@@ -87,10 +98,7 @@ def dropout_forward(
             out = np.empty_like(H.data)
         dropout_apply_csr_rows(H.indptr, H.indices, H.data, rows, seed, stream, p, out, col0)
         return sp.csr_matrix((out, H.indices, H.indptr), shape=H.shape)
-    H = np.ascontiguousarray(H)
-    if not _fits(out, H):
-        out = np.empty_like(H)
-    return dropout_apply_rows(H, rows, seed, stream, p, out, col0)
+    return _dropout_dense(H, rows, seed, stream, p, col0, out)
 
 
 def dropout_backward(
@@ -107,10 +115,7 @@ def dropout_backward(
     writes it)."""
     if p <= 0.0:
         return dHd
-    dHd = np.ascontiguousarray(dHd)
-    if not _fits(out, dHd):
-        out = np.empty_like(dHd)
-    return dropout_apply_rows(dHd, rows, seed, stream, p, out, col0)
+    return _dropout_dense(dHd, rows, seed, stream, p, col0, out)
 
 
 def glorot_uniform(
