@@ -14,7 +14,6 @@ import pytest
 from gcntrain.data.generate import rmat
 from gcntrain.errors import InputError
 from gcntrain.model import batchnorm as bn
-from gcntrain.model.loss import mean_xent, softmax_xent_sums
 from gcntrain.model.network import build_network
 from gcntrain.model.normalize import support_kind, support_matrix
 from gcntrain.model.ops import SerialOps
@@ -22,7 +21,7 @@ from gcntrain.model.phase import Phase
 from gcntrain.model.trainer import TrainConfig, fit
 from gcntrain.schemes.protocol import check_model_support
 from gcntrain.schemes.registry import SCHEMES
-from tests.test_model_grad import fd_grad, random_graph, rel_err
+from tests.test_model_grad import fd_grad, network_grad_errors, random_graph, rel_err
 
 TOL = 1e-5
 
@@ -155,36 +154,15 @@ def test_network_gradients_with_batchnorm(model, agg, kind, hidden, embed):
     """BatchNorm before every layer (bn_g, bn_b), with dropout and, optionally, the label
     embedding: every parameter's gradient equals central finite differences."""
     g = random_graph(n=14, seed=1, directed=True, weighted=True)
-    n = g.n
-    rng = np.random.default_rng(8)
-    X = rng.standard_normal((n, 6))
-    labels = rng.integers(0, 3, n)
-    chosen = rng.random(n) < 0.4
-    mask = (rng.random(n) < 0.8) & ~chosen
     ops = SerialOps(support_matrix(g, kind))
     net = build_network(
         model, 6, hidden, 3, aggregator=agg, dropout=0.3, norm="batch", label_embedding=embed
     )
-    net.init_params(ops, 11, np.float64)
-    for lw in net.weights():  # away from the initial ones / zeros
-        for k in ("bn_g", "bn_b"):
-            lw[k] += rng.uniform(-0.3, 0.3, lw[k].shape)
-    ctx = Phase("epoch", epoch=4)
-    emb = (labels, chosen) if embed else None
-
-    def total_loss() -> float:
-        logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
-        s, _, _ = softmax_xent_sums(logits, labels, mask, need_grad=False)
-        return s / mask.sum()
-
-    logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
-    _, _, dlogits = mean_xent(ops, logits, labels, mask, int(mask.sum()), width=3, phase=ctx)
-    grads = net.backward(ops, dlogits, ctx)
-    for i, lw in enumerate(net.weights()):
+    errors = network_grad_errors(net, ops, g.n, ("bn_g", "bn_b"), embed)
+    for lw in net.weights():
         assert {"bn_g", "bn_b"} <= set(lw)
-        for k, w in lw.items():
-            err = rel_err(grads[i][k], fd_grad(total_loss, w))
-            assert err < TOL, f"{model} {hidden} layer {i} d{k}: rel err {err:.2e}"
+    for i, k, err in errors:
+        assert err < TOL, f"{model} {hidden} layer {i} d{k}: rel err {err:.2e}"
 
 
 def test_evaluation_uses_its_own_statistics():

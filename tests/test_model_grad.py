@@ -89,6 +89,44 @@ def fd_grad(f, x: np.ndarray, eps: float = EPS) -> np.ndarray:
     return g
 
 
+def network_grad_errors(
+    net, ops, n: int, perturb: tuple[str, ...], embed: bool, loss_phase: Phase | None = None
+) -> list[tuple[int, str, float]]:
+    """``(layer, parameter, relative error)`` of each parameter's gradient of `net` (6 input
+    features, 3 classes, n rows; built, not initialised) against central finite differences
+    of the mean cross-entropy: inputs, labels, label-embedding rows (`embed`) and mask drawn
+    with seed 8, parameters initialised with seed 11 in float64, then those named in
+    `perturb` moved away from their initial values; dropout seed 2 in epoch 4; `loss_phase`
+    the loss's phase (None: the epoch's)."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((n, 6))
+    labels = rng.integers(0, 3, n)
+    chosen = rng.random(n) < 0.4
+    mask = (rng.random(n) < 0.8) & ~chosen
+    net.init_params(ops, 11, np.float64)
+    for lw in net.weights():  # away from the initial ones / zeros
+        for k in perturb:
+            if k in lw:
+                lw[k] += rng.uniform(-0.3, 0.3, lw[k].shape)
+    ctx = Phase("epoch", epoch=4)
+    emb = (labels, chosen) if embed else None
+
+    def total_loss() -> float:
+        logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
+        s, _, _ = softmax_xent_sums(logits, labels, mask, need_grad=False)
+        return s / mask.sum()
+
+    logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
+    phase = ctx if loss_phase is None else loss_phase
+    _, _, dlogits = mean_xent(ops, logits, labels, mask, int(mask.sum()), width=3, phase=phase)
+    grads = net.backward(ops, dlogits, ctx)
+    return [
+        (i, k, rel_err(grads[i][k], fd_grad(total_loss, w)))
+        for i, lw in enumerate(net.weights())
+        for k, w in lw.items()
+    ]
+
+
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     # directed, so that every support matrix is unsymmetric and S^T bugs cannot hide
@@ -387,12 +425,6 @@ def test_three_layer_network_gradients(graph, model, agg, kind):
 def test_layer_norm_and_label_embedding_gradients(graph, model, agg, kind, norm, embed):
     """LayerNorm before every layer (ln_g, ln_b) and the label embedding of masked label
     propagation (E): every parameter's gradient equals central finite differences."""
-    n = graph.n
-    rng = np.random.default_rng(8)
-    X = rng.standard_normal((n, 6))
-    labels = rng.integers(0, 3, n)
-    chosen = rng.random(n) < 0.4
-    mask = (rng.random(n) < 0.8) & ~chosen
     ops = SerialOps(support_matrix(graph, kind))
     net = build_network(
         model,
@@ -405,27 +437,8 @@ def test_layer_norm_and_label_embedding_gradients(graph, model, agg, kind, norm,
         label_embedding=embed,
         label_scale=0.7,
     )
-    net.init_params(ops, 11, np.float64)
-    for lw in net.weights():  # away from the initial ones / zeros
-        for k in ("ln_g", "ln_b"):
-            if k in lw:
-                lw[k] += rng.uniform(-0.3, 0.3, lw[k].shape)
-    ctx = Phase("epoch", epoch=4)
-    emb = (labels, chosen) if embed else None
-
-    def total_loss() -> float:
-        logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
-        s, _, _ = softmax_xent_sums(logits, labels, mask, need_grad=False)
-        return s / mask.sum()
-
-    logits = net.forward(ops, X, seed=2, ctx=ctx, embed=emb)
-    _, _, dlogits = mean_xent(
-        ops, logits, labels, mask, int(mask.sum()), width=3, phase=Phase("loss")
-    )
-    grads = net.backward(ops, dlogits, ctx)
+    errors = network_grad_errors(net, ops, graph.n, ("ln_g", "ln_b"), embed, Phase("loss"))
     names = {k for lw in net.weights() for k in lw}
     assert ({"ln_g", "ln_b"} <= names) == (norm == "layer") and ("E" in names) == embed
-    for i, lw in enumerate(net.weights()):
-        for k, w in lw.items():
-            err = rel_err(grads[i][k], fd_grad(total_loss, w))
-            assert err < TOL, f"{model} {norm} embed={embed} layer {i} d{k}: rel err {err:.2e}"
+    for i, k, err in errors:
+        assert err < TOL, f"{model} {norm} embed={embed} layer {i} d{k}: rel err {err:.2e}"
