@@ -145,6 +145,18 @@ def plan_diffs(run, g, cfg, scheme, opts, part, rank) -> list[str]:
     return out
 
 
+def run_against_serial(world, g, cfg, sch, opts, part, ser):
+    """``(run, exact, err, diffs)`` of the registered scheme `sch` with options `opts` and
+    partition `part`: the run, whether the configuration is exact, its weights' relative
+    error to serial's (`ser`, `serial_fit`'s) and its measured traffic against the plan
+    (`plan_diffs`, this rank)."""
+    exact = sch.is_exact(sch.configure(world.size, dict(opts)))
+    run = run_scheme(world, g, sch.name, dict(opts), part, cfg)
+    err = rel_err(run.result.weights, ser.weights)
+    diffs = plan_diffs(run, g, cfg, sch.name, dict(opts), part, world.rank)
+    return run, exact, err, diffs
+
+
 def bcast_object(obj):
     """Rank 0's `obj` on every rank.  The other ranks wait for rank 0's solo work (a plan, a
     serial reference) in `gcntrain.comm.agree.idle_barrier`: waiting inside an MPI call

@@ -72,11 +72,9 @@ def case_batchnorm(world):
             for opts, part in sch.test_configurations(world.size)
         ] + extra_configurations(world.size)
         for name, opts, part in todo:
-            sch = SCHEMES[name]
-            exact = sch.is_exact(sch.configure(world.size, dict(opts)))
-            run = W.run_scheme(world, g, name, dict(opts), part, cfg)
-            err = W.rel_err(run.result.weights, ser.weights)
-            diffs = W.plan_diffs(run, g, cfg, name, dict(opts), part, world.rank)
+            run, exact, err, diffs = W.run_against_serial(
+                world, g, cfg, SCHEMES[name], opts, part, ser
+            )
             names = sorted({k for lw in run.result.weights for k in lw})
             good = (err <= tol or not exact) and not diffs and "bn_g" in names
             ok &= good

@@ -305,10 +305,7 @@ def _registry_runs(world, schemes):
     ok, details = True, []
     for name, sch in list(schemes.items()):
         for opts, part in sch.test_configurations(world.size):
-            exact = sch.is_exact(sch.configure(world.size, dict(opts)))
-            run = W.run_scheme(world, g, name, dict(opts), part, cfg)
-            err = W.rel_err(run.result.weights, ser.weights)
-            diffs = W.plan_diffs(run, g, cfg, name, dict(opts), part, world.rank)
+            _, exact, err, diffs = W.run_against_serial(world, g, cfg, sch, opts, part, ser)
             good = (err <= 1e-5 or not exact) and not diffs
             ok &= good
             if not good or world.rank == 0:
