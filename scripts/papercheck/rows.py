@@ -604,38 +604,49 @@ def _hypergraph(row: Row, have: list[str]) -> Recipe:
 _WHO = {"hp": "hypergraph", "gp": "metis", "rp": "random", "cagnet": None}
 
 
-def _hp_run(g: str, P: int, who: str) -> Run:
-    return _one_d(g, P) if who == "cagnet" else _p2p(g, P, _WHO[who])
+def _hp_runs(g: str, P: int, *who: str) -> tuple[Run, ...]:
+    """The runs of the partitioners `who` (`_WHO`'s keys; "cagnet": gcntrain's 1d) on `g`
+    at P ranks, in that order."""
+    return tuple(_one_d(g, P) if w == "cagnet" else _p2p(g, P, _WHO[w]) for w in who)
 
 
 def _hypergraph_ratio(row: Row, g: str) -> Recipe:
     """Fig. 4a: communication-time and total-time ratios among HP, GP, RP and CAGNET's 1D
     broadcasts (gcntrain's 1d) on coPapersDBLP."""
     assumed = f"{_HG_SCHEME}; CAGNET = gcntrain's 1d (broadcasts); {HYPERGRAPH_ASSUMED}"
-    m = re.search(r"-(\w+)-over-(\w+)-comm-p(\d+)$", row.id)
-    if m:
-        a, b, P = m.group(1), m.group(2), int(m.group(3))
+
+    def ratio(P: int, a: str, b: str, measure: str, compares: str) -> Recipe:
+        """`measure` ("comm" or "epoch") of partitioner `a` over that of `b` at P ranks."""
         return Recipe(
             row,
             "numeric",
             "ratio",
-            (_hp_run(g, P, a), _hp_run(g, P, b)),
-            params={"measure": "comm"},
-            compares=f"communication time of {a.upper()} / of {b.upper()} at P = {P} (the "
-            "largest rank's communication seconds per epoch)",
+            _hp_runs(g, P, a, b),
+            params={"measure": measure},
+            compares=compares,
             assumed=assumed,
+        )
+
+    m = re.search(r"-(\w+)-over-(\w+)-comm-p(\d+)$", row.id)
+    if m:
+        a, b, P = m.group(1), m.group(2), int(m.group(3))
+        return ratio(
+            P,
+            a,
+            b,
+            "comm",
+            f"communication time of {a.upper()} / of {b.upper()} at P = {P} (the largest "
+            "rank's communication seconds per epoch)",
         )
     m = re.search(r"-hp-vs-cagnet-total-p(\d+)$", row.id)
     if m:
         P = int(m.group(1))
-        return Recipe(
-            row,
-            "numeric",
-            "ratio",
-            (_hp_run(g, P, "cagnet"), _hp_run(g, P, "hp")),
-            params={"measure": "epoch"},
-            compares=f"predicted epoch of CAGNET (1d) / of HP at P = {P} ('12x faster')",
-            assumed=assumed,
+        return ratio(
+            P,
+            "cagnet",
+            "hp",
+            "epoch",
+            f"predicted epoch of CAGNET (1d) / of HP at P = {P} ('12x faster')",
         )
     m = re.search(r"-rp-slower-than-cagnet-p(\d+)$", row.id)
     if m:
@@ -644,7 +655,7 @@ def _hypergraph_ratio(row: Row, g: str) -> Recipe:
             row,
             "shape",
             "sweep",
-            (_hp_run(g, P, "rp"), _hp_run(g, P, "cagnet")),
+            _hp_runs(g, P, "rp", "cagnet"),
             params={"check": "greater"},
             compares=f"predicted epoch of RP against CAGNET (1d) at P = {P}",
             assumed=f"{assumed}; pass: RP slower",
