@@ -1,24 +1,31 @@
-"""Serial epoch of gcntrain side by side with PyTorch Geometric and plain torch.sparse, and
-the `mpiexec -n 2` epoch against the serial one; interleaved runs, medians and ratios, with
-the machine's load and memory bandwidth measured in the same run.
+"""gcntrain's serial epoch against PyG and plain-PyTorch anchors, and np 2 against serial.
+
+Interleaved runs, medians and ratios, with the machine's load and memory bandwidth measured in
+the same run.
 
     python scripts/bench_epoch.py [--rounds 5] [--epochs 12] [--threads 2]
                                   [--anchor-python PY] [--shared ../shared] [--no-cora]
+                                  [--size 200000,2000000]
                                   [--mpi] [--mpi-rounds 3] [--mpi-baseline DIR]
                                   [--reorders degree,rcm]
                                   [--breakdown] [--baseline DIR] [--variant LABEL:K=V,...]
 
 Graphs: the generated 200k-node / 4M-nonzero benchmark graph
 (``../shared/bench/make_bench_graph.py 200000 2000000 128 16 7``, symmetrised by
-``gcntrain convert``) and Cora.  Model: gcntrain's defaults (GCN F -> 16 -> C, dropout 0.5,
+``gcntrain convert``; `--size NODES,EDGES` generates another size, e.g. ``--size 20000,200000``
+for a quick run) and Cora.  Model: gcntrain's defaults (GCN F -> 16 -> C, dropout 0.5,
 Adam, an evaluation pass every epoch), float32.
 
 Each round runs, in an order rotated from round to round: ``gcntrain train G --threads T``
 (its ``--json`` median epoch and breakdown), then, when `--anchor-python` names an interpreter
-with PyTorch (``../shared/bench/anchor_env.sh`` builds one), PyG's GCN
-(``../shared/bench/pyg_epoch.py``: cached CSR adjacency, no dropout, no evaluation pass) and a
-plain torch.sparse GCN with gcntrain's model (`anchor_torch_epoch.py`).  Each figure is the
-median over rounds of the run's median epoch; ratios are gcntrain / anchor.
+with PyTorch (``../shared/bench/anchor_env.sh`` builds one; by default the one in
+``$TMPDIR/anchors-venv``), three anchors: ``pyg``, PyG's ``GCNConv(cached=True)`` over a CSR
+adjacency (``../shared/bench/pyg_epoch.py``: no dropout, no evaluation pass);
+``torch.sparse``, plain PyTorch doing gcntrain's work with ``torch.sparse.mm``, whose backward
+builds the support's transpose every call (`anchor_torch_epoch.py`); ``torch.strong``, the same
+work with the backward product taken as ``S @ grad``, S being symmetric
+(`anchor_torch_strong.py`).  Each round prints the load and a triad, then every tool's median
+epoch; the summary gives each tool's median over rounds and gcntrain / each anchor.
 
 Memory: one more serial run in a child process under `tracemalloc` (which NumPy reports its
 array buffers to) prints the arrays held at the first epoch boundary (graph, support and its
@@ -136,14 +143,19 @@ def ratio(a: float, b: float) -> str:
 
 
 def bench_serial(graphs: dict, a, anchor: str | None) -> None:
-    shared_bench = Path(a.shared) / "bench"
+    anchors = {
+        "pyg": Path(a.shared) / "bench" / "pyg_epoch.py",
+        "torch.sparse": HERE / "anchor_torch_epoch.py",
+        "torch.strong": HERE / "anchor_torch_strong.py",
+    }
     tools = ["gcntrain"] + [f"gcntrain --reorder {o}" for o in a.reorders]
     if anchor:
-        tools += ["pyg", "torch.sparse"]
+        tools += list(anchors)
     for name, (h5, npz) in graphs.items():
         times: dict[str, list[float]] = {t: [] for t in tools}
         parts: dict[str, list[float]] = {"aggregation": [], "dense": [], "other": []}
         for r in range(a.rounds):
+            print(f"  {name} round {r + 1}: {machine_state()}", flush=True)
             order = tools[r % len(tools) :] + tools[: r % len(tools)]
             for tool in order:
                 if tool.startswith("gcntrain"):
@@ -152,12 +164,8 @@ def bench_serial(graphs: dict, a, anchor: str | None) -> None:
                     if tool == "gcntrain":
                         for k in parts:
                             parts[k].append(js["epoch_breakdown"][k])
-                elif tool == "pyg":
-                    s = anchor_seconds(anchor, shared_bench / "pyg_epoch.py", npz, a.threads)
-                    times[tool].append(s)
                 else:
-                    s = anchor_seconds(anchor, HERE / "anchor_torch_epoch.py", npz, a.threads)
-                    times[tool].append(s)
+                    times[tool].append(anchor_seconds(anchor, anchors[tool], npz, a.threads))
             print(
                 f"  {name} round {r + 1}: "
                 + ", ".join(f"{t} {times[t][-1] * 1e3:.1f} ms" for t in tools),
@@ -227,6 +235,13 @@ def main() -> int:
     ap.add_argument("--anchor-python", default=None)
     ap.add_argument("--shared", default=str(DEFAULT_SHARED))
     ap.add_argument("--no-cora", action="store_true")
+    ap.add_argument(
+        "--size",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        default=(200000, 2000000),
+        help="NODES,EDGES of the generated graph (default 200000,2000000: the 200k-node / "
+        "4M-nonzero benchmark; smaller for a quick run)",
+    )
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--mpi-rounds", type=int, default=3)
     ap.add_argument("--only-mpi", action="store_true", help="skip the serial comparison")
@@ -299,9 +314,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         npz, h5 = os.path.join(tmp, "g.npz"), os.path.join(tmp, "g.h5")
         maker = Path(a.shared) / "bench" / "make_bench_graph.py"
-        sh([sys.executable, str(maker), "200000", "2000000", "128", "16", "7", npz])
+        nodes, edges = a.size
+        sh([sys.executable, str(maker), str(nodes), str(edges), "128", "16", "7", npz])
         sh([*gcntrain(), "convert", npz, "-o", h5, "--symmetrize"])
-        graphs = {"200k/4M": (h5, npz)}
+        label = "200k/4M" if a.size == (200000, 2000000) else f"{nodes}n/{edges}e"
+        graphs = {label: (h5, npz)}
         if a.breakdown:
             bench_breakdown(h5, a)
             print(f"after: {machine_state()}")
