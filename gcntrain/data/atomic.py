@@ -11,6 +11,7 @@ several files as one output).  Either way the HDF5 library never writes to the f
 itself, so a full disk cannot fail inside HDF5's close (which crashed the process) and every
 write error surfaces as an ordinary ``OSError`` here.  `staged` writes several files as one
 output: all are written first, then renamed; if any write fails none of them appears.
+`exclusive_lock` makes writers of one place (an output folder, a cache) take turns.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import os
 import stat
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from gcntrain import status
 from gcntrain.errors import InputError, OutputError
 
 #: bytes written per call (a large file is streamed, not copied whole again)
@@ -254,3 +256,41 @@ def staged(paths: list) -> Iterator[Callable[[Path, object], None]]:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def exclusive_lock(path: Path, waiting: str | None = None):
+    """Hold an exclusive ``flock`` of `path` for the block: another process's block on the
+    same path waits for it (`waiting`: the status line's phase while it waits; None: it
+    waits silently).
+
+    `path` is a directory, locked itself (it must exist), or a lock file, created where
+    missing with its folder (where it cannot be, the block runs without the lock).  A file
+    system without ``flock`` (some NFS), or a platform without ``fcntl``, runs the block
+    without the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not a POSIX system
+        yield
+        return
+    if path.is_dir():
+        fd = os.open(path, os.O_RDONLY)
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError:
+            yield
+            return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process holds it: wait, and say so when asked
+            with status.phase(waiting) if waiting else nullcontext():
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # pragma: no cover - a file system without flock (some NFS)
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock

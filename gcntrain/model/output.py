@@ -11,12 +11,10 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from gcntrain import status
 from gcntrain.jsonutil import json_default
 
 FILES = ("metrics.jsonl", "config.json", "weights.h5", "predictions.h5", "config.toml")
@@ -98,26 +96,6 @@ def predictions_bytes(
     return h5_bytes(build)
 
 
-@contextmanager
-def folder_lock(path: Path):
-    """An exclusive ``flock`` of directory `path` for the block (another process's block
-    waits for it); a file system without locks is written without one."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # another run writes there: wait, and say so when long
-            with status.phase(f"waiting for another run to finish writing {path}"):
-                fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # pragma: no cover - a file system without flock (some NFS)
-            pass
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
 def write_outputs(
     out_dir: str | os.PathLike,
     config_dict: dict,
@@ -147,7 +125,7 @@ def write_outputs(
     -------
     {file name: path}
     """
-    from gcntrain.data.atomic import staged
+    from gcntrain.data.atomic import exclusive_lock, staged
     from gcntrain.errors import OutputError
 
     out = Path(out_dir)
@@ -162,7 +140,8 @@ def write_outputs(
     # exclusive lock of the directory, so that runs writing the same -o at once replace the
     # set one after the other and the folder never mixes their files
     try:
-        with folder_lock(out), staged(list(paths.values())) as put:
+        waiting = f"waiting for another run to finish writing {out}"
+        with exclusive_lock(out, waiting), staged(list(paths.values())) as put:
             put(paths["metrics.jsonl"], metrics_text(history).encode())
             put(paths["config.json"], config_text.encode())
             put(paths["weights.h5"], weights_bytes(weights, layers))

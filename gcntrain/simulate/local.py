@@ -25,7 +25,6 @@ import platform
 import re
 import sys
 import tempfile
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,26 +74,6 @@ def store(text: str) -> Path | None:
         )
         return None
     return path
-
-
-@contextmanager
-def _calibration_lock():
-    """Hold this host's calibration lock (one process measures at a time: two would share
-    the cores and spoil each other's figures); no lock where the directory is not
-    writable."""
-    try:
-        import fcntl
-
-        cache_path().parent.mkdir(parents=True, exist_ok=True)
-        f = open(cache_path().with_suffix(".lock"), "a")  # noqa: SIM115
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-    finally:
-        f.close()
 
 
 def _read_cache() -> tuple[Machine | None, str]:
@@ -154,12 +133,15 @@ def cache_words(path: str, measured: str | None, measured_by: str | None = None)
 def local_machine(notice=None):
     """The profile of this machine: the cached one, or a quick calibration (announced in one
     line through `notice`, default stderr) that is then cached."""
+    from gcntrain.data.atomic import exclusive_lock
     from gcntrain.simulate.calibrate import calibrate
 
     got = _cached()
     if got is not None:
         return got
-    with _calibration_lock():
+    # this host's calibration lock: one process measures at a time (two would share the
+    # cores and spoil each other's figures); none where the cache cannot be written
+    with exclusive_lock(cache_path().with_suffix(".lock")):
         got = _cached()  # measured by another process while this one waited
         if got is not None:
             return got
