@@ -116,16 +116,20 @@ class TrainState:
                 f"{len(self.weights)} layers of weights against {len(self.m)} and "
                 f"{len(self.v)} of Adam's moments"
             )
-        for i, (w, m, v) in enumerate(zip(self.weights, self.m, self.v)):
-            if not set(w) == set(m) == set(v):
+        for g, moments in (("m", self.m), ("v", self.v)):
+            bad = first_mismatch(self.weights, moments)
+            if bad is None:
+                continue
+            i, k = bad
+            w, m, v = self.weights[i], self.m[i], self.v[i]
+            if k is None:
                 return f"layer {i} holds {sorted(w)}, its moments {sorted(m)} and {sorted(v)}"
+            a, b = w[k], moments[i][k]
+            return (
+                f"w.{i}.{k} is {a.dtype}{list(a.shape)} but {g}.{i}.{k} is {b.dtype}{list(b.shape)}"
+            )
+        for i, (w, m, v) in enumerate(zip(self.weights, self.m, self.v)):
             for k, a in w.items():
-                for g, b in (("m", m[k]), ("v", v[k])):
-                    if a.shape != b.shape or a.dtype != b.dtype:
-                        return (
-                            f"w.{i}.{k} is {a.dtype}{list(a.shape)} but {g}.{i}.{k} is "
-                            f"{b.dtype}{list(b.shape)}"
-                        )
                 for g, b in (("w", a), ("m", m[k]), ("v", v[k])):
                     if not np.issubdtype(b.dtype, np.floating):
                         return f"{g}.{i}.{k} holds {b.dtype}, not floating-point numbers"
@@ -137,17 +141,20 @@ class TrainState:
 
     def _best_inconsistency(self) -> str | None:
         """`inconsistency` of the kept best parameters against the weights."""
-        if len(self.best) != len(self.weights):
-            return f"{len(self.best)} layers of best weights against {len(self.weights)}"
-        for i, (b, w) in enumerate(zip(self.best, self.weights)):
-            if set(b) != set(w):
+        bad = first_mismatch(self.best, self.weights)
+        if bad is not None:
+            i, k = bad
+            if i is None:
+                return f"{len(self.best)} layers of best weights against {len(self.weights)}"
+            b, w = self.best[i], self.weights[i]
+            if k is None:
                 return f"layer {i}'s best weights hold {sorted(b)}, its weights {sorted(w)}"
+            return (
+                f"{BEST}.{i}.{k} is {b[k].dtype}{list(b[k].shape)} but w.{i}.{k} is "
+                f"{w[k].dtype}{list(w[k].shape)}"
+            )
+        for i, b in enumerate(self.best):
             for k, a in b.items():
-                if a.shape != w[k].shape or a.dtype != w[k].dtype:
-                    return (
-                        f"{BEST}.{i}.{k} is {a.dtype}{list(a.shape)} but w.{i}.{k} is "
-                        f"{w[k].dtype}{list(w[k].shape)}"
-                    )
                 if not np.isfinite(a).all():
                     return f"{BEST}.{i}.{k} holds non-finite values (NaN or infinity)"
         return None
@@ -167,22 +174,20 @@ class TrainState:
             (``"layer 1's W is 16x7, the model needs 16x3"``), for a state whose arrays
             agree among themselves (`inconsistency`) but were written for another model.
         """
-        if len(self.weights) != len(weights):
+        bad = first_mismatch(weights, self.weights)
+        if bad is None:
+            return None
+        i, k = bad
+        if i is None:
             return f"it holds {len(self.weights)} layers, the model has {len(weights)}"
-        for i, (have, need) in enumerate(zip(self.weights, weights)):
-            if set(have) != set(need):
-                return f"layer {i} holds {sorted(have)}, the model needs {sorted(need)}"
-            for k, want in need.items():
-                a = have[k]
-                got_t, need_t = np.dtype(a.dtype), np.dtype(want.dtype)
-                if tuple(a.shape) != tuple(want.shape) or got_t != need_t:
-                    # the dtypes are named only where they differ
-                    t1, t2 = (f" {got_t.name}", f" {need_t.name}") if got_t != need_t else ("", "")
-                    return (
-                        f"layer {i}'s {k} is {_shape(a.shape)}{t1}, "
-                        f"the model needs {_shape(want.shape)}{t2}"
-                    )
-        return None
+        have, need = self.weights[i], weights[i]
+        if k is None:
+            return f"layer {i} holds {sorted(have)}, the model needs {sorted(need)}"
+        a, want = have[k], need[k]
+        got_t, need_t = np.dtype(a.dtype), np.dtype(want.dtype)
+        # the dtypes are named only where they differ
+        t1, t2 = (f" {got_t.name}", f" {need_t.name}") if got_t != need_t else ("", "")
+        return f"layer {i}'s {k} is {_shape(a.shape)}{t1}, the model needs {_shape(want.shape)}{t2}"
 
     def check_model(self, weights: list[dict]) -> None:
         """Refuse, before anything is restored, a state the model's `weights` cannot take
@@ -224,6 +229,23 @@ class TrainState:
         )
 
 
+def first_mismatch(xs: list[dict], ys: list[dict]) -> tuple[int | None, str | None] | None:
+    """Where two lists of parameter layers (one {name: array} per layer; host or device
+    arrays) first differ: ``(None, None)``, in their number of layers; ``(i, None)``, in
+    layer i's parameter names; ``(i, k)``, in the shape or dtype of layer i's `k` (layers in
+    order, names in `xs`' order); None where they agree."""
+    if len(xs) != len(ys):
+        return None, None
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        if set(x) != set(y):
+            return i, None
+        for k, a in x.items():
+            b = y[k]
+            if tuple(a.shape) != tuple(b.shape) or np.dtype(a.dtype) != np.dtype(b.dtype):
+                return i, k
+    return None
+
+
 def _shape(shape) -> str:
     """``16x7`` for (16, 7); ``a scalar`` for ()."""
     return "x".join(str(int(n)) for n in shape) if len(shape) else "a scalar"
@@ -245,19 +267,23 @@ def restore_into(
 
     `load(dst_array, src_array)` makes each copy (default: an in-place assignment; on a
     device, ``ops.compute.load_into``: one host-to-device copy per array)."""
-    if len(dst) != len(src):
-        raise ValueError(f"checkpoint has {len(src)} layers, the model {len(dst)}")
-    for i, (d, s) in enumerate(zip(dst, src)):
-        if set(d) != set(s):
-            raise ValueError(f"checkpoint layer {i} has {sorted(s)}, the model {sorted(d)}")
+    bad = first_mismatch(dst, src)
+    if bad is not None:
+        i, k = bad
+        if i is None:
+            raise ValueError(f"checkpoint has {len(src)} layers, the model {len(dst)}")
+        if k is None:
+            raise ValueError(
+                f"checkpoint layer {i} has {sorted(src[i])}, the model {sorted(dst[i])}"
+            )
+        a, b = dst[i][k], src[i][k]
+        raise ValueError(
+            f"checkpoint {k} of layer {i} is {b.dtype}{list(b.shape)}, the model "
+            f"{a.dtype}{list(a.shape)}"
+        )
+    for d, s in zip(dst, src):
         for k, a in d.items():
-            b = s[k]
-            if a.shape != b.shape or a.dtype != b.dtype:
-                raise ValueError(
-                    f"checkpoint {k} of layer {i} is {b.dtype}{list(b.shape)}, the model "
-                    f"{a.dtype}{list(a.shape)}"
-                )
             if load is None:
-                a[...] = b
+                a[...] = s[k]
             else:
-                load(a, b)
+                load(a, s[k])
