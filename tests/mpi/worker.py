@@ -157,6 +157,22 @@ def run_against_serial(world, g, cfg, sch, opts, part, ser):
     return run, exact, err, diffs
 
 
+def scheme_detail(world, name, opts, part, exact, err, diffs, **extra) -> dict:
+    """A case's detail of one scheme's run (`run_against_serial`'s figures): the scheme,
+    its options, partition, exactness, this rank, the weights' error, `extra` and the
+    first three plan differences."""
+    return {
+        "scheme": name,
+        "options": opts,
+        "partition": part,
+        "exact": exact,
+        "rank": world.rank,
+        "rel_err": err,
+        **extra,
+        "plan_diffs": diffs[:3],
+    }
+
+
 def bcast_object(obj):
     """Rank 0's `obj` on every rank.  The other ranks wait for rank 0's solo work (a plan, a
     serial reference) in `gcntrain.comm.agree.idle_barrier`: waiting inside an MPI call

@@ -78,20 +78,9 @@ def case_batchnorm(world):
             names = sorted({k for lw in run.result.weights for k in lw})
             good = (err <= tol or not exact) and not diffs and "bn_g" in names
             ok &= good
-            details.append(
-                {
-                    "model": label,
-                    "scheme": name,
-                    "options": opts,
-                    "partition": part,
-                    "exact": exact,
-                    "rank": world.rank,
-                    "rel_err": err,
-                    "norm_bytes": norm_bytes(run),
-                    "params": names,
-                    "plan_diffs": diffs[:3],
-                }
-            )
+            extra = {"norm_bytes": norm_bytes(run), "params": names}
+            detail = W.scheme_detail(world, name, opts, part, exact, err, diffs, **extra)
+            details.append({"model": label, **detail})
     return ok, details
 
 

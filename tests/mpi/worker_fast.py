@@ -309,17 +309,7 @@ def _registry_runs(world, schemes):
             good = (err <= 1e-5 or not exact) and not diffs
             ok &= good
             if not good or world.rank == 0:
-                details.append(
-                    {
-                        "scheme": name,
-                        "options": opts,
-                        "partition": part,
-                        "exact": exact,
-                        "rank": world.rank,
-                        "rel_err": err,
-                        "plan_diffs": diffs[:3],
-                    }
-                )
+                details.append(W.scheme_detail(world, name, opts, part, exact, err, diffs))
     return ok, details
 
 
