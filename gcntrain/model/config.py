@@ -70,8 +70,8 @@ class TrainConfig:
         layer's input width held for the run; the training pass is untouched, the
         evaluation's losses change in the last digits where the layer multiplies first.
         Refused by schemes whose products cannot be cached; off where the model changes
-        the first layer's input (label propagation, LayerNorm) or where the block does not
-        fit in memory
+        the first layer's input (label propagation, LayerNorm, BatchNorm) or where the
+        block does not fit in memory
     """
 
     model: str = "gcn"

@@ -63,7 +63,7 @@ class CacheChoice:
     ----------
     on : the cache is used
     nbytes : the block's bytes (whether or not it is held)
-    why : "" when on, else the reason in words
+    why : "" when on, else the reason: one line, what keeps the cache off
     """
 
     on: bool
@@ -72,13 +72,14 @@ class CacheChoice:
 
 
 def model_reason(net, config) -> str:
-    """Why the model does not allow the cache ("" where it does)."""
+    """Why the model does not allow the cache, in one line ("" where it does): what makes
+    the first layer's input change from epoch to epoch."""
     first = net.layers[0]
     if config.label_prop > 0:
-        return "label propagation changes the first layer's input every epoch"
+        return "label propagation adds a learned embedding to the first layer's input"
     if first.norm:  # "layer" / "batch" (True: LayerNorm, as before BatchNorm came)
         kind = "BatchNorm" if first.norm == "batch" else "LayerNorm"
-        return f"{kind} of the first layer's input changes with its parameters"
+        return f"{kind} rescales the first layer's input with learned parameters"
     return ""
 
 
@@ -113,8 +114,8 @@ def decide(ops, net, X, config, max_memory: float | None = None) -> CacheChoice:
     nbytes = rows * int(X.shape[1]) * itemsize
     if not getattr(ops, "fixed_products", False):
         raise InputError(
-            "--eval-cache needs a scheme whose graph products can be computed once "
-            "(one process); this scheme lays out or exchanges them per call"
+            "--eval-cache needs a scheme that computes its graph products once (one "
+            "process: --scheme serial); this one lays them out or exchanges them per call"
         )
     why = model_reason(net, config)
     if why:
@@ -130,7 +131,7 @@ def decide(ops, net, X, config, max_memory: float | None = None) -> CacheChoice:
             False,
             nbytes,
             f"S @ X ({fmt_bytes(nbytes)}) and an epoch's blocks ({fmt_bytes(epoch)}) need "
-            f"more than the {fmt_bytes(have)} left",
+            f"more than the {fmt_bytes(have)} of memory left",
         )
     return CacheChoice(True, nbytes)
 
