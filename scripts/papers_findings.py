@@ -1,5 +1,7 @@
 """The papers' qualitative findings, reproduced from gcntrain's plans and time model on
-generated graphs of the papers' sizes (no MPI; tables for docs/simulator.md).
+generated graphs of the papers' sizes (no MPI).  The tables of record, at full size and
+1/100, are in docs/measurements/papers-findings-2026-11-26.md (docs/simulator.md, "The
+papers' findings, reproduced", says how to run it and links the record).
 
 Graphs: R-MAT structure (Graph500 a, b, c) folded onto exactly n vertices and drawn until the
 symmetrised pattern has about the paper's stored entries; features and classes as the
