@@ -7,6 +7,10 @@ Prints the machine's load and measured memory bandwidth, then per scheme the wal
 RSS and the planned traffic of a steady-state epoch.
 
     python scripts/bench_simulate.py [--ranks 8192] [--shared ../shared]
+
+It also holds what the other scripts import (`gcntrain`, `mpiexec`, `machine_state`,
+`slashdot`): measure_node, bench_epoch, bench_epoch_breakdown, validate_simulator,
+check_auto_speed.
 """
 
 from __future__ import annotations
@@ -55,21 +59,6 @@ def slashdot(shared: str, folder: str) -> str:
     conv += ["--self-loops", "drop", "--features", "32", "--classes", "4"]
     subprocess.run(conv, check=True, capture_output=True)
     return graph
-
-
-def run_json(argv: list[str]) -> dict:
-    """``gcntrain ARGV --json``, parsed."""
-    out = subprocess.run([*gcntrain(), *argv, "--json"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
-
-
-def training_agg_bytes(table) -> int:
-    """Bytes sent by the training passes' aggregation exchanges (phases ``L<i>.<dir>.agg``),
-    all ranks, of a ``--per-rank`` table (measured or planned)."""
-    from gcntrain.simulate.table import read_table
-
-    rows = read_table(table)
-    return sum(v[0] for (_, k), v in rows.items() if k.startswith("L") and k.endswith(".agg"))
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """The vertex-cut layout (`gcntrain.partition.cut_layout`) against brute force, the scheme's
 refusals (one line, exit 2), and its plans: cd-R moves, over R steady epochs, the bytes cd-0
 moves in one; 0c moves nothing in training.  (The soc-Slashdot0902 table of cd-0 against p2p
-on METIS and hypergraph partitions is `scripts/bench_vertexcut_volume.py`.)"""
+on METIS and hypergraph partitions is docs/measurements/vertexcut-volume-2026-11-23.md.)"""
 
 from __future__ import annotations
 
