@@ -83,6 +83,9 @@ class Tally:
     shapes: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
     would: Counter = field(default_factory=Counter)  # --dry: rows that would be priced
+    #: the structure-bound rows (`papercheck.rows.structure_bound`), counted apart: the
+    #: numeric ones' "priced", "within2", "within4", "beyond" and the shapes' verdicts
+    bound: Counter = field(default_factory=Counter)
 
     def accepted(self) -> bool:
         """The held-out acceptance: >= 80 % of the priced numeric rows within 2x, none
@@ -96,7 +99,8 @@ class Tally:
         if self.would:
             out = [
                 f"{half}: {self.rows} rows; would price {self.would['numeric']} numeric, "
-                f"{self.would['shape']} shapes"
+                f"{self.would['shape']} shapes ({self.would['bound']} of them structure-bound, "
+                "counted apart)"
             ]
         else:
             out = [
@@ -104,6 +108,14 @@ class Tally:
                 f"within 4x {w4}, beyond 4x {self.beyond}; shapes: "
                 + (", ".join(f"{k} {v}" for k, v in sorted(self.shapes.items())) or "none")
             ]
+        b = self.bound
+        if b:
+            shapes = ", ".join(f"{k} {b[k]}" for k in ("pass", "fail", "shown") if b[k])
+            out.append(
+                f"  structure-bound, counted apart: priced {b['priced']} numeric: within 2x "
+                f"{b['within2']}, within 4x {b['within4']}, beyond 4x {b['beyond']}; shapes: "
+                + (shapes or "none")
+            )
         nots = sum(self.reasons.values())
         why = ", ".join(f"{REASONS.get(k, k)} {v}" for k, v in self.reasons.most_common())
         out.append(f"  not priced {nots}" + (f": {why}" if why else ""))
@@ -112,6 +124,12 @@ class Tally:
                 f"  acceptance (>= {ACCEPT_SHARE:.0%} within 2x, none beyond 4x): "
                 + ("met" if self.accepted() else "not met")
                 + f" ({w2}/{self.priced} = {w2 / self.priced:.0%} within 2x)"
+            )
+        if self.priced and b["priced"]:
+            n, w = self.priced + b["priced"], w2 + b["within2"]
+            out.append(
+                f"  with the structure-bound rows: {w}/{n} = {w / n:.0%} within 2x, "
+                f"{self.beyond + b['beyond']} beyond 4x"
             )
         return out
 
@@ -126,9 +144,11 @@ def block(rec: Recipe, out: Outcome | None, dry: bool, tally: Tally) -> list[str
         return [f"{head}  not priced: {rec.reason}"]
     if dry or out is None:
         tally.would[rec.kind] += 1
-        return [f"{head}  would price ({rec.kind})", *(f"    {x}" for x in how_text(rec))]
+        tally.would["bound"] += int(bool(rec.bound))
+        apart = [f"    counted apart: {rec.bound}"] if rec.bound else []
+        return [f"{head}  would price ({rec.kind})", *apart, *(f"    {x}" for x in how_text(rec))]
     if rec.kind == "shape":
-        tally.shapes[out.verdict] += 1
+        (tally.bound if rec.bound else tally.shapes)[out.verdict] += 1
         lines = [
             f"{head}  {out.verdict.upper()}",
             f"    paper: {paper_text(rec)}",
@@ -138,14 +158,21 @@ def block(rec: Recipe, out: Outcome | None, dry: bool, tally: Tally) -> list[str
         paper = rec.paper_value
         ratio = out.predicted / paper
         verdict = ratio_verdict(ratio)
-        tally.priced += 1
-        for f in FACTORS:
-            tally.within[f] += int(1.0 / f <= ratio <= f)
-        tally.beyond += int(not 1.0 / FACTORS[-1] <= ratio <= FACTORS[-1])
+        within = [int(1.0 / f <= ratio <= f) for f in FACTORS]
+        beyond = int(not 1.0 / FACTORS[-1] <= ratio <= FACTORS[-1])
+        if rec.bound:
+            tally.bound.update(priced=1, within2=within[0], within4=within[1], beyond=beyond)
+        else:
+            tally.priced += 1
+            for f, w in zip(FACTORS, within):
+                tally.within[f] += w
+            tally.beyond += beyond
         lines = [
             f"{head}  paper {paper_text(rec)}  predicted {fmt(out.predicted)}  "
             f"ratio {ratio:.3g}  {verdict}"
         ]
+    if rec.bound:
+        lines.append(f"    counted apart: {rec.bound}")
     if out.dominant:
         lines.append(f"    dominates: {out.dominant}")
     return lines + [f"    {x}" for x in how_text(rec)]
