@@ -45,7 +45,15 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
 
 import worker as W  # noqa: E402  (tests/mpi/worker.py, beside this file)
-from cases import CORA_GRIDS, CORA_VERTEXCUT_MODEL, EQUIV_RUNS  # noqa: E402
+from cases import (  # noqa: E402
+    CORA_GRIDS,
+    CORA_VERTEXCUT_MODEL,
+    EQUIV_RUNS,
+    REGISTRY_GRAPH,
+    REGISTRY_TOLERANCE,
+    REGISTRY_TRAINING,
+    registry_trains,
+)
 from worker_batchnorm import case_batchnorm  # noqa: E402
 from worker_p2p_reverse import case_directed as case_p2preverse  # noqa: E402
 from worker_p2p_reverse import case_gemat11  # noqa: E402
@@ -102,9 +110,57 @@ def vertexcut_runs():
     return [r for r in _plain_vertexcut_runs() if r[0] != "cora" or r[2] == model]
 
 
+_registry_hash: list[str] = []
+
+
+def registry_graph():
+    """The `registry` case's graph (`REGISTRY_GRAPH`: R-MAT n = 509)."""
+    return W.rmat_odd(9, **REGISTRY_GRAPH)
+
+
+def _partition_name(part) -> str | None:
+    """A case's partition as `registry_trains` names it: None or a name as given, "block"
+    for `block_partition`'s vector, "given" for any other vector."""
+    from gcntrain.partition.basic import block_partition
+
+    if part is None or isinstance(part, str):
+        return part
+    p = np.asarray(part)
+    return "block" if np.array_equal(p, block_partition(p.size, int(p.max()) + 1)) else "given"
+
+
+def registry_covered(g, cfg, label, scheme, opts, part, masks=None) -> dict | None:
+    """`worker.covered` here: a run of a hand-written case that the `registry` case trains
+    too (the same graph, `registry_graph`, and training, `REGISTRY_TRAINING`, but for the
+    hand-written case's epochs being no more than the registry's; the same scheme,
+    options and partition, `registry_trains`, at this rank count; through node windows,
+    as every run but a "-messages" one goes) is left out of the hand-written case: the
+    `registry` case asserts the same of it (weights equal serial's within the same
+    tolerance where exact, measured traffic equal to the plan on every rank and phase),
+    and tests/test_mpi_schemes.py checks that each left-out run is one it passes."""
+    from dataclasses import replace
+
+    from mpi4py import MPI
+
+    if label.endswith("-messages") or masks is not None:
+        return None
+    if not _registry_hash:
+        _registry_hash.append(registry_graph().content_hash())
+    reg = TrainConfig(**REGISTRY_TRAINING)
+    if cfg.epochs > reg.epochs or replace(cfg, epochs=reg.epochs) != reg:
+        return None
+    if g.content_hash() != _registry_hash[0]:
+        return None
+    name = _partition_name(part)
+    if not registry_trains(MPI.COMM_WORLD.Get_size(), scheme, opts, name):
+        return None
+    return {"covered_by": "registry", "registry_scheme": scheme, "options": opts, "partition": name}
+
+
 W.serial_fit = shared_serial_fit
 W.cora = shared_cora
 W.vertexcut_runs = vertexcut_runs
+W.covered = registry_covered
 
 
 def case_equivfast(world):
@@ -299,14 +355,14 @@ def case_registry(world):
 
 
 def _registry_runs(world, schemes):
-    g = W.rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
-    cfg = TrainConfig(epochs=6, seed=3, dtype="float64", early_stopping=0)
+    g = registry_graph()
+    cfg = TrainConfig(**REGISTRY_TRAINING)
     ser = W.serial_fit(g, cfg)
     ok, details = True, []
     for name, sch in list(schemes.items()):
         for opts, part in sch.test_configurations(world.size):
             _, exact, err, diffs = W.run_against_serial(world, g, cfg, sch, opts, part, ser)
-            good = (err <= 1e-5 or not exact) and not diffs
+            good = (err <= REGISTRY_TOLERANCE or not exact) and not diffs
             ok &= good
             if not good or world.rank == 0:
                 details.append(W.scheme_detail(world, name, opts, part, exact, err, diffs))
