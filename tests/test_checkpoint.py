@@ -165,13 +165,21 @@ def test_checkpoint_directory_that_is_a_file_is_refused_before_training(graph_fi
 @worker_case("resume")
 def test_every_scheme_resumes_bit_identical_under_mpi(worker_batches, nprocs):
     """Interrupted after epoch 5, resumed from epoch 4: weights equal the uninterrupted
-    run's bit for bit, for every scheme valid at np (delayed vertex cut and Int4 hier too).
+    run's bit for bit, for every scheme valid at np (delayed vertex cut and Int4 hier too):
+    every registered scheme with configurations at np (`Scheme.test_configurations`).
     (Runs in the rank count's launch of the MPI worker cases, tests/mpi/batch.py.)"""
+    from gcntrain.schemes.registry import SCHEMES
+    from tests.mpi.worker import resume_cases
+
+    cases = resume_cases(nprocs)
+    valid = {name for name, sch in SCHEMES.items() if sch.test_configurations(nprocs)}
+    assert {scheme for _, scheme, _, _ in cases} == valid
     verdict = worker_batches.verdict(nprocs, "resume")
     assert verdict["ranks"] == nprocs
     assert verdict["ok"], [d for d in verdict["details"] if not d.get("bit_identical")]
     labels = {d["scheme"] for d in verdict["details"]}
-    assert {"1d", "p2p", "2d", "3d", "plexus", "vertexcut-cd2", "hier-int4"} <= labels
+    assert labels == {label for label, _, _, _ in cases}
+    assert {"vertexcut-cd2", "hier-int4"} <= labels
 
 
 def test_a_signal_on_the_last_epoch_lets_the_run_finish(tmp_path):

@@ -1099,14 +1099,6 @@ def case_ops(world):
     return ok, details
 
 
-def case_fault(world):
-    """Rank 1 (or 0 at np=1) raises mid-epoch through the GCNTRAIN_FAULT hook."""
-    g = rmat(8, edge_factor=8, seed=1, num_features=8, num_classes=2)
-    cfg = TrainConfig(epochs=50, early_stopping=0)
-    run_scheme(world, g, "1d", {}, block_partition(g.n, world.size), cfg)
-    return False, ["training finished although a fault was injected"]
-
-
 class Interrupted(Exception):
     """Raised by every rank's epoch callback at the same epoch (a simulated preemption)."""
 
@@ -1203,7 +1195,6 @@ CASES = {
     "ops": case_ops,
     "windows": case_windows,
     "windowbits": case_windowbits,
-    "fault": case_fault,
 }
 
 
