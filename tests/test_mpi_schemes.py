@@ -5,6 +5,9 @@ The cases are those of `tests/mpi/worker.py` (the full matrix: scripts/check_mpi
 and the reduced ones of `tests/mpi/worker_fast.py`; all the cases of one rank count run in one
 mpiexec launch of `tests/mpi/worker_fast.py` (killed after a wall-clock limit; see
 tests/mpi/batch.py), which reduces every rank's verdict, so a failure on any rank fails the test.
+A hand-written case leaves out the runs that the registry-generated case (`registry`: every
+registered scheme on its own `test_configurations`) trains too; `_check` asserts that each
+one left out is a run of the `registry` case at that rank count, and that it passes there.
 """
 
 from __future__ import annotations

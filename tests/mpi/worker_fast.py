@@ -19,7 +19,10 @@ What the suite runs less of than `worker.py` (whose full matrix is
 scripts/check_mpi_acceptance.py): the cases defined here (`equivfast`, `equiv3dfast`,
 `equivplexusfast`, `equiv8`, `accuracy20`; each docstring says what it leaves out), and
 `case_equivvertexcut` trains Cora with one model per rank count (`vertexcut_runs`; R-MAT
-keeps both).
+keeps both).  And no hand-written case trains a run that the registry-generated case
+(`case_registry`) trains at the same rank count (`registry_covered`, as `worker.covered`):
+such a run is a detail naming the `registry` case instead, which tests/test_mpi_schemes.py
+checks the `registry` case passes.
 
 Driven by `tests/mpi/batch.py` (tests/test_mpi_schemes.py, tests/test_checkpoint.py, and the
 modules whose workers' cases join the launch: tests/test_batchnorm_schemes.py,
