@@ -269,11 +269,11 @@ def structure_bound(rec: Recipe) -> str:
     (runs differing in ``--partition``), on a stand-in that is not the real graph; "" else.
 
     Chosen from the informing half (docs/measurements/papercheck-informing-2026-12-07.md)
-    and applied by kind to every half: on R-MAT stand-ins a random partition's stored
-    entries are 39-40x imbalanced at 512 parts (the hubs), where the papers' real graphs have
-    no such hubs, and METIS's communication volume comes out at 1.05-1.11x the random
-    partition's against 0.09-0.37x on the real graphs; those figures say what R-MAT is, and
-    no term of the model moves them.  Such rows are printed with their ratio and tallied
+    and applied by kind to every half: R-MAT has no communities, so on its stand-ins METIS's
+    and the hypergraph partitioner's communication volume comes out at 0.76-0.88x a random
+    partition's, against 0.01-0.37x on the papers' real graphs, and the ratios built on
+    volumes inherit it; no term of the time model moves these figures.  Such rows are
+    printed with their ratio and tallied
     apart; rows on the real graph (soc-Slashdot0902) count as any other.
     """
     if rec.kind == "none":
