@@ -52,11 +52,49 @@ def paper_graph(name: str, scale: float = 1.0, seed: int = 0) -> tuple[Graph, in
     return rmat_graph(name, n0, nnz0, scale, seed), f, c
 
 
-def rmat_graph(name: str, n0: int, nnz0: int, scale: float = 1.0, seed: int = 0) -> Graph:
+def attach_isolated(key: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Pair keys (``lo * n + hi``, sorted, distinct) of as many pairs, every vertex in one.
+
+    Each vertex in no pair gets one pair with a vertex drawn uniformly among those in a
+    pair; as many pairs, drawn at random among those whose two ends are in another pair
+    too, make room (their ends keep at least one).  Raises ValueError where too few pairs
+    can go.
+    """
+    lo, hi = key // n, key % n
+    deg = np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)
+    iso = np.flatnonzero(deg == 0)
+    if iso.size == 0:
+        return key
+    live = np.flatnonzero(deg > 0)
+    drop = np.zeros(key.size, dtype=bool)
+    left = iso.size
+    for i in rng.permutation(key.size):
+        a, b = lo[i], hi[i]
+        if deg[a] > 1 and deg[b] > 1:
+            deg[a] -= 1
+            deg[b] -= 1
+            drop[i] = True
+            left -= 1
+            if left == 0:
+                break
+    if left:
+        raise ValueError(f"{iso.size} isolated vertices, only {iso.size - left} pairs can go")
+    u = live[rng.integers(0, live.size, iso.size)]
+    return np.sort(np.concatenate([key[~drop], np.minimum(iso, u) * n + np.maximum(iso, u)]))
+
+
+def rmat_graph(
+    name: str, n0: int, nnz0: int, scale: float = 1.0, seed: int = 0, min_degree: int = 0
+) -> Graph:
     """The R-MAT stand-in of a graph of `n0` nodes and `nnz0` stored entries (sizes times
     `scale`): Graph500 a, b, c folded onto exactly n vertices with a random vertex
     permutation, drawn until the symmetrised pattern (no self-loops) has about ``nnz`` stored
-    entries; structure only, named ``{name}-like`` (``-x{scale}`` when shrunk)."""
+    entries; structure only, named ``{name}-like`` (``-x{scale}`` when shrunk).  With
+    ``min_degree=1`` no vertex is isolated (`attach_isolated`; R-MAT at these densities
+    leaves half the vertices or more without an edge, which a graph given as an edge list
+    never has); the stored entries are the same in number."""
+    if min_degree not in (0, 1):
+        raise ValueError(f"min_degree must be 0 or 1, not {min_degree}")
     n, nnz = max(int(n0 * scale), 64), max(int(nnz0 * scale), 256)
     rng = np.random.default_rng(seed)
     bits = int(np.ceil(np.log2(n)))
@@ -87,6 +125,8 @@ def rmat_graph(name: str, n0: int, nnz0: int, scale: float = 1.0, seed: int = 0)
         draw = int((want - key.size) / yield_ * 1.2) + 1024
     # keep a uniformly random subset of the distinct pairs (not the smallest ids)
     key = np.sort(rng.choice(key, want, replace=False)) if key.size > want else key
+    if min_degree:
+        key = attach_isolated(key, n, rng)
     lo, hi = key // n, key % n
     A = sp.coo_matrix((np.ones(2 * key.size, np.float32), (np.r_[lo, hi], np.r_[hi, lo])), (n, n))
     A = A.tocsr()

@@ -154,3 +154,21 @@ def test_shape_checks_print_a_shape_and_a_verdict(row):
     rec = rows.recipe(row)
     out = evaluate.outcome(rec, FakePricer(lambda r: 1.0 / r.P + 0.001 * (r.scheme == "1d")))
     assert out.verdict in ("pass", "fail") and out.shape
+
+
+def test_rmat_standin_without_isolated_vertices_keeps_its_size():
+    """`min_degree=1` (the hypergraph paper's edge-list graphs): every vertex has an edge,
+    and the stand-in keeps its nodes and stored entries, symmetric, without self-loops."""
+    import numpy as np
+    import scipy.sparse as sp
+    from papers_findings import rmat_graph
+
+    plain = rmat_graph("t", 5000, 40000, seed=3)
+    g = rmat_graph("t", 5000, 40000, seed=3, min_degree=1)
+    assert (np.diff(plain.indptr) == 0).any()  # R-MAT leaves vertices without an edge
+    assert (np.diff(g.indptr) > 0).all()
+    assert (g.n, g.nnz) == (plain.n, plain.nnz)
+    A = sp.csr_matrix((np.ones(g.nnz), g.indices, g.indptr), shape=(g.n, g.n))
+    assert (A != A.T).nnz == 0 and A.diagonal().sum() == 0 and A.max() == 1
+    again = rmat_graph("t", 5000, 40000, seed=3, min_degree=1)
+    assert np.array_equal(again.indices, g.indices) and np.array_equal(again.indptr, g.indptr)

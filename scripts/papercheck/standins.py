@@ -53,6 +53,21 @@ class StandIn:
     bias: str
     seed: int = 0
 
+    @property
+    def min_degree(self) -> int:
+        """1 where the stand-in has no isolated vertex (`papers_findings.rmat_graph`'s
+        ``min_degree``): the hypergraph paper's Table 1 graphs are edge lists (SNAP's;
+        SuiteSparse's coPapersDBLP and flickr are taken as such), in which every vertex has
+        an edge, while R-MAT at their densities leaves 52-71 % of the vertices without one
+        (docs/measurements/papercheck-informing-2026-12-07.md); 0 else."""
+        return int(self.generator == "rmat" and self.papers == "hypergraph T1")
+
+    @property
+    def file_key(self) -> str:
+        """The stand-in's name in the cache (graph and partition files): the key, with
+        ``-d1`` for a stand-in without isolated vertices (they replaced the earlier ones)."""
+        return self.key + ("-d1" if self.min_degree else "")
+
 
 _TABLE1 = (
     "no communities: METIS and the hypergraph partitioner gain far less over a random "
@@ -203,7 +218,7 @@ def _log(msg: str) -> None:
 def graph_path(key: str, cache: Path = CACHE, log=_log) -> Path:
     """The graph file of stand-in `key`, generated (or converted) and written on first use."""
     s = STANDINS[key]
-    path = Path(cache) / "graphs" / f"{key}.h5"
+    path = Path(cache) / "graphs" / f"{s.file_key}.h5"
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -219,7 +234,7 @@ def graph_path(key: str, cache: Path = CACHE, log=_log) -> Path:
         from papers_findings import rmat_graph
 
         log(f"generating the R-MAT stand-in of {key} ({s.n:,} nodes, {s.nnz:,} entries) ...")
-        g = rmat_graph(key, s.n, s.nnz, 1.0, s.seed)
+        g = rmat_graph(key, s.n, s.nnz, 1.0, s.seed, min_degree=s.min_degree)
     from gcntrain.data.store import write_graph
 
     write_graph(path, g)
@@ -276,7 +291,8 @@ def _rows_balanced(key: str, P: int, seed: int, path: Path, cache: Path, log) ->
     from gcntrain.partition.methods import hypergraph_rows
     from gcntrain.partition.report import build_report
 
-    old = Path(cache) / "parts" / f"{key}-hypergraph-p{P}-s{seed}-{_tag(_HG_NONZEROS)}.h5"
+    name = f"{STANDINS[key].file_key}-hypergraph-p{P}-s{seed}-{_tag(_HG_NONZEROS)}.h5"
+    old = Path(cache) / "parts" / name
     if not old.exists():
         return None
     res = read_partition(old)
@@ -321,7 +337,8 @@ def partition_file(
     from gcntrain.partition.report import build_report
 
     seed = partition_seed(key, method, seed)
-    path = Path(cache) / "parts" / f"{key}-{method}-p{P}-s{seed}-{_tag(_defaults(method))}.h5"
+    name = f"{STANDINS[key].file_key}-{method}-p{P}-s{seed}-{_tag(_defaults(method))}.h5"
+    path = Path(cache) / "parts" / name
     if path.exists():
         return path, read_report(path) or {}
     if method == "hypergraph":
@@ -368,8 +385,9 @@ def table(cache: Path = CACHE) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for s in STANDINS.values():
-        f = Path(cache) / "graphs" / f"{s.key}.h5"
+        f = Path(cache) / "graphs" / f"{s.file_key}.h5"
         size = f"{f.stat().st_size / 1e6:.0f} MB" if f.exists() else "not generated"
         gen = "the real graph (SNAP file)" if s.generator == "snap" else f"R-MAT, seed {s.seed}"
+        gen += ", no isolated vertex" if s.min_degree else ""
         out.append(f"| `{s.key}` | {s.papers} | {s.n:,} | {s.nnz:,} | {gen} | {size} | {s.bias} |")
     return out
