@@ -42,27 +42,33 @@ def support(edges: np.ndarray, n: int) -> torch.Tensor:
     )
 
 
-def main() -> None:
-    path = sys.argv[1]
-    hidden = int(sys.argv[2]) if len(sys.argv) > 2 else 16
-    torch.set_num_threads(int(sys.argv[3]) if len(sys.argv) > 3 else 2)
-    epochs = int(sys.argv[4]) if len(sys.argv) > 4 else 12
-    z = np.load(path)
+def problem(argv: list[str]):
+    """(features, labels, training mask, support, hidden, epochs) from the anchors' arguments
+    ``GRAPH.npz [hidden] [threads] [epochs]``; sets torch's threads."""
+    hidden = int(argv[1]) if len(argv) > 1 else 16
+    torch.set_num_threads(int(argv[2]) if len(argv) > 2 else 2)
+    epochs = int(argv[3]) if len(argv) > 3 else 12
+    z = np.load(argv[0])
     x = torch.from_numpy(np.ascontiguousarray(z["node_features"], dtype=np.float32))
     y = torch.from_numpy(z["node_labels"].astype(np.int64))
     mask = torch.from_numpy(np.asarray(z["train_masks"][0], dtype=bool))
-    n, f = x.shape
+    return x, y, mask, support(np.asarray(z["edges"]), x.shape[0]), hidden, epochs
+
+
+def median_epoch(x, y, mask, s, hidden: int, epochs: int, aggregate) -> float:
+    """Median seconds of an epoch (the first two left out as warm-up) of the model above,
+    with ``aggregate(s, h)`` for each product of the support: weights seeded 0, dropout drawn
+    in the same order whatever `aggregate` is."""
     c = int(y.max()) + 1
-    s = support(np.asarray(z["edges"]), n)
     g = torch.Generator().manual_seed(0)
-    w1 = torch.nn.Parameter(torch.empty(f, hidden).uniform_(-0.1, 0.1, generator=g))
+    w1 = torch.nn.Parameter(torch.empty(x.shape[1], hidden).uniform_(-0.1, 0.1, generator=g))
     w2 = torch.nn.Parameter(torch.empty(hidden, c).uniform_(-0.1, 0.1, generator=g))
     opt = torch.optim.Adam([w1, w2], lr=0.01)
     drop = torch.nn.functional.dropout
 
     def forward(train: bool) -> torch.Tensor:
-        h = torch.relu(torch.sparse.mm(s, drop(x, 0.5, train) @ w1))
-        return torch.sparse.mm(s, drop(h, 0.5, train) @ w2)
+        h = torch.relu(aggregate(s, drop(x, 0.5, train) @ w1))
+        return aggregate(s, drop(h, 0.5, train) @ w2)
 
     times = []
     for _ in range(epochs):
@@ -75,8 +81,13 @@ def main() -> None:
         with torch.no_grad():
             forward(False)
         times.append(time.perf_counter() - t)
-    med = float(np.median(times[2:])) if len(times) > 2 else float(np.median(times))
-    print(f"torch_sparse_epoch_median_s {med:.4f} nodes {n} nnz {s.values().shape[0]}")
+    return float(np.median(times[2:])) if len(times) > 2 else float(np.median(times))
+
+
+def main() -> None:
+    x, y, mask, s, hidden, epochs = problem(sys.argv[1:])
+    med = median_epoch(x, y, mask, s, hidden, epochs, torch.sparse.mm)
+    print(f"torch_sparse_epoch_median_s {med:.4f} nodes {x.shape[0]} nnz {s.values().shape[0]}")
 
 
 if __name__ == "__main__":
