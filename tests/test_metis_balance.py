@@ -197,3 +197,21 @@ def test_rebalance_rows_moves_the_lightest_rows_of_overfull_parts():
     assert np.array_equal(out, rebalance_rows(part, weight, P, 0.02))  # deterministic
     balanced = np.arange(n) % P
     assert np.array_equal(rebalance_rows(balanced, weight, P, 0.02), balanced)
+
+
+@needs_multi
+def test_a_refused_multi_constraint_partition_falls_back_to_the_folded_weight(skewed, monkeypatch):
+    """METIS's multi-constraint call can fail (status -4 on the 124M-entry products stand-in
+    at 256 parts): the partition is then made with the rows and nonzeros folded into one
+    weight, and a note says so, instead of the run ending in a traceback."""
+    monkeypatch.setenv(BACKEND_ENV, "pymetis")
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("METIS multi-constraint partitioning failed (status -4)")
+
+    monkeypatch.setattr(metis_mod, "metis_multi_partition", refuse)
+    with pytest.warns(UserWarning, match=r"status -4\); partitioned with one folded weight"):
+        part = metis_partition(skewed.indptr, skewed.indices, 16, vweights="rows+degree", seed=0)
+    rows, ent, _ = _balance(skewed, part, 16)
+    assert part.shape == (skewed.n,) and set(np.unique(part)) == set(range(16))
+    assert rows <= 2 * (1 + EPS) * 1.05 and ent <= 2 * (1 + EPS) * 1.05  # the folded bound

@@ -17,8 +17,8 @@ unit; vertex weights encode the computational load:
   METIS does not give up the rows for it).  The default of the partitions made for training
   (`DEFAULT_VWEIGHTS`, see `gcntrain.partition.methods.run_method`).  Multi-constraint METIS is
   called in pymetis' library directly (`gcntrain.partition.metis_multi`: pymetis' API passes
-  one constraint only); where that is not available, and with the Mt-KaHyPar backend (one
-  constraint), both are folded into one weight ``w_i = a + min(nnz_i, cap)`` with
+  one constraint only); where that is not available or METIS refuses it (a note says so), and
+  with the Mt-KaHyPar backend (one constraint), both are folded into one weight ``w_i = a + min(nnz_i, cap)`` with
   ``a = round(sum of the capped nonzeros / n)``: rows and nonzeros carry half the total each,
   which bounds each max/mean by ``2 (1 + eps)`` only (`MULTI_FALLBACK`),
 * ``"train"``: SuperGCN (section 6, "node weights based on in-degree of nodes and training
@@ -252,9 +252,17 @@ def metis_partition(
     elif w_one is not None and w_one.ndim == 2:
         if recursive is None:
             recursive = P <= 8  # pymetis' choice
-        with captured_stdout(said):
-            membership = metis_multi_partition(
-                xadj, adjncy, w_one, P, ufactor(imbalance), seed, recursive
+        try:
+            with captured_stdout(said):
+                membership = metis_multi_partition(
+                    xadj, adjncy, w_one, P, ufactor(imbalance), seed, recursive
+                )
+        except RuntimeError as e:  # METIS refused (e.g. status -4 on a 124M-entry R-MAT
+            # graph at 256 parts): the rows and nonzeros folded into one weight instead
+            warnings.warn(Note(f"{e}; partitioned with {MULTI_FALLBACK} instead"), stacklevel=2)
+            said.clear()
+            membership = _pymetis_partition(
+                xadj, adjncy, folded_weights(w_one), P, imbalance, seed, recursive, said
             )
     else:
         membership = _pymetis_partition(xadj, adjncy, w_one, P, imbalance, seed, recursive, said)
