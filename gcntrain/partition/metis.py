@@ -17,10 +17,11 @@ unit; vertex weights encode the computational load:
   METIS does not give up the rows for it).  The default of the partitions made for training
   (`DEFAULT_VWEIGHTS`, see `gcntrain.partition.methods.run_method`).  Multi-constraint METIS is
   called in pymetis' library directly (`gcntrain.partition.metis_multi`: pymetis' API passes
-  one constraint only); where that is not available or METIS refuses it (a note says so), and
-  with the Mt-KaHyPar backend (one constraint), both are folded into one weight ``w_i = a + min(nnz_i, cap)`` with
-  ``a = round(sum of the capped nonzeros / n)``: rows and nonzeros carry half the total each,
-  which bounds each max/mean by ``2 (1 + eps)`` only (`MULTI_FALLBACK`),
+  one constraint only); where that is not available or METIS refuses it (a note says so),
+  and with the Mt-KaHyPar backend (one constraint), both are folded into one weight
+  ``w_i = a + min(nnz_i, cap)`` with ``a = round(sum of the capped nonzeros / n)``: rows
+  and nonzeros carry half the total each, which bounds each max/mean by ``2 (1 + eps)``
+  only (`MULTI_FALLBACK`),
 * ``"train"``: SuperGCN (section 6, "node weights based on in-degree of nodes and training
   masks"), folded into one weight ``w_i = nnz_i + lam * train_i`` with
   ``lam = round(nnz / n_train)``; training vertices then carry half of the total weight and
