@@ -101,20 +101,17 @@ def _vertex_partition(
         params.update(run.summary())  # net_cap: the cap actually applied
         if vweights != "rows+degree":
             return run.part, params
-        part = hypergraph_rows(run.part, indptr, P, eps)
-        moved = int(np.count_nonzero(part != run.part))
-        params.update(vweights="rows+degree", rows_moved=moved)
-        if moved:  # the figures of the partition returned, not of Mt-KaHyPar's
-            params["km1"] = km1(*column_nets(indptr, indices), part)
-            w = np.bincount(part, weights=np.diff(indptr), minlength=P)
-            params["max_block_weight"] = int(w.max())
-        return part, params
+        return hypergraph_rows(run.part, indptr, indices, P, eps, params), params
     raise InputError(f"unknown vertex partitioning method {method!r}")
 
 
-def hypergraph_rows(part: np.ndarray, indptr: np.ndarray, P: int, eps: float) -> np.ndarray:
+def hypergraph_rows(
+    part: np.ndarray, indptr: np.ndarray, indices: np.ndarray, P: int, eps: float, params: dict
+) -> np.ndarray:
     """The hypergraph partition `part` (its weights: the rows' nonzeros) with its rows
-    balanced too (``vweights="rows+degree"``, the default of partitions made for training).
+    balanced too (``vweights="rows+degree"``, the default of partitions made for training);
+    `params` (Mt-KaHyPar's figures) updated in place to the partition returned: `vweights`,
+    ``rows_moved``, and `km1` and ``max_block_weight`` where rows moved.
 
     Mt-KaHyPar balances one weight; weighting the rows by their nonzeros leaves rows that
     weigh nothing (isolated vertices: no nonzeros and no nets) wherever it likes: on the
@@ -125,7 +122,14 @@ def hypergraph_rows(part: np.ndarray, indptr: np.ndarray, P: int, eps: float) ->
     fallback does, bounds both by ``2 (1 + eps)`` only, and came out near 2 for both on
     an R-MAT graph at 16 and 64 parts.)
     """
-    return rebalance_rows(part, np.diff(indptr), P, eps)
+    nnz = np.diff(indptr)
+    out = rebalance_rows(part, nnz, P, eps)
+    moved = int(np.count_nonzero(out != part))
+    params.update(vweights="rows+degree", rows_moved=moved)
+    if moved:
+        params["km1"] = km1(*column_nets(indptr, indices), out)
+        params["max_block_weight"] = int(np.bincount(out, weights=nnz, minlength=P).max())
+    return out
 
 
 def run_method(

@@ -273,8 +273,8 @@ def structure_bound(rec: Recipe) -> str:
     and the hypergraph partitioner's communication volume comes out at 0.76-0.88x a random
     partition's, against 0.01-0.37x on the papers' real graphs, and the ratios built on
     volumes inherit it; no term of the time model moves these figures.  Such rows are
-    printed with their ratio and tallied
-    apart; rows on the real graph (soc-Slashdot0902) count as any other.
+    printed with their ratio and tallied apart; rows on the real graph (soc-Slashdot0902)
+    count as any other.
     """
     if rec.kind == "none":
         return ""

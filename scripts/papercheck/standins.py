@@ -21,8 +21,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
 #: the default cache folder (gitignored)
 CACHE = ROOT / ".cache" / "papers"
@@ -179,9 +177,6 @@ STANDINS: dict[str, StandIn] = {
 #: V-cycle) had not finished a 512-way partition of com-amazon's 1.85M entries after 16 CPU
 #: minutes on this machine; Mt-KaHyPar's preset for large k took 7.4 CPU minutes
 HG_OPTIONS = {"init": "none", "vcycles": 0, "preset": "large_k"}
-#: what a hypergraph partition depended on before its rows were balanced too (the tag of
-#: the partitions cached then: `_rows_balanced` reuses them)
-_HG_NONZEROS = {"imbalance": 0.01, **HG_OPTIONS}
 #: stand-ins above this many entries get no hypergraph partition here (4 or more CPU minutes
 #: per million entries at 512 parts, on a machine where this check gets a third of a core:
 #: roadNet-CA to coPapersDBLP would take one to several hours each)
@@ -280,37 +275,6 @@ def _tag(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:8]
 
 
-def _rows_balanced(key: str, P: int, seed: int, path: Path, cache: Path, log) -> dict | None:
-    """The hypergraph partition of `key` with its rows balanced, from a cached partition
-    made before that step (Mt-KaHyPar with the rows weighted by their nonzeros, what
-    `run_method` computes first: `gcntrain.partition.methods.hypergraph_rows`), written to
-    `path`; its report, or None where no such partition is cached.  amazon0601's 512-way
-    partition took 50 minutes here; the step after it takes seconds."""
-    from gcntrain.data.partition_file import read_partition, write_partition
-    from gcntrain.partition.hypergraph import column_nets, km1
-    from gcntrain.partition.methods import hypergraph_rows
-    from gcntrain.partition.report import build_report
-
-    name = f"{STANDINS[key].file_key}-hypergraph-p{P}-s{seed}-{_tag(_HG_NONZEROS)}.h5"
-    old = Path(cache) / "parts" / name
-    if not old.exists():
-        return None
-    res = read_partition(old)
-    indptr, indices, _ = structure(graph_path(key, cache, log))
-    part = hypergraph_rows(res.part, indptr, P, res.params["imbalance"])
-    moved = int(np.count_nonzero(part != res.part))
-    res.params.update(vweights="rows+degree", rows_moved=moved)
-    if moved:
-        res.params["km1"] = km1(*column_nets(indptr, indices), part)
-        w = np.bincount(part, weights=np.diff(indptr), minlength=P)
-        res.params["max_block_weight"] = int(w.max())
-    res.part = part
-    rep = build_report(indptr, indices, res)
-    write_partition(path, res, rep)
-    log(f"  hypergraph {P} parts: rows balanced ({moved} moved) from {old.name}")
-    return rep
-
-
 def partition_seed(key: str, method: str, seed: int) -> int:
     """The seed a partition of stand-in `key` is drawn with: `seed`, except a random
     partition of an R-MAT stand-in asked for with the stand-in's own seed, which takes the
@@ -341,10 +305,6 @@ def partition_file(
     path = Path(cache) / "parts" / name
     if path.exists():
         return path, read_report(path) or {}
-    if method == "hypergraph":
-        rep = _rows_balanced(key, P, seed, path, cache, log)
-        if rep is not None:
-            return path, rep
     gpath = graph_path(key, cache, log)
     indptr, indices, ghash = structure(gpath)
     log(f"partitioning {key} with {method} into {P} parts ...")

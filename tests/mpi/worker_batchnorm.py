@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import worker as W  # noqa: E402  (tests/mpi/worker.py, beside this file)
+from cases import REGISTRY_GRAPH  # noqa: E402
 
 from gcntrain.model.trainer import TrainConfig  # noqa: E402
 
@@ -52,15 +53,15 @@ def norm_bytes(run) -> int:
 
 def case_batchnorm(world):
     """Every registered scheme on each of its `Scheme.test_configurations` (and
-    `extra_configurations`) with ``--norm batch``: R-MAT n = 509 (prime: no grid divides
-    it), 6 epochs with dropout, the `MODELS`; an exact configuration's weights (the
-    BatchNorm scale and shift included) equal serial's within `TOLERANCE`, and
-    every configuration's measured traffic equals its plan on every rank and phase (the
-    BatchNorm reductions are the phases ``L<i>.fwd.norm``, ``L<i>.bwd.norm`` and
-    ``eval.L<i>.fwd.norm``)."""
+    `extra_configurations`) with ``--norm batch``: the `registry` case's R-MAT n = 509
+    (prime: no grid divides it), 6 epochs with dropout, the `MODELS`; an exact
+    configuration's weights (the BatchNorm scale and shift included) equal serial's within
+    `TOLERANCE`, and every configuration's measured traffic equals its plan on every rank
+    and phase (the BatchNorm reductions are the phases ``L<i>.fwd.norm``, ``L<i>.bwd.norm``
+    and ``eval.L<i>.fwd.norm``)."""
     from gcntrain.schemes.registry import SCHEMES
 
-    g = W.rmat_odd(9, edge_factor=8, seed=11, num_features=24, num_classes=4)
+    g = W.rmat_odd(9, **REGISTRY_GRAPH)
     ok, details = True, []
     for label, fields in MODELS:
         cfg = TrainConfig(epochs=6, seed=3, early_stopping=0, norm="batch", **fields)
