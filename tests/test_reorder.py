@@ -1,5 +1,6 @@
 """--reorder: locality orders inside each part (`gcntrain.partition.reorder`), their use by the
-numbering, rows read out of order from a graph file, and runs that equal the unordered run.
+numbering, rows read out of order from a graph file, runs that equal the unordered run, and
+the default ``auto`` (rcm above a part size, none below it and on a store).
 (Distributed runs with --reorder: tests/test_mpi_cli.py and tests/test_simulate.py cases.)"""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from gcntrain.cli.main import run
 from gcntrain.data.generate import rmat
 from gcntrain.data.rows import read_graph_rows
 from gcntrain.data.store import write_graph
-from gcntrain.partition.reorder import order_key, reorder_within_parts
+from gcntrain.partition import reorder
+from gcntrain.partition.reorder import auto_order, order_key, reorder_within_parts
 from gcntrain.schemes.layout import renumber
 from gcntrain.schemes.loading import _rows_in_order
 
@@ -108,7 +110,7 @@ def test_serial_run_equals_the_unordered_run_and_outputs_stay_in_original_ids(
 def test_reorder_refusals_are_one_line_exit_2(graph_file, tmp_path, capsys):
     assert run(["train", str(graph_file), "--reorder", "random", "--epochs", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--reorder must be one of none, degree, rcm" in err[0]
+    assert len(err) == 1 and "--reorder must be one of auto, none, degree, rcm" in err[0]
     store = tmp_path / "store"
     assert run(["shard", str(graph_file), "-o", str(store), "--parts", "1"]) == 0
     capsys.readouterr()
@@ -119,3 +121,55 @@ def test_reorder_refusals_are_one_line_exit_2(graph_file, tmp_path, capsys):
     assert run([*argv, "--reorder", "rcm"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--reorder" in err[0]
+
+
+def test_auto_is_rcm_above_the_part_size_and_none_at_or_below_it():
+    assert auto_order(reorder.AUTO_RCM_ROWS) == "none"
+    assert auto_order(reorder.AUTO_RCM_ROWS + 1) == "rcm"
+    assert auto_order(0) == "none"
+
+
+def _bits(path):
+    """Every dataset of a run's predictions.h5 and weights.h5, by name."""
+    import h5py
+
+    out = {}
+    for name in ("predictions.h5", "weights.h5"):
+        with h5py.File(path / name) as f:
+            keys = []
+            f.visit(
+                lambda k, f=f, keys=keys: keys.append(k) if isinstance(f[k], h5py.Dataset) else None
+            )
+            out.update({f"{name}/{k}": f[k][()] for k in keys})
+    return out
+
+
+def test_the_default_orders_like_rcm_where_a_part_is_large_and_times_it(
+    graph_file, tmp_path, capsys, monkeypatch
+):
+    """With the part size lowered below the test graph's 256 rows, the default run is the
+    explicit ``--reorder rcm`` run bit for bit, and its setup has a ``reorder`` phase; at
+    the real part size it is the unordered run (no phase)."""
+    base = [graph_file, "--epochs", "3", "--seed", "2"]
+    small = _train([*base, "-o", tmp_path / "small"], capsys)
+    plain = _train([*base, "--reorder", "none", "-o", tmp_path / "none"], capsys)
+    assert "reorder" not in small["setup_phases"] and small["scheme_options"] == {}
+    assert small["final_loss"] == plain["final_loss"]
+    monkeypatch.setattr(reorder, "AUTO_RCM_ROWS", 100)
+    auto = _train([*base, "-o", tmp_path / "auto"], capsys)
+    rcm = _train([*base, "--reorder", "rcm", "-o", tmp_path / "rcm"], capsys)
+    assert auto["setup_phases"]["reorder"] > 0 and rcm["setup_phases"]["reorder"] > 0
+    assert auto["final_loss"] == rcm["final_loss"] and auto["scheme_options"] == {}
+    a, r = _bits(tmp_path / "auto"), _bits(tmp_path / "rcm")
+    assert a.keys() == r.keys() and len(a) > 2
+    for k in a:
+        assert np.array_equal(a[k], r[k]), k
+
+
+def test_the_default_leaves_a_store_in_its_own_order(graph_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(reorder, "AUTO_RCM_ROWS", 100)
+    store = tmp_path / "store"
+    assert run(["shard", str(graph_file), "-o", str(store), "--parts", "1"]) == 0
+    capsys.readouterr()
+    got = _train([store, "--epochs", "2"], capsys)
+    assert "reorder" not in got["setup_phases"]

@@ -2,7 +2,8 @@
 
 A job's setup (everything before its first epoch) is a few named phases: ``verify`` (the
 content hash of a graph file checked before ranks read their rows), ``partition`` (the
-numbering and layout), ``read`` (this rank's rows from the file or store), ``normalise``
+numbering and layout), ``reorder`` (the rows' locality order inside each part, ``--reorder``),
+``read`` (this rank's rows from the file or store), ``normalise``
 (degrees and the support's rows), ``transpose`` (the support's transpose, or the rows of it
 this rank holds), ``exchange`` (the setup's collectives: degrees, the transposition's
 messages, the symmetry vote) and ``ops`` (the rest of the scheme's set-up: its Ops, casts).
@@ -22,11 +23,12 @@ from time import perf_counter
 from gcntrain import status
 
 #: every phase a path may have, in report order
-PHASES = ("verify", "partition", "read", "normalise", "transpose", "exchange", "ops")
+PHASES = ("verify", "partition", "reorder", "read", "normalise", "transpose", "exchange", "ops")
 #: what the status line says a phase does (`gcntrain.status`)
 DOING = {
     "verify": "checking the graph file's content hash",
     "partition": "partitioning the graph",
+    "reorder": "ordering the rows for locality",
     "read": "reading this rank's rows",
     "normalise": "normalising the adjacency",
     "transpose": "transposing the adjacency",

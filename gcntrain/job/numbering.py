@@ -7,8 +7,9 @@ of the partitioner's working memory at once.  Instead:
 * ``--scheme auto``'s search hands over the numbering it computed for the configuration it
   chose (`gcntrain.job.auto`), and the job takes it where its key is the job's own
   (`handed_numbering`);
-* otherwise, where the partition is a slow method (METIS, the hypergraph partitioner), rank
-  0 computes it while the others sleep, and sends it (`numbering_once`).
+* otherwise, where the partition is a slow method (METIS, the hypergraph partitioner) or the
+  rows are put in a locality order (``--reorder``, which reads the whole graph's structure),
+  rank 0 computes it while the others sleep, and sends it (`numbering_once`).
 
 Both run before the run's counters start (the reported traffic is the training run's, as
 `gcntrain simulate` plans it), and the job's `load_rank` takes the numbering where its key
@@ -88,11 +89,13 @@ def handed_numbering(handed, scheme, size: int, sc, spec):
 def numbering_once(world, spec, scheme):
     """(numbering key, `Numbering`) of the job `spec` (its configuration of `scheme`)
     computed by rank 0 alone (the others asleep, `on_root`: its error, if any, raised on
-    every rank) and sent to every rank, where the partition is one of `ONCE` on several
-    ranks; else None (each rank numbers its rows itself).  The job's runner calls it before
-    the run's counters start, as ``--scheme auto``'s search and its hand-over run: the
-    reported traffic is the training run's (and `gcntrain simulate`'s plan)."""
-    if world.size == 1 or not isinstance(spec.partition, str) or spec.partition not in ONCE:
+    every rank) and sent to every rank, where on several ranks the partition is one of
+    `ONCE` or the rows are put in a locality order (``--reorder``, ``auto`` included: the
+    order reads the whole graph's structure, which P ranks of a node would each hold); else
+    None (each rank numbers its rows itself).  The job's runner calls it before the run's
+    counters start, as ``--scheme auto``'s search and its hand-over run: the reported
+    traffic is the training run's (and `gcntrain simulate`'s plan)."""
+    if world.size == 1 or not isinstance(spec.partition, str | None):
         return None
     from gcntrain.model.run import check_widths
     from gcntrain.schemes import registry
@@ -101,6 +104,8 @@ def numbering_once(world, spec, scheme):
 
     size = world.size
     sc = agree(world, lambda: registry.configured(scheme, size, dict(spec.options), spec.config))
+    if spec.partition not in ONCE and scheme.locality_order(sc) == "none":
+        return None
 
     def number():
         src = open_source(spec.source)

@@ -5,8 +5,11 @@ are close together, the gathered rows are already in cache.  A renumbering that 
 row part contiguous may order the rows *inside* each part freely, so a locality order costs no
 communication and changes no part's contents (the planned bytes stay those of the partition).
 
-Orders (`ORDERS`):
+Orders (`ORDERS`; ``--reorder`` also takes ``auto``, `CHOICES`):
 
+``auto`` (the default)
+    ``rcm`` where a part holds more than `AUTO_RCM_ROWS` rows of a graph file, else ``none``
+    (`auto_order`).
 ``none``
     Increasing original id inside each part (the renumbering's default).
 ``degree``
@@ -26,6 +29,22 @@ import numpy as np
 import scipy.sparse as sp
 
 ORDERS = ("none", "degree", "rcm")
+#: the values ``--reorder`` takes: an order, or ``auto`` (`auto_order`)
+CHOICES = ("auto", *ORDERS)
+#: ``auto`` orders by ``rcm`` where a part holds more rows than this.  The narrowest operand
+#: a sparse product gathers (hidden width 16, float32) takes 64 bytes a row: past 16,384
+#: rows it no longer fits 1 MiB, a core's private L2 on the x86 servers users run (0.5-2
+#: MiB; A64FX's 8 MiB L2 is shared by a CMG's 12 cores), and the gathers reach the shared
+#: cache or memory, where neighbouring rows' columns sharing cache lines pays.  Measured in
+#: docs/measurements/reorder-auto-2026-12-07.md: the 200k-row benchmark graph's serial epoch
+#: 0.84x unordered (paired runs); on smaller graphs the order is left as it is.
+AUTO_RCM_ROWS = 16384
+
+
+def auto_order(rows_max: int) -> str:
+    """The order ``auto`` stands for on a numbering whose largest part holds `rows_max`
+    rows: ``rcm`` above `AUTO_RCM_ROWS`, else ``none``."""
+    return "rcm" if rows_max > AUTO_RCM_ROWS else "none"
 
 
 def order_key(indptr: np.ndarray, indices: np.ndarray, order: str) -> np.ndarray | None:

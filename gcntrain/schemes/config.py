@@ -46,7 +46,7 @@ class SchemeOption:
     given) into the configured one on `size` ranks, raising `InputError` for a bad value
     (None: the raw value as it is); ``show(value)`` is the configured value's printed form
     (None: the value itself); a configured value in ``omit`` is left out of the printed
-    configuration (``--reorder none``).
+    configuration (``--reorder auto``).
     """
 
     name: str

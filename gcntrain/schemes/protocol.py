@@ -28,30 +28,32 @@ OVERLAP_EPOCHS = "epochs"
 
 
 def parse_order(value, size: int = 0, scheme=None) -> str:
-    """The locality order of ``--reorder`` (None: "none"); raises `InputError` for an
+    """The locality order of ``--reorder`` (None: "auto"); raises `InputError` for an
     unknown order."""
-    from gcntrain.partition.reorder import ORDERS
+    from gcntrain.partition.reorder import CHOICES
 
-    order = value or "none"
-    if order not in ORDERS:
-        raise InputError(f"--reorder must be one of {', '.join(ORDERS)}, got {order!r}")
+    order = value or "auto"
+    if order not in CHOICES:
+        raise InputError(f"--reorder must be one of {', '.join(CHOICES)}, got {order!r}")
     return order
 
 
 #: ``--reorder``: the locality order of the rows inside each part
 #: (`gcntrain.partition.reorder`), declared by the schemes whose layouts come from a vertex
-#: partition of a graph file (printed only when it is not "none")
+#: partition of a graph file (printed only when it is not "auto")
 REORDER_OPTION = SchemeOption(
     "reorder",
     ("--reorder",),
-    "none",
-    "Order of the rows inside each part, for the locality of the sparse products: none, "
+    "auto",
+    "Order of the rows inside each part, for the locality of the sparse products: auto "
+    "(rcm where a part of a graph file holds more than 16,384 rows, else none), none, "
     "degree (most entries first) or rcm (reverse Cuthill-McKee); a renumbering only (results "
-    "equal up to summation order, outputs in original ids); graph files only.",
+    "equal up to summation order, outputs in original ids); an explicit order needs a graph "
+    "file.",
     str,
-    "none|degree|rcm",
+    "auto|none|degree|rcm",
     parse=parse_order,
-    omit=("none",),
+    omit=("auto",),
 )
 
 
@@ -292,7 +294,9 @@ class Scheme:
                 source.path,
             )
         numbering = source.numbering(parts, spec, seed, col_parts)
-        if order in (None, "none"):
+        if order in (None, "auto"):
+            order = self._auto_order(source, numbering)
+        if order == "none":
             return numbering
         if numbering.perm is None:
             raise InputError(
@@ -306,12 +310,25 @@ class Scheme:
                 "or leave out --reorder",
                 source.path,
             )
+        from gcntrain.data import setup_phases
         from gcntrain.partition.reorder import order_key, reorder_within_parts
         from gcntrain.schemes.loading import graph_structure
 
-        key = order_key(*graph_structure(source), order)
-        perm, inv = reorder_within_parts(numbering.perm, numbering.offsets, key)
+        with setup_phases.phase("reorder"):
+            key = order_key(*graph_structure(source), order)
+            perm, inv = reorder_within_parts(numbering.perm, numbering.offsets, key)
         return replace(numbering, perm=perm, inv=inv)
+
+    @staticmethod
+    def _auto_order(source, numbering) -> str:
+        """The order ``--reorder auto`` stands for on `numbering` of `source`
+        (`gcntrain.partition.reorder.auto_order`): "none" where the source fixes its own row
+        order (a shard store, or a plan of one)."""
+        from gcntrain.partition.reorder import auto_order
+
+        if numbering.perm is None or getattr(source, "held_rows", False):
+            return "none"
+        return auto_order(int(np.diff(numbering.offsets).max(initial=0)))
 
     def check_training(self, config: SchemeConfig, train) -> SchemeConfig | None:
         """Validate the scheme's configuration against the training configuration `train`
