@@ -5,7 +5,7 @@ the same run.
 
     python scripts/bench_epoch.py [--rounds 5] [--epochs 12] [--threads 2]
                                   [--anchor-python PY] [--shared ../shared] [--no-cora]
-                                  [--size 200000,2000000]
+                                  [--size 200000,2000000] [--graph G.h5 ...] [--no-anchors]
                                   [--mpi] [--mpi-rounds 3] [--mpi-baseline DIR]
                                   [--reorders degree,rcm]
                                   [--breakdown] [--baseline DIR] [--variant LABEL:K=V,...]
@@ -13,7 +13,8 @@ the same run.
 Graphs: the generated 200k-node / 4M-nonzero benchmark graph
 (``../shared/bench/make_bench_graph.py 200000 2000000 128 16 7``, symmetrised by
 ``gcntrain convert``; `--size NODES,EDGES` generates another size, e.g. ``--size 20000,200000``
-for a quick run) and Cora.  Model: gcntrain's defaults (GCN F -> 16 -> C, dropout 0.5,
+for a quick run) and Cora; `--graph G.h5` (repeatable) runs those graph files instead of the
+generated one.  Model: gcntrain's defaults (GCN F -> 16 -> C, dropout 0.5,
 Adam, an evaluation pass every epoch), float32.
 
 Each round runs, in an order rotated from round to round: ``gcntrain train G --threads T``
@@ -32,8 +33,9 @@ array buffers to) prints the arrays held at the first epoch boundary (graph, sup
 transpose, features, weights, Adam moments) and the peak traced during each later epoch, and
 their ratio.
 
-`--reorders degree,rcm`: gcntrain also runs with ``--reorder degree`` and ``--reorder rcm`` in
-the same rounds (ratios against the unordered run and the anchors).
+`--reorders none,degree,rcm`: gcntrain also runs with ``--reorder ORDER`` for each in the same
+rounds (the default run is ``--reorder auto``): ratios of medians against the default run
+and the anchors, and the median of the per-round ratios.  `--no-anchors`: gcntrain only.
 
 `--mpi`: ``mpiexec -n 2 gcntrain train G --threads 1 --scheme S`` for 1d and p2p against
 serial ``--threads 1``, interleaved, `--mpi-rounds` rounds; ratio = np 2 / serial.
@@ -185,6 +187,13 @@ def bench_serial(graphs: dict, a, anchor: str | None) -> None:
                 else f"   gcntrain / {t}: {ratio(g, m)}"
             )
             print(f"  {t:<14} {m * 1e3:9.1f} ms{vs}")
+            if t.startswith("gcntrain --reorder"):  # per round: the same spell of the machine
+                pairs = [x / y for x, y in zip(times[t], times["gcntrain"])]
+                below = sum(x < 1 for x in pairs)
+                print(
+                    f"    paired per round, {t} / gcntrain: median {med(pairs):.3f}, "
+                    f"{below} of {len(pairs)} below 1"
+                )
         print(
             "  gcntrain breakdown (median epoch): "
             + ", ".join(f"{k} {med(v) * 1e3:.1f} ms" for k, v in parts.items())
@@ -235,6 +244,14 @@ def main() -> int:
     ap.add_argument("--anchor-python", default=None)
     ap.add_argument("--shared", default=str(DEFAULT_SHARED))
     ap.add_argument("--no-cora", action="store_true")
+    ap.add_argument("--no-anchors", action="store_true", help="gcntrain's runs only")
+    ap.add_argument(
+        "--graph",
+        action="append",
+        default=[],
+        help="a graph file to run instead of the generated benchmark graph (repeatable; "
+        "with the anchors, it is exported to their .npz format)",
+    )
     ap.add_argument(
         "--size",
         type=lambda v: tuple(int(x) for x in v.split(",")),
@@ -306,6 +323,7 @@ def main() -> int:
         if not os.path.isfile(os.path.join(a.mpi_baseline, "gcntrain", "__init__.py")):
             ap.error(f"--mpi-baseline {a.mpi_baseline}: no gcntrain package there")
     anchor = a.anchor_python or (str(DEFAULT_ANCHOR) if DEFAULT_ANCHOR.exists() else None)
+    anchor = None if a.no_anchors else anchor
     if anchor and subprocess.run([anchor, "-c", "import torch_geometric"]).returncode != 0:
         print(f"{anchor} has no PyTorch Geometric: anchors skipped")
         anchor = None
@@ -315,10 +333,19 @@ def main() -> int:
         npz, h5 = os.path.join(tmp, "g.npz"), os.path.join(tmp, "g.h5")
         maker = Path(a.shared) / "bench" / "make_bench_graph.py"
         nodes, edges = a.size
-        sh([sys.executable, str(maker), str(nodes), str(edges), "128", "16", "7", npz])
-        sh([*gcntrain(), "convert", npz, "-o", h5, "--symmetrize"])
-        label = "200k/4M" if a.size == (200000, 2000000) else f"{nodes}n/{edges}e"
-        graphs = {label: (h5, npz)}
+        if a.graph:  # the given files; .npz beside them in tmp, for the anchors
+            graphs = {}
+            for i, g in enumerate(a.graph):
+                gnpz = os.path.join(tmp, f"g{i}.npz")
+                if anchor:
+                    export_npz(g, gnpz)
+                graphs[Path(g).name] = (os.path.abspath(g), gnpz)
+            h5 = graphs[Path(a.graph[0]).name][0]
+        else:
+            sh([sys.executable, str(maker), str(nodes), str(edges), "128", "16", "7", npz])
+            sh([*gcntrain(), "convert", npz, "-o", h5, "--symmetrize"])
+            label = "200k/4M" if a.size == (200000, 2000000) else f"{nodes}n/{edges}e"
+            graphs = {label: (h5, npz)}
         if a.breakdown:
             bench_breakdown(h5, a)
             print(f"after: {machine_state()}")

@@ -373,19 +373,21 @@ def _registry_runs(world, schemes):
 
 
 def _numbering_once_as_computed(world, path, cfg, details) -> bool:
-    """Whether the METIS numbering rank 0 computes and sends (`job.numbering.numbering_once`,
-    p2p and 1.5d) is, on every rank, the one the rank computes itself, under the job's own
-    numbering key; a block partition, or one rank, sends none."""
+    """Whether the numbering rank 0 computes and sends (`job.numbering.numbering_once`: METIS,
+    p2p and 1.5d, and a block partition in the default locality order ``--reorder auto``) is,
+    on every rank, the one the rank computes itself, under the job's own numbering key; a
+    block partition with ``--reorder none``, or one rank, sends none."""
     from gcntrain.job.numbering import numbering_once
     from gcntrain.job.spec import JobSpec
 
     ok = True
     reps = [1] + ([2] if world.size % 2 == 0 else [])
     cases = [("p2p", {}, "metis")] + [("1.5d", {"replication": c}, "metis") for c in reps]
-    for scheme, opts, part in [*cases, ("p2p", {}, "block")]:
+    cases += [("p2p", {}, "block"), ("p2p", {"reorder": "none"}, "block")]
+    for scheme, opts, part in cases:
         spec = JobSpec(source=path, config=cfg, scheme=scheme, options=opts, partition=part)
         got = numbering_once(world, spec, spec.scheme_of(world.size))
-        if part == "block" or world.size == 1:  # nothing to send
+        if opts.get("reorder") == "none" or world.size == 1:  # nothing to send
             good = got is None
         else:
             choice = {"scheme": scheme, "values": opts, "partition": part, "label": scheme}
