@@ -36,8 +36,9 @@ CHOICES = ("auto", *ORDERS)
 #: rows it no longer fits 1 MiB, a core's private L2 on the x86 servers users run (0.5-2
 #: MiB; A64FX's 8 MiB L2 is shared by a CMG's 12 cores), and the gathers reach the shared
 #: cache or memory, where neighbouring rows' columns sharing cache lines pays.  Measured in
-#: docs/measurements/reorder-auto-2026-12-07.md: the 200k-row benchmark graph's serial epoch
-#: 0.84x unordered (paired runs); on smaller graphs the order is left as it is.
+#: docs/measurements/reorder-auto-2026-12-07.md: unordered, the serial epoch is 1.26x the
+#: ordered one on the 200k-row benchmark graph and 1.13x on Slashdot (82k rows), in every
+#: round; on smaller graphs the order is left as it is.
 AUTO_RCM_ROWS = 16384
 
 
