@@ -38,6 +38,17 @@ def parse_order(value, size: int = 0, scheme=None) -> str:
     return order
 
 
+def auto_order_of(source, numbering) -> str:
+    """The order ``--reorder auto`` stands for on `numbering` of `source`
+    (`gcntrain.partition.reorder.auto_order`): "none" where the source fixes its own row
+    order (a shard store, or a plan of one)."""
+    from gcntrain.partition.reorder import auto_order
+
+    if numbering.perm is None or getattr(source, "held_rows", False):
+        return "none"
+    return auto_order(int(np.diff(numbering.offsets).max(initial=0)))
+
+
 #: ``--reorder``: the locality order of the rows inside each part
 #: (`gcntrain.partition.reorder`), declared by the schemes whose layouts come from a vertex
 #: partition of a graph file (printed only when it is not "auto")
@@ -295,7 +306,7 @@ class Scheme:
             )
         numbering = source.numbering(parts, spec, seed, col_parts)
         if order in (None, "auto"):
-            order = self._auto_order(source, numbering)
+            order = auto_order_of(source, numbering)
         if order == "none":
             return numbering
         if numbering.perm is None:
@@ -318,17 +329,6 @@ class Scheme:
             key = order_key(*graph_structure(source), order)
             perm, inv = reorder_within_parts(numbering.perm, numbering.offsets, key)
         return replace(numbering, perm=perm, inv=inv)
-
-    @staticmethod
-    def _auto_order(source, numbering) -> str:
-        """The order ``--reorder auto`` stands for on `numbering` of `source`
-        (`gcntrain.partition.reorder.auto_order`): "none" where the source fixes its own row
-        order (a shard store, or a plan of one)."""
-        from gcntrain.partition.reorder import auto_order
-
-        if numbering.perm is None or getattr(source, "held_rows", False):
-            return "none"
-        return auto_order(int(np.diff(numbering.offsets).max(initial=0)))
 
     def check_training(self, config: SchemeConfig, train) -> SchemeConfig | None:
         """Validate the scheme's configuration against the training configuration `train`
