@@ -1,7 +1,8 @@
 """Helpers several test modules share: the one error line of a refused command, rewriting
-an array of a checkpoint's rank file, and the small R-MAT graph and its np 3 checkpoint that
-the checkpoint tests damage (one launch for the session: tests/conftest.py's session
-fixtures `ck_graph_file` and `ck_checkpoint_np3`; every test damages a copy)."""
+an array of a checkpoint's rank file, every array of an output file (`h5_arrays`), and the
+small R-MAT graph and its np 3 checkpoint that the checkpoint tests damage (one launch for
+the session: tests/conftest.py's session fixtures `ck_graph_file` and `ck_checkpoint_np3`;
+every test damages a copy)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,17 @@ def one_error(stderr: str) -> str:
     assert len(errors) == 1, stderr[-3000:]
     assert "Traceback" not in stderr and "Abort" not in stderr, stderr[-3000:]
     return errors[0]
+
+
+def h5_arrays(path) -> dict[str, np.ndarray]:
+    """Every dataset of the HDF5 file `path` (a run's weights.h5, predictions.h5), read
+    whole, by its path in the file."""
+    import h5py
+
+    found = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda k, v: found.update({k: v[()]}) if isinstance(v, h5py.Dataset) else None)
+    return found
 
 
 def rewrite(path, change) -> None:

@@ -20,7 +20,7 @@ from gcntrain.job.spec import JobOutputs, JobSpec
 from gcntrain.model.state import TrainState
 from gcntrain.model.trainer import EpochRecord, TrainConfig
 from tests.mpi.batch import worker_case
-from tests.shared_runs import one_error, rewrite
+from tests.shared_runs import h5_arrays, one_error, rewrite
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +96,7 @@ def test_resume_without_a_checkpoint_is_one_clear_error(tmp_path):
 
 
 def _weights(out_dir):
-    import h5py
-
-    with h5py.File(out_dir / "weights.h5", "r") as f:
-        out = {}
-        f.visititems(lambda k, v: out.update({k: v[()]}) if hasattr(v, "shape") else None)
-    return out
+    return h5_arrays(out_dir / "weights.h5")
 
 
 def test_serial_resume_is_bit_identical_and_cli_reports_it(graph_file, tmp_path, capsys):

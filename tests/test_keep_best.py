@@ -16,6 +16,7 @@ from gcntrain.cli.main import run
 from gcntrain.data.store import write_graph
 from gcntrain.model.state import EpochRecord, TrainState, best_record
 from tests.readme_lines import shared_dir
+from tests.shared_runs import h5_arrays
 
 #: Cora overfits within these epochs at this rate: its best epoch comes before the last
 RUN = ["--epochs", "160", "--lr", "0.05", "--early-stopping", "0", "--seed", "1", "--quiet"]
@@ -97,13 +98,8 @@ def test_a_resumed_keep_best_run_ends_as_the_uninterrupted_one(cora, best_run, t
     resumed = _train(capsys, cora, *RUN, "--keep-best", "--resume", ck, "-o", tmp_path / "res")
     keys = ("best_epoch", "best_val_loss", "test_acc_at_best", "weights_epoch", "test_acc")
     assert {k: resumed[k] for k in keys} == {k: whole[k] for k in keys}
-    with (
-        h5py.File(whole_dir / "weights.h5") as a,
-        h5py.File(tmp_path / "res" / "weights.h5") as b,
-    ):
-        names = []
-        a.visit(lambda n: names.append(n) if isinstance(a[n], h5py.Dataset) else None)
-        assert names and all(np.array_equal(a[n][()], b[n][()]) for n in names)
+    a, b = h5_arrays(whole_dir / "weights.h5"), h5_arrays(tmp_path / "res" / "weights.h5")
+    assert a and all(np.array_equal(a[n], b[n]) for n in a)
 
 
 @pytest.mark.mpi

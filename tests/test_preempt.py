@@ -19,6 +19,7 @@ from gcntrain.data.generate import rmat
 from gcntrain.data.store import write_graph
 from tests.mpi.batch import CliBatches
 from tests.mpi.launch import gcntrain_exe, mpiexec
+from tests.shared_runs import h5_arrays
 
 pytestmark = pytest.mark.mpi
 
@@ -95,12 +96,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 60):
 
 
 def _weights(out) -> dict:
-    import h5py
-
-    with h5py.File(out / "weights.h5", "r") as f:
-        got = {}
-        f.visititems(lambda k, v: got.update({k: v[()]}) if hasattr(v, "shape") else None)
-    return got
+    return h5_arrays(out / "weights.h5")
 
 
 def _resumed_equals_uninterrupted(graph, ck, tmp_path) -> None:

@@ -20,6 +20,10 @@ from gcntrain.partition import reorder
 from gcntrain.partition.reorder import auto_order, order_key, reorder_within_parts
 from gcntrain.schemes.layout import renumber
 from gcntrain.schemes.loading import _rows_in_order
+from tests.shared_runs import h5_arrays
+
+#: a run's output files compared array by array
+OUTPUTS = ("predictions.h5", "weights.h5")
 
 
 @pytest.fixture(scope="module")
@@ -86,25 +90,19 @@ def _train(argv, capsys) -> dict:
 def test_serial_run_equals_the_unordered_run_and_outputs_stay_in_original_ids(
     graph_file, tmp_path, capsys, order
 ):
-    import h5py
-
     base = [graph_file, "--epochs", "4", "--dtype", "float64", "--seed", "2"]
     plain = _train([*base, "-o", tmp_path / "plain"], capsys)
     ordered = _train([*base, "--reorder", order, "-o", tmp_path / order], capsys)
     assert ordered["scheme_options"] == {"reorder": order} and plain["scheme_options"] == {}
     assert ordered["final_loss"] == pytest.approx(plain["final_loss"], rel=1e-12)
     assert ordered["test_acc"] == plain["test_acc"]
-    with h5py.File(tmp_path / "plain" / "predictions.h5") as a:
-        with h5py.File(tmp_path / order / "predictions.h5") as b:
-            for k in a:
-                assert np.array_equal(a[k][()], b[k][()]), k
-    with h5py.File(tmp_path / "plain" / "weights.h5") as a:
-        with h5py.File(tmp_path / order / "weights.h5") as b:
-            names = []
-            a.visit(lambda k: names.append(k) if isinstance(a[k], h5py.Dataset) else None)
-            assert names
-            for k in names:
-                np.testing.assert_allclose(b[k][()], a[k][()], rtol=1e-10, atol=1e-14)
+    a, b = (h5_arrays(tmp_path / d / "predictions.h5") for d in ("plain", order))
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    a, b = (h5_arrays(tmp_path / d / "weights.h5") for d in ("plain", order))
+    assert a
+    for k in a:
+        np.testing.assert_allclose(b[k], a[k], rtol=1e-10, atol=1e-14)
 
 
 def test_reorder_refusals_are_one_line_exit_2(graph_file, tmp_path, capsys):
@@ -129,19 +127,9 @@ def test_auto_is_rcm_above_the_part_size_and_none_at_or_below_it():
     assert auto_order(0) == "none"
 
 
-def _bits(path):
-    """Every dataset of a run's predictions.h5 and weights.h5, by name."""
-    import h5py
-
-    out = {}
-    for name in ("predictions.h5", "weights.h5"):
-        with h5py.File(path / name) as f:
-            keys = []
-            f.visit(
-                lambda k, f=f, keys=keys: keys.append(k) if isinstance(f[k], h5py.Dataset) else None
-            )
-            out.update({f"{name}/{k}": f[k][()] for k in keys})
-    return out
+def _outputs(run_dir) -> dict:
+    """Every array of a run's output files (`OUTPUTS`), by file and path in it."""
+    return {f"{n}/{k}": v for n in OUTPUTS for k, v in h5_arrays(run_dir / n).items()}
 
 
 def test_the_default_orders_like_rcm_where_a_part_is_large_and_times_it(
@@ -160,7 +148,7 @@ def test_the_default_orders_like_rcm_where_a_part_is_large_and_times_it(
     rcm = _train([*base, "--reorder", "rcm", "-o", tmp_path / "rcm"], capsys)
     assert auto["setup_phases"]["reorder"] > 0 and rcm["setup_phases"]["reorder"] > 0
     assert auto["final_loss"] == rcm["final_loss"] and auto["scheme_options"] == {}
-    a, r = _bits(tmp_path / "auto"), _bits(tmp_path / "rcm")
+    a, r = _outputs(tmp_path / "auto"), _outputs(tmp_path / "rcm")
     assert a.keys() == r.keys() and len(a) > 2
     for k in a:
         assert np.array_equal(a[k], r[k]), k

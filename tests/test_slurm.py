@@ -28,9 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pytest
+
+from tests.shared_runs import h5_arrays
 
 pytestmark = pytest.mark.slow
 
@@ -183,14 +184,7 @@ def mpiexec_run(where: Path, ranks: int, train: list[str], out: str, env: dict |
 
 
 def weights(run_dir: Path) -> dict[str, np.ndarray]:
-    found = {}
-
-    def take(name, obj):
-        if isinstance(obj, h5py.Dataset):
-            found[name] = obj[()]
-
-    with h5py.File(run_dir / "weights.h5", "r") as f:
-        f.visititems(take)
+    found = h5_arrays(run_dir / "weights.h5")
     assert found
     return found
 
