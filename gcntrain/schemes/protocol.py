@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from gcntrain.comm.exchange import BcastStages, Groups
 from gcntrain.errors import InputError
 from gcntrain.model.ops import PROTOCOL
+from gcntrain.partition.reorder import AUTO_RCM_ROWS
 from gcntrain.schemes.config import ConfigValue, SchemeConfig, SchemeOption, config_class
 from gcntrain.schemes.graphs import GraphMeta, LoadRequest, LocalGraph, Numbering  # noqa: F401
 
@@ -57,7 +58,7 @@ REORDER_OPTION = SchemeOption(
     ("--reorder",),
     "auto",
     "Order of the rows inside each part, for the locality of the sparse products: auto "
-    "(rcm where a part of a graph file holds more than 16,384 rows, else none), none, "
+    f"(rcm where a part of a graph file holds more than {AUTO_RCM_ROWS:,} rows, else none), none, "
     "degree (most entries first) or rcm (reverse Cuthill-McKee); a renumbering only (results "
     "equal up to summation order, outputs in original ids); an explicit order needs a graph "
     "file.",
